@@ -1,0 +1,86 @@
+// The generic transformer encoder on LibTorch, with a TempScale temperature per sequence:
+// every self-attention layer computes softmax((QK^T/sqrt(d_head) + mask) / tau_b).
+// This header exposes no torch types; the server sees only these plain structs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model_store/architecture.h"
+#include "model_store/checkpoint.h"
+#include "model_store/encoder_config.h"
+
+namespace embedding::model_store {
+
+enum class ComputeDType { kFloat32, kBFloat16 };
+enum class PoolingMode { kCls, kMean, kMax };
+
+const char* ComputeDTypeName(ComputeDType dtype);
+const char* PoolingModeName(PoolingMode mode);
+
+struct EncoderOptions {
+  ComputeDType dtype = ComputeDType::kFloat32;
+  // torch intra-op threads; 0 leaves torch's setting alone.
+  int intra_op_threads = 0;
+};
+
+struct EncodeBatch {
+  // Token ids of each sequence, special tokens included. Lengths may differ.
+  std::vector<std::vector<int32_t>> sequences;
+  // One temperature per sequence, finite and > 0; 1 leaves the model unchanged.
+  std::vector<float> temperatures;
+  PoolingMode pooling = PoolingMode::kCls;
+  // L2-normalise the pooled vectors.
+  bool normalize = true;
+  // Also return each sequence's final hidden states (late chunking needs them).
+  bool return_hidden_states = false;
+};
+
+struct EncodeResult {
+  int64_t dim = 0;
+  // Pooled vector per sequence, L2-normalised when the batch asked for it.
+  std::vector<std::vector<float>> pooled;
+  // Per sequence, row-major [tokens x dim]; empty unless requested.
+  std::vector<std::vector<float>> hidden_states;
+  // Per sequence, ||X - 1 mean(X)||_F / ||X||_F over its tokens: low means collapsed.
+  std::vector<float> high_frequency_ratio;
+};
+
+class Encoder {
+ public:
+  // Binds the checkpoint's weights to `spec`'s names (with or without its prefix), checks
+  // every shape against `config`, and converts them to the compute dtype. Errors name the
+  // tensor: DATA_LOSS (missing/mis-shaped), FAILED_PRECONDITION (bf16 on a CPU without it).
+  static absl::StatusOr<std::unique_ptr<Encoder>> Create(const EncoderConfig& config,
+                                                         const ArchitectureSpec& spec,
+                                                         const Checkpoint& checkpoint,
+                                                         const EncoderOptions& options);
+  ~Encoder();
+
+  // Runs one padded forward pass. Thread-safe. INVALID_ARGUMENT for an empty batch, a
+  // sequence longer than max_positions, an id outside the vocabulary or a bad temperature;
+  // INTERNAL if torch fails.
+  absl::StatusOr<EncodeResult> Encode(const EncodeBatch& batch) const;
+
+  const EncoderConfig& config() const { return config_; }
+  ComputeDType dtype() const { return options_.dtype; }
+  // Longest sequence the position table allows, special tokens included.
+  int64_t max_sequence_length() const { return max_sequence_length_; }
+
+ private:
+  struct Weights;
+  Encoder(EncoderConfig config, EncoderOptions options);
+
+  absl::Status ValidateBatch(const EncodeBatch& batch) const;
+
+  EncoderConfig config_;
+  EncoderOptions options_;
+  int64_t position_offset_ = 0;
+  int64_t max_sequence_length_ = 0;
+  std::unique_ptr<Weights> weights_;
+};
+
+}  // namespace embedding::model_store

@@ -1,0 +1,46 @@
+// Internal to model_store: the encoder's weights as torch tensors, bound from a checkpoint
+// by an ArchitectureSpec's names. Included only by encoder*.cc.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model_store/architecture.h"
+#include "model_store/checkpoint.h"
+#include "model_store/encoder_config.h"
+
+namespace embedding::model_store {
+
+struct LinearWeights {
+  torch::Tensor weight;  // [out, in]
+  torch::Tensor bias;    // [out]
+};
+
+struct NormWeights {
+  torch::Tensor weight;
+  torch::Tensor bias;
+};
+
+struct LayerWeights {
+  LinearWeights query, key, value, attention_output, intermediate, output;
+  NormWeights attention_norm, output_norm;
+};
+
+struct EncoderWeights {
+  torch::Tensor word_embeddings;      // [vocab, hidden]
+  torch::Tensor position_embeddings;  // [positions, hidden]
+  torch::Tensor token_type_embeddings;
+  NormWeights embeddings_norm;
+  std::vector<LayerWeights> layers;
+};
+
+// Finds every weight `spec` names (trying each prefix), checks its shape against `config`
+// and converts it to `dtype`. DATA_LOSS naming the tensor when one is missing or mis-shaped.
+absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
+                                                  const ArchitectureSpec& spec,
+                                                  const Checkpoint& checkpoint,
+                                                  torch::ScalarType dtype);
+
+}  // namespace embedding::model_store

@@ -1,0 +1,40 @@
+#include "model_store/model.h"
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "model_store/architecture.h"
+#include "model_store/checkpoint.h"
+#include "model_store/status_macros.h"
+
+namespace embedding::model_store {
+
+absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
+                                                   const ModelOptions& options) {
+  if (!std::filesystem::is_directory(model_dir))
+    return absl::NotFoundError(absl::StrCat(model_dir, ": not a directory"));
+  auto model = std::unique_ptr<Model>(new Model());
+  model->directory_ = model_dir;
+  ASSIGN_OR_RETURN(EncoderConfig config, LoadEncoderConfig(model_dir + "/config.json"));
+  ASSIGN_OR_RETURN(const ArchitectureSpec* spec, FindArchitecture(config.model_type));
+  ASSIGN_OR_RETURN(model->tokenizer_, Tokenizer::Load(model_dir));
+  if (static_cast<int64_t>(model->tokenizer_->vocab_size()) > config.vocab_size) {
+    return absl::DataLossError(absl::StrCat(model_dir, ": tokenizer has ",
+                                            model->tokenizer_->vocab_size(),
+                                            " tokens but config.json vocab_size is ",
+                                            config.vocab_size));
+  }
+  ASSIGN_OR_RETURN(model->st_config_, LoadSentenceTransformersConfig(model_dir));
+  // The encoder copies the weights out, so the mapping is released when Load returns.
+  ASSIGN_OR_RETURN(auto checkpoint, Checkpoint::Open(model_dir));
+  ASSIGN_OR_RETURN(model->encoder_, Encoder::Create(config, *spec, *checkpoint, options.encoder));
+  model->pooling_ = options.pooling_override.value_or(
+      model->st_config_.pooling.value_or(PoolingMode::kCls));
+  if (model->max_content_tokens() < 1) {
+    return absl::DataLossError(absl::StrCat(model_dir, ": max_position_embeddings leaves no room "
+                                            "for text after the special tokens"));
+  }
+  return model;
+}
+
+}  // namespace embedding::model_store

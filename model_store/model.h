@@ -1,0 +1,53 @@
+// A model directory loaded into memory: config, tokenizer, encoder and sentence-transformers
+// settings. Immutable after Load, so every method is thread-safe.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "model_store/encoder.h"
+#include "model_store/encoder_config.h"
+#include "model_store/sentence_transformers_config.h"
+#include "model_store/tokenizer.h"
+
+namespace embedding::model_store {
+
+struct ModelOptions {
+  EncoderOptions encoder;
+  // The serving configuration's pooling, overriding what the checkpoint declares.
+  std::optional<PoolingMode> pooling_override;
+};
+
+class Model {
+ public:
+  // Loads the directory in Hugging Face layout. Errors name the file (and tensor or field):
+  // NOT_FOUND for missing files, DATA_LOSS for corrupt ones, INVALID_ARGUMENT for an
+  // unsupported model_type (listing the supported ones), FAILED_PRECONDITION for bf16 on a
+  // CPU without native support.
+  static absl::StatusOr<std::unique_ptr<Model>> Load(const std::string& model_dir,
+                                                     const ModelOptions& options);
+
+  const std::string& directory() const { return directory_; }
+  const EncoderConfig& config() const { return encoder_->config(); }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const Encoder& encoder() const { return *encoder_; }
+  const SentenceTransformersConfig& sentence_transformers() const { return st_config_; }
+  PoolingMode pooling() const { return pooling_; }
+  // Content tokens one window holds: the position table less the special tokens.
+  int64_t max_content_tokens() const {
+    return encoder_->max_sequence_length() - tokenizer_->num_special_tokens();
+  }
+
+ private:
+  Model() = default;
+
+  std::string directory_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<Encoder> encoder_;
+  SentenceTransformersConfig st_config_;
+  PoolingMode pooling_ = PoolingMode::kCls;
+};
+
+}  // namespace embedding::model_store
