@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# One entry point for people and CI: installs Debian packages (only when missing), configures
+# and builds (incrementally), then runs the service or the test suite.
+#   ./dev.sh run [server flags...]   serve the demo model (written on first run)
+#   ./dev.sh test                    the whole suite (ctest, all labels)
+#   ./dev.sh build | deps | bench
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+BUILD_DIR=${BUILD_DIR:-build}
+DEMO_MODEL_DIR=${DEMO_MODEL_DIR:-$BUILD_DIR/models/demo}
+
+BUILD_PACKAGES=(
+  ca-certificates cmake g++ make pkg-config
+  libtorch-dev libopenblas0-openmp   # without OpenBLAS, libtorch uses reference BLAS (~30x slower)
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
+  prometheus-cpp-dev nlohmann-json3-dev libutf8proc-dev libcpp-httplib-dev
+  wamerican                          # the demo model's vocabulary
+)
+TEST_PACKAGES=(
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-torch python3-numpy python3-grpcio
+)
+
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+missing_packages() {
+  local p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+  done
+}
+
+install_packages() {
+  local missing
+  missing=$(missing_packages "$@")
+  [ -z "$missing" ] && return 0
+  echo "dev.sh: installing:" $missing >&2
+  as_root apt-get update -q
+  # shellcheck disable=SC2086
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
+}
+
+build() {
+  if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
+    cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release
+  fi
+  cmake --build "$BUILD_DIR" -j "$(nproc)"
+}
+
+demo_model() {
+  if [ ! -f "$DEMO_MODEL_DIR/model.safetensors" ]; then
+    "$BUILD_DIR/model_store/write_demo_model" --out="$DEMO_MODEL_DIR"
+  fi
+}
+
+cmd=${1:-run}
+shift || true
+case "$cmd" in
+  deps) install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}" ;;
+  build) install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"; build ;;
+  run)
+    install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
+    build
+    demo_model
+    echo "dev.sh: serving the DEMO model (random weights: its vectors are not semantically" \
+         "meaningful). Serve a real checkpoint with --model=name=/path/to/dir." >&2
+    exec "$BUILD_DIR/server/embedding_server" --model="demo=$DEMO_MODEL_DIR" "$@"
+    ;;
+  test)
+    install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
+    build
+    cd "$BUILD_DIR" && ctest --output-on-failure -j 2 --label-exclude bench "$@"
+    ;;
+  bench)
+    install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
+    build
+    cd "$BUILD_DIR" && ctest --output-on-failure -L bench -V "$@"
+    ;;
+  *) echo "usage: $0 run|test|build|deps|bench" >&2; exit 2 ;;
+esac

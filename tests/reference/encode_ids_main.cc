@@ -1,0 +1,48 @@
+// encode_ids: runs the C++ encoder on token ids read as JSON and prints its outputs as JSON,
+// so tests/reference/compare_encoder.py can check them against PyTorch's own modules.
+// Input:  {"sequences": [[ids...]...], "temperatures": [...], "pooling": "mean"|"cls"|"max"}
+// Output: {"dim": D, "pooled": [[...]], "hidden_states": [[...]], "high_frequency_ratio": [...]}
+// All sequences go through one padded batch, so the comparison also covers batching.
+#include <iostream>
+#include <iterator>
+
+#include "model_store/model.h"
+#include "nlohmann/json.hpp"
+
+using embedding::model_store::EncodeBatch;
+using embedding::model_store::Model;
+using embedding::model_store::PoolingMode;
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::cerr << "usage: encode_ids MODEL_DIR < input.json > output.json\n";
+    return 2;
+  }
+  auto model = Model::Load(argv[1], {});
+  if (!model.ok()) {
+    std::cerr << model.status() << "\n";
+    return 1;
+  }
+  const std::string text(std::istreambuf_iterator<char>(std::cin), {});
+  const auto input = nlohmann::json::parse(text);
+  EncodeBatch batch;
+  batch.sequences = input["sequences"].get<std::vector<std::vector<int32_t>>>();
+  batch.temperatures = input["temperatures"].get<std::vector<float>>();
+  const std::string pooling = input.value("pooling", "mean");
+  batch.pooling = pooling == "cls" ? PoolingMode::kCls
+                  : pooling == "max" ? PoolingMode::kMax
+                                     : PoolingMode::kMean;
+  batch.normalize = false;
+  batch.return_hidden_states = true;
+  auto result = (*model)->encoder().Encode(batch);
+  if (!result.ok()) {
+    std::cerr << result.status() << "\n";
+    return 1;
+  }
+  nlohmann::json out = {{"dim", result->dim},
+                        {"pooled", result->pooled},
+                        {"hidden_states", result->hidden_states},
+                        {"high_frequency_ratio", result->high_frequency_ratio}};
+  std::cout << out.dump() << "\n";
+  return 0;
+}

@@ -1,0 +1,69 @@
+#include "tests/testing/test_models.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "model_store/safetensors_file.h"
+
+namespace embedding::testing {
+namespace fs = std::filesystem;
+
+std::string TinyModelDir() {
+  const char* dir = std::getenv("TINY_MODEL_DIR");
+  if (dir == nullptr || !fs::exists(fs::path(dir) / "config.json")) {
+    ADD_FAILURE() << "TINY_MODEL_DIR must name the tiny demo model (run through ctest)";
+    return "";
+  }
+  return dir;
+}
+
+std::string MakeScratchDir(const std::string& name) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  fs::path dir = fs::path(::testing::TempDir()) /
+                 (std::string(info ? info->test_suite_name() : "suite") + "." +
+                  (info ? info->name() : "test") + "." + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+std::string CopyModelDir(const std::string& from, const std::string& name) {
+  const std::string to = MakeScratchDir(name);
+  fs::copy(from, to, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  return to;
+}
+
+std::map<std::string, model_store::F32Tensor> ReadTensors(const std::string& path) {
+  std::map<std::string, model_store::F32Tensor> out;
+  auto file = model_store::SafetensorsFile::Open(path);
+  EXPECT_TRUE(file.ok()) << file.status();
+  if (!file.ok()) return out;
+  for (const auto& [name, view] : (*file)->tensors()) {
+    EXPECT_EQ(view.dtype, model_store::DType::kF32) << name;
+    model_store::F32Tensor t;
+    t.shape = view.shape;
+    t.values.resize(view.size_bytes / sizeof(float));
+    std::memcpy(t.values.data(), view.data, view.size_bytes);
+    out[name] = std::move(t);
+  }
+  return out;
+}
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace embedding::testing

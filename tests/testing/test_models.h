@@ -1,0 +1,28 @@
+// Helpers for tests that need a model directory: the tiny demo model the ctest fixture writes,
+// scratch copies of it, and checkpoint rewriting for corruption tests.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+
+#include "model_store/safetensors_writer.h"
+
+namespace embedding::testing {
+
+// The tiny demo model written by the `tiny_model` ctest fixture (env TINY_MODEL_DIR).
+std::string TinyModelDir();
+
+// A fresh empty directory under the test's temp dir.
+std::string MakeScratchDir(const std::string& name);
+
+// Copies `from` into a fresh scratch directory and returns its path.
+std::string CopyModelDir(const std::string& from, const std::string& name);
+
+// Reads every tensor of `path` as float32.
+std::map<std::string, model_store::F32Tensor> ReadTensors(const std::string& path);
+
+void WriteFile(const std::string& path, const std::string& bytes);
+std::string ReadFile(const std::string& path);
+
+}  // namespace embedding::testing

@@ -1,0 +1,192 @@
+// Encoder properties that need no reference implementation: TempScale at tau = 1 is the
+// unmodified computation, batching never changes a row, and the statistics match their
+// definitions. (tests/reference/ compares against PyTorch's own modules.)
+#include "model_store/encoder.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "model_store/cpu_features.h"
+#include "model_store/model.h"
+#include "tests/testing/test_models.h"
+
+namespace embedding::model_store {
+namespace {
+
+using ::testing::HasSubstr;
+
+class EncoderTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto model = Model::Load(testing::TinyModelDir(), {});
+    ASSERT_TRUE(model.ok()) << model.status();
+    model_ = model->release();
+  }
+  static void TearDownTestSuite() { delete model_; }
+
+  // [CLS] + `length - 2` seeded random ids + [SEP].
+  static std::vector<int32_t> RandomSequence(int length, int seed) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int32_t> id(5, static_cast<int32_t>(model_->config().vocab_size - 1));
+    std::vector<int32_t> content(std::max(0, length - 2));
+    for (auto& v : content) v = id(rng);
+    return model_->tokenizer().AddSpecialTokens(content);
+  }
+
+  static EncodeResult Encode(std::vector<std::vector<int32_t>> sequences, std::vector<float> taus,
+                             PoolingMode pooling = PoolingMode::kMean, bool normalize = false) {
+    EncodeBatch batch;
+    batch.sequences = std::move(sequences);
+    batch.temperatures = std::move(taus);
+    batch.pooling = pooling;
+    batch.normalize = normalize;
+    batch.return_hidden_states = true;
+    auto result = model_->encoder().Encode(batch);
+    EXPECT_TRUE(result.ok()) << result.status();
+    return result.ok() ? *std::move(result) : EncodeResult{};
+  }
+
+  static float MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
+    EXPECT_EQ(a.size(), b.size());
+    float worst = 0;
+    for (size_t i = 0; i < a.size() && i < b.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+    return worst;
+  }
+
+  static Model* model_;
+};
+Model* EncoderTest::model_ = nullptr;
+
+TEST_F(EncoderTest, TauOneInAMixedBatchEqualsThePlainPath) {
+  // A uniform batch takes the unscaled path; beside a tau = 0.5 row the same tau = 1 row goes
+  // through the per-row scaling. Same shapes, so any difference is TempScale's own.
+  const auto seq = RandomSequence(200, 1);
+  const auto other = RandomSequence(64, 2);
+  const auto plain = Encode({seq, other}, {1.0f, 1.0f});
+  const auto mixed = Encode({seq, other}, {1.0f, 0.5f});
+  EXPECT_LE(MaxAbsDiff(plain.hidden_states[0], mixed.hidden_states[0]), 1e-6);
+  EXPECT_LE(MaxAbsDiff(plain.pooled[0], mixed.pooled[0]), 1e-6);
+  EXPECT_GT(MaxAbsDiff(plain.pooled[1], mixed.pooled[1]), 1e-3);
+}
+
+TEST_F(EncoderTest, PaddedMixedBatchEqualsOneAtATime) {
+  const std::vector<int> lengths = {1, 2, 7, 63, 130, 300, 512, 45};
+  const std::vector<float> taus = {1.0f, 0.8f, 0.5f, 0.3f, 1.0f, 0.65f, 0.9f, 2.0f};
+  std::vector<std::vector<int32_t>> seqs;
+  for (size_t i = 0; i < lengths.size(); ++i) seqs.push_back(RandomSequence(lengths[i], 10 + i));
+  const auto batched = Encode(seqs, taus);
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const auto alone = Encode({seqs[i]}, {taus[i]});
+    EXPECT_LE(MaxAbsDiff(alone.hidden_states[0], batched.hidden_states[i]), 1e-5) << "row " << i;
+    EXPECT_LE(MaxAbsDiff(alone.pooled[0], batched.pooled[i]), 1e-5) << "row " << i;
+    EXPECT_NEAR(alone.high_frequency_ratio[0], batched.high_frequency_ratio[i], 1e-5);
+  }
+}
+
+TEST_F(EncoderTest, TemperatureChangesTheOutput) {
+  const auto seq = RandomSequence(128, 3);
+  const auto result = Encode({seq, seq, seq}, {1.0f, 0.5f, 0.5f});
+  EXPECT_GT(MaxAbsDiff(result.pooled[0], result.pooled[1]), 1e-3);
+  EXPECT_LE(MaxAbsDiff(result.pooled[1], result.pooled[2]), 1e-6);
+}
+
+TEST_F(EncoderTest, HighFrequencyRatioMatchesItsDefinition) {
+  const auto result = Encode({RandomSequence(90, 4), RandomSequence(17, 5)}, {1.0f, 0.7f});
+  const int64_t dim = result.dim;
+  for (size_t b = 0; b < 2; ++b) {
+    const auto& h = result.hidden_states[b];
+    const int64_t n = static_cast<int64_t>(h.size()) / dim;
+    std::vector<double> mean(dim, 0.0);
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t d = 0; d < dim; ++d) mean[d] += h[t * dim + d] / n;
+    double centered = 0, total = 0;
+    for (int64_t t = 0; t < n; ++t) {
+      for (int64_t d = 0; d < dim; ++d) {
+        centered += std::pow(h[t * dim + d] - mean[d], 2);
+        total += std::pow(h[t * dim + d], 2);
+      }
+    }
+    EXPECT_NEAR(result.high_frequency_ratio[b], std::sqrt(centered / total), 1e-5);
+  }
+  // One token has no high-frequency part at all.
+  EXPECT_NEAR(Encode({{2}}, {1.0f}).high_frequency_ratio[0], 0.0, 1e-6);
+}
+
+TEST_F(EncoderTest, PoolingModesFollowTheHiddenStates) {
+  const auto seq = RandomSequence(40, 7);
+  const auto cls = Encode({seq}, {1.0f}, PoolingMode::kCls);
+  const auto max = Encode({seq}, {1.0f}, PoolingMode::kMax);
+  const auto mean = Encode({seq}, {1.0f}, PoolingMode::kMean);
+  const auto& h = cls.hidden_states[0];
+  const int64_t dim = cls.dim;
+  const int64_t n = static_cast<int64_t>(h.size()) / dim;
+  std::vector<float> row0(h.begin(), h.begin() + dim), col_max(dim, -1e30f), col_mean(dim, 0);
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t d = 0; d < dim; ++d) {
+      col_max[d] = std::max(col_max[d], h[t * dim + d]);
+      col_mean[d] += h[t * dim + d] / n;
+    }
+  }
+  EXPECT_LE(MaxAbsDiff(cls.pooled[0], row0), 1e-6);
+  EXPECT_LE(MaxAbsDiff(max.pooled[0], col_max), 1e-6);
+  EXPECT_LE(MaxAbsDiff(mean.pooled[0], col_mean), 1e-5);
+}
+
+TEST_F(EncoderTest, NormalizeGivesUnitVectorsInTheSameDirection) {
+  const auto seq = RandomSequence(33, 8);
+  const auto raw = Encode({seq}, {1.0f}, PoolingMode::kMean, false);
+  const auto unit = Encode({seq}, {1.0f}, PoolingMode::kMean, true);
+  double norm = 0;
+  for (float v : raw.pooled[0]) norm += double(v) * v;
+  norm = std::sqrt(norm);
+  for (size_t d = 0; d < raw.pooled[0].size(); ++d)
+    EXPECT_NEAR(unit.pooled[0][d], raw.pooled[0][d] / norm, 1e-6);
+}
+
+TEST_F(EncoderTest, BadBatchesAreInvalidArgumentNamingTheField) {
+  const auto& encoder = model_->encoder();
+  auto expect = [&](EncodeBatch batch, const std::string& field) {
+    auto result = encoder.Encode(batch);
+    EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument) << field;
+    EXPECT_THAT(result.status().message(), HasSubstr(field));
+  };
+  expect({}, "sequences");
+  expect({{{2, 3}}, {}}, "temperatures");
+  expect({{{2, 3}}, {std::nanf("")}}, "temperatures[0]");
+  expect({{{2, 3}}, {0.0f}}, "temperatures[0]");
+  expect({{{2, 3}}, {-1.0f}}, "temperatures[0]");
+  expect({{{2, 3}}, {INFINITY}}, "temperatures[0]");
+  expect({{{2, 3}, {2, 999999}}, {1.0f, 1.0f}}, "sequences[1]: token id 999999");
+  expect({{{}}, {1.0f}}, "sequences[0]: length 0");
+  expect({{std::vector<int32_t>(513, 5)}, {1.0f}}, "outside [1, 512]");
+}
+
+TEST_F(EncoderTest, Bf16IsUsedOnlyWhereTheCpuHasIt) {
+  auto checkpoint = Checkpoint::Open(testing::TinyModelDir());
+  ASSERT_TRUE(checkpoint.ok());
+  auto spec = FindArchitecture("bert");
+  ASSERT_TRUE(spec.ok());
+  EncoderOptions options;
+  options.dtype = ComputeDType::kBFloat16;
+  auto bf16 = Encoder::Create(model_->config(), **spec, **checkpoint, options);
+  if (!CpuHasNativeBf16()) {
+    EXPECT_EQ(bf16.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(bf16.status().message(), HasSubstr("avx512_bf16"));
+    return;
+  }
+  ASSERT_TRUE(bf16.ok()) << bf16.status();
+  const auto seq = RandomSequence(100, 9);
+  EncodeBatch batch{{seq}, {1.0f}, PoolingMode::kMean, true, false};
+  auto low = (*bf16)->Encode(batch);
+  auto full = model_->encoder().Encode(batch);
+  ASSERT_TRUE(low.ok() && full.ok());
+  double dot = 0;
+  for (size_t d = 0; d < low->pooled[0].size(); ++d) dot += low->pooled[0][d] * full->pooled[0][d];
+  EXPECT_GT(dot, 0.99) << "bf16 should stay close to fp32";
+}
+
+}  // namespace
+}  // namespace embedding::model_store

@@ -1,0 +1,172 @@
+// Loading model directories: sharded checkpoints, weight prefixes, and every way a directory
+// can be wrong, each with an error naming the file and the tensor or field.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "model_store/checkpoint.h"
+#include "model_store/model.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/test_models.h"
+
+namespace embedding::model_store {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+constexpr char kWordEmbeddings[] = "embeddings.word_embeddings.weight";
+constexpr char kQuery1[] = "encoder.layer.1.attention.self.query.weight";
+
+std::vector<float> EmbedOne(const Model& model, const std::string& text) {
+  auto tokens = model.tokenizer().Tokenize(text);
+  EXPECT_TRUE(tokens.ok());
+  EncodeBatch batch;
+  batch.sequences = {model.tokenizer().AddSpecialTokens(tokens->ids)};
+  batch.temperatures = {1.0f};
+  batch.pooling = model.pooling();
+  auto result = model.encoder().Encode(batch);
+  EXPECT_TRUE(result.ok()) << result.status();
+  return result.ok() ? result->pooled[0] : std::vector<float>();
+}
+
+void EditJson(const std::string& path, const std::function<void(nlohmann::json&)>& edit) {
+  auto json = nlohmann::json::parse(testing::ReadFile(path));
+  edit(json);
+  testing::WriteFile(path, json.dump());
+}
+
+TEST(ModelLoad, LoadsTheDemoModel) {
+  auto model = Model::Load(testing::TinyModelDir(), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->config().model_type, "bert");
+  EXPECT_EQ((*model)->pooling(), PoolingMode::kMean);
+  EXPECT_TRUE((*model)->sentence_transformers().normalize);
+  EXPECT_EQ((*model)->sentence_transformers().prompts.at("query"), "query: ");
+  EXPECT_EQ((*model)->max_content_tokens(), (*model)->config().max_position_embeddings - 2);
+  EXPECT_GE((*model)->tokenizer().vocab_size(), 8000u);
+}
+
+TEST(ModelLoad, PoolingOverrideWins) {
+  ModelOptions options;
+  options.pooling_override = PoolingMode::kCls;
+  auto model = Model::Load(testing::TinyModelDir(), options);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->pooling(), PoolingMode::kCls);
+}
+
+TEST(ModelLoad, AcceptsTheBertPrefixAndGivesTheSameVectors) {
+  const std::string dir = testing::CopyModelDir(testing::TinyModelDir(), "prefixed");
+  std::map<std::string, F32Tensor> prefixed;
+  for (auto& [name, t] : testing::ReadTensors(dir + "/model.safetensors"))
+    prefixed["bert." + name] = std::move(t);
+  ASSERT_TRUE(WriteSafetensors(dir + "/model.safetensors", prefixed).ok());
+  auto plain = Model::Load(testing::TinyModelDir(), {});
+  auto with_prefix = Model::Load(dir, {});
+  ASSERT_TRUE(plain.ok() && with_prefix.ok()) << with_prefix.status();
+  EXPECT_EQ(EmbedOne(**plain, "a prefixed checkpoint"),
+            EmbedOne(**with_prefix, "a prefixed checkpoint"));
+}
+
+TEST(ModelLoad, ShardedCheckpointLoadsLikeTheSingleFile) {
+  const std::string dir = testing::CopyModelDir(testing::TinyModelDir(), "sharded");
+  auto tensors = testing::ReadTensors(dir + "/model.safetensors");
+  fs::remove(dir + "/model.safetensors");
+  std::map<std::string, F32Tensor> shard1, shard2;
+  nlohmann::json weight_map;
+  for (auto& [name, t] : tensors) {
+    const bool first = name.find("encoder.layer.1.") == std::string::npos;
+    weight_map[name] = first ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors";
+    (first ? shard1 : shard2)[name] = std::move(t);
+  }
+  ASSERT_TRUE(WriteSafetensors(dir + "/model-00001-of-00002.safetensors", shard1).ok());
+  ASSERT_TRUE(WriteSafetensors(dir + "/model-00002-of-00002.safetensors", shard2).ok());
+  testing::WriteFile(dir + "/model.safetensors.index.json",
+                     nlohmann::json{{"metadata", nlohmann::json::object()}, {"weight_map", weight_map}}.dump());
+  auto plain = Model::Load(testing::TinyModelDir(), {});
+  auto sharded = Model::Load(dir, {});
+  ASSERT_TRUE(plain.ok() && sharded.ok()) << sharded.status();
+  EXPECT_EQ(EmbedOne(**plain, "sharded weights"), EmbedOne(**sharded, "sharded weights"));
+
+  // An index entry pointing at the wrong shard names the tensor and the shard.
+  EditJson(dir + "/model.safetensors.index.json", [](nlohmann::json& j) {
+    j["weight_map"][kQuery1] = "model-00001-of-00002.safetensors";
+  });
+  auto wrong = Checkpoint::Open(dir);
+  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(wrong.status().message(), AllOf(HasSubstr(kQuery1), HasSubstr("00001")));
+
+  // A shard path outside the directory is refused.
+  EditJson(dir + "/model.safetensors.index.json",
+           [](nlohmann::json& j) { j["weight_map"][kQuery1] = "../../etc/passwd"; });
+  EXPECT_THAT(Checkpoint::Open(dir).status().message(), HasSubstr("invalid shard"));
+}
+
+TEST(ModelLoad, MissingTensorIsNamed) {
+  const std::string dir = testing::CopyModelDir(testing::TinyModelDir(), "missing");
+  auto tensors = testing::ReadTensors(dir + "/model.safetensors");
+  tensors.erase(kQuery1);
+  ASSERT_TRUE(WriteSafetensors(dir + "/model.safetensors", tensors).ok());
+  auto model = Model::Load(dir, {});
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(model.status().message(), HasSubstr(kQuery1));
+}
+
+TEST(ModelLoad, ShapeMismatchWithConfigIsNamed) {
+  const std::string dir = testing::CopyModelDir(testing::TinyModelDir(), "shape");
+  EditJson(dir + "/config.json", [](nlohmann::json& j) { j["intermediate_size"] = 100; });
+  auto model = Model::Load(dir, {});
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(model.status().message(),
+              AllOf(HasSubstr("intermediate.dense.weight"), HasSubstr("100")));
+}
+
+TEST(ModelLoad, UnknownModelTypeListsTheSupportedOnes) {
+  const std::string dir = testing::CopyModelDir(testing::TinyModelDir(), "type");
+  EditJson(dir + "/config.json", [](nlohmann::json& j) { j["model_type"] = "gpt2"; });
+  auto model = Model::Load(dir, {});
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(model.status().message(), AllOf(HasSubstr("gpt2"), HasSubstr("supported: bert")));
+}
+
+TEST(ModelLoad, BadConfigFieldsAreNamed) {
+  const std::string dir = testing::CopyModelDir(testing::TinyModelDir(), "config");
+  EditJson(dir + "/config.json", [](nlohmann::json& j) { j["num_attention_heads"] = 5; });
+  EXPECT_THAT(Model::Load(dir, {}).status().message(), HasSubstr("not divisible"));
+  EditJson(dir + "/config.json", [](nlohmann::json& j) {
+    j["num_attention_heads"] = 4;
+    j["hidden_act"] = "swish";
+  });
+  EXPECT_THAT(Model::Load(dir, {}).status().message(), HasSubstr("hidden_act"));
+  EditJson(dir + "/config.json", [](nlohmann::json& j) {
+    j["hidden_act"] = "gelu";
+    j.erase("hidden_size");
+  });
+  EXPECT_THAT(Model::Load(dir, {}).status().message(),
+              AllOf(HasSubstr("config.json"), HasSubstr("hidden_size")));
+  testing::WriteFile(dir + "/config.json", "{not json");
+  EXPECT_EQ(Model::Load(dir, {}).status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(ModelLoad, MissingFilesAreNotFound) {
+  EXPECT_EQ(Model::Load("/nonexistent/model", {}).status().code(), absl::StatusCode::kNotFound);
+  const std::string dir = testing::CopyModelDir(testing::TinyModelDir(), "nofiles");
+  fs::remove(dir + "/model.safetensors");
+  auto model = Model::Load(dir, {});
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(model.status().message(), HasSubstr("model.safetensors"));
+}
+
+TEST(ModelLoad, UnsupportedPoolingModeIsNamed) {
+  const std::string dir = testing::CopyModelDir(testing::TinyModelDir(), "pooling");
+  EditJson(dir + "/1_Pooling/config.json",
+           [](nlohmann::json& j) { j["pooling_mode_mean_sqrt_len_tokens"] = true; });
+  auto model = Model::Load(dir, {});
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(model.status().message(), HasSubstr("pooling_mode_mean_sqrt_len_tokens"));
+}
+
+}  // namespace
+}  // namespace embedding::model_store

@@ -1,0 +1,165 @@
+// The WordPiece tokenizer against Hugging Face's own implementation (fixtures produced by
+// tests/data/tokenizer/generate_fixtures.js), plus the inputs no fixture can carry.
+#include "model_store/tokenizer.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "model_store/unicode_text.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/test_models.h"
+
+namespace embedding::model_store {
+namespace {
+
+using ::testing::HasSubstr;
+using Json = nlohmann::json;
+
+std::unique_ptr<Tokenizer> LoadVariant(const Json& overrides, const std::string& name) {
+  Json json = Json::parse(testing::ReadFile(testing::TinyModelDir() + "/tokenizer.json"));
+  for (const auto& [key, value] : overrides.items()) json["normalizer"][key] = value;
+  const std::string dir = testing::MakeScratchDir(name);
+  testing::WriteFile(dir + "/tokenizer.json", json.dump());
+  auto tokenizer = Tokenizer::Load(dir);
+  EXPECT_TRUE(tokenizer.ok()) << tokenizer.status();
+  return tokenizer.ok() ? std::move(*tokenizer) : nullptr;
+}
+
+Json Fixtures() {
+  return Json::parse(testing::ReadFile(std::string(EMB_SOURCE_DIR) +
+                                       "/tests/data/tokenizer/tokenizer_fixtures.json"));
+}
+
+TEST(Tokenizer, MatchesHuggingFaceIdsAndCodePointOffsets) {
+  const Json fixtures = Fixtures();
+  std::map<std::string, std::unique_ptr<Tokenizer>> variants;
+  for (const auto& [name, overrides] : fixtures["variants"].items())
+    variants[name] = LoadVariant(overrides, name);
+  int checked = 0;
+  for (const Json& c : fixtures["cases"]) {
+    const std::string text = c["text"];
+    const Tokenizer* tokenizer = variants.at(c["variant"]).get();
+    ASSERT_NE(tokenizer, nullptr);
+    auto tokens = tokenizer->Tokenize(text);
+    ASSERT_TRUE(tokens.ok()) << tokens.status();
+    const auto expected_ids = c["ids"].get<std::vector<int32_t>>();
+    EXPECT_EQ(tokens->ids, expected_ids) << c["variant"] << ": " << text;
+    CodePointIndex index(text);
+    std::vector<std::vector<uint32_t>> offsets;
+    for (const auto& span : tokens->spans)
+      offsets.push_back({index.CharsBefore(span.begin), index.CharsBefore(span.end)});
+    EXPECT_EQ(offsets, c["offsets"].get<std::vector<std::vector<uint32_t>>>())
+        << c["variant"] << ": " << text;
+    ++checked;
+  }
+  EXPECT_GE(checked, 100);
+}
+
+TEST(Tokenizer, VocabTxtFallbackMatchesTokenizerJson) {
+  const std::string dir = testing::MakeScratchDir("vocab_txt");
+  Json json = Json::parse(testing::ReadFile(testing::TinyModelDir() + "/tokenizer.json"));
+  std::vector<std::string> by_id(json["model"]["vocab"].size());
+  for (const auto& [token, id] : json["model"]["vocab"].items()) by_id[id.get<int>()] = token;
+  std::string vocab;
+  for (const auto& token : by_id) vocab += token + "\n";
+  testing::WriteFile(dir + "/vocab.txt", vocab);
+  testing::WriteFile(dir + "/tokenizer_config.json",
+                     testing::ReadFile(testing::TinyModelDir() + "/tokenizer_config.json"));
+  auto from_txt = Tokenizer::Load(dir);
+  auto from_json = Tokenizer::Load(testing::TinyModelDir());
+  ASSERT_TRUE(from_txt.ok()) << from_txt.status();
+  ASSERT_TRUE(from_json.ok());
+  for (const Json& c : Fixtures()["cases"]) {
+    if (c["variant"] != "uncased") continue;
+    auto a = (*from_txt)->Tokenize(c["text"].get<std::string>());
+    auto b = (*from_json)->Tokenize(c["text"].get<std::string>());
+    EXPECT_EQ(a->ids, b->ids) << c["text"];
+  }
+  EXPECT_EQ((*from_txt)->AddSpecialTokens({7}), (*from_json)->AddSpecialTokens({7}));
+}
+
+TEST(Tokenizer, TemplateAddsClsAndSep) {
+  auto tokenizer = Tokenizer::Load(testing::TinyModelDir());
+  ASSERT_TRUE(tokenizer.ok());
+  const auto& t = **tokenizer;
+  EXPECT_EQ(t.num_special_tokens(), 2);
+  const auto wrapped = t.AddSpecialTokens({});
+  ASSERT_EQ(wrapped.size(), 2u);
+  EXPECT_EQ(t.IdToToken(wrapped[0]), "[CLS]");
+  EXPECT_EQ(t.IdToToken(wrapped[1]), "[SEP]");
+}
+
+TEST(Tokenizer, InvalidUtf8IsAnErrorNamingTheFieldAndByte) {
+  auto tokenizer = Tokenizer::Load(testing::TinyModelDir());
+  ASSERT_TRUE(tokenizer.ok());
+  for (const std::string& bad : {std::string("ok \xC3"), std::string("\xFF\xFE"),
+                                std::string("a\xED\xA0\x80z"),  // an encoded surrogate
+                                std::string("\xC0\xAF")}) {    // overlong '/'
+    auto tokens = (*tokenizer)->Tokenize(bad, "inputs[3]");
+    EXPECT_EQ(tokens.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(tokens.status().message(), HasSubstr("inputs[3]"));
+    EXPECT_THAT(tokens.status().message(), HasSubstr("invalid UTF-8 at byte"));
+  }
+}
+
+TEST(Tokenizer, TenMegabyteWordIsOneUnknownTokenInLinearTime) {
+  auto tokenizer = Tokenizer::Load(testing::TinyModelDir());
+  ASSERT_TRUE(tokenizer.ok());
+  const std::string word(10 << 20, 'q');
+  const auto start = std::chrono::steady_clock::now();
+  auto tokens = (*tokenizer)->Tokenize("see " + word + " end");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(tokens.ok());
+  ASSERT_EQ(tokens->ids.size(), 3u);
+  EXPECT_EQ((*tokenizer)->IdToToken(tokens->ids[1]), "[UNK]");
+  EXPECT_EQ(tokens->spans[1].begin, 4u);
+  EXPECT_EQ(tokens->spans[1].end, 4u + word.size());
+  EXPECT_LT(seconds, 30.0) << "a quadratic tokenizer would take far longer";
+}
+
+TEST(Tokenizer, SpansAlwaysPointIntoTheOriginalText) {
+  auto tokenizer = Tokenizer::Load(testing::TinyModelDir());
+  ASSERT_TRUE(tokenizer.ok());
+  const std::string text = "İstanbul Cafe\xCC\x81 中文 🙂 \x01 x[SEP]y";
+  auto tokens = (*tokenizer)->Tokenize(text);
+  ASSERT_TRUE(tokens.ok());
+  uint32_t last_end = 0;
+  for (const auto& span : tokens->spans) {
+    EXPECT_LE(last_end, span.begin);
+    EXPECT_LT(span.begin, span.end);
+    EXPECT_LE(span.end, text.size());
+    EXPECT_TRUE(ValidateUtf8(text.substr(span.begin, span.end - span.begin), "span").ok());
+    last_end = span.end;
+  }
+}
+
+TEST(Tokenizer, ControlOnlyAndEmptyTextGiveNoTokens) {
+  auto tokenizer = Tokenizer::Load(testing::TinyModelDir());
+  ASSERT_TRUE(tokenizer.ok());
+  EXPECT_TRUE((*tokenizer)->Tokenize("")->ids.empty());
+  EXPECT_TRUE((*tokenizer)->Tokenize(std::string("\x01\x02\0 \t", 5))->ids.empty());
+}
+
+TEST(Tokenizer, BadTokenizerFilesAreErrorsNotCrashes) {
+  const std::string dir = testing::MakeScratchDir("bad_files");
+  EXPECT_EQ(Tokenizer::Load(dir).status().code(), absl::StatusCode::kNotFound);
+  testing::WriteFile(dir + "/tokenizer.json", "{\"model\": {\"type\": \"BPE\"}}");
+  auto bpe = Tokenizer::Load(dir);
+  EXPECT_EQ(bpe.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bpe.status().message(), HasSubstr("supported: WordPiece"));
+  testing::WriteFile(dir + "/tokenizer.json",
+                     R"({"model": {"type": "WordPiece", "vocab": {"a": "x"}},
+                         "pre_tokenizer": {"type": "BertPreTokenizer"}})");
+  EXPECT_EQ(Tokenizer::Load(dir).status().code(), absl::StatusCode::kDataLoss);
+  testing::WriteFile(dir + "/tokenizer.json",
+                     R"({"model": {"type": "WordPiece", "vocab": {"a": 0}, "unk_token": 5},
+                         "pre_tokenizer": {"type": "BertPreTokenizer"}})");
+  EXPECT_EQ(Tokenizer::Load(dir).status().code(), absl::StatusCode::kDataLoss);
+}
+
+}  // namespace
+}  // namespace embedding::model_store
