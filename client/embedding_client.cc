@@ -1,0 +1,149 @@
+#include "client/embedding_client.h"
+
+#include "absl/strings/str_join.h"
+
+namespace embedding::client {
+namespace {
+
+// grpc.health.v1 without generated code: the request is field 1 (service, a string), the
+// response field 1 (status enum, SERVING = 1). Generic stubs keep the client dependency-free.
+std::string EncodeHealthRequest(const std::string& service) {
+  std::string bytes;
+  if (!service.empty()) {
+    bytes.push_back(0x0A);
+    bytes.push_back(static_cast<char>(service.size()));  // services names are < 128 bytes
+    bytes += service;
+  }
+  return bytes;
+}
+
+}  // namespace
+
+absl::Status FromGrpc(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
+v1::EmbedRequest MakeEmbedRequest(const std::vector<std::string>& texts,
+                                  const EmbedOptions& options) {
+  v1::EmbedRequest request;
+  request.set_model(options.model);
+  for (const auto& t : texts) request.add_inputs(t);
+  if (options.temperature) request.set_temperature(*options.temperature);
+  request.set_strategy(options.strategy);
+  request.set_truncation_side(options.truncation_side);
+  if (options.chunk_tokens) request.set_chunk_tokens(*options.chunk_tokens);
+  if (options.chunk_overlap_tokens) request.set_chunk_overlap_tokens(*options.chunk_overlap_tokens);
+  if (options.normalize) request.set_normalize(*options.normalize);
+  if (options.dimensions) request.set_dimensions(*options.dimensions);
+  request.set_prompt_name(options.prompt_name);
+  return request;
+}
+
+std::vector<std::vector<float>> ToVectors(const v1::EmbedResponse& response) {
+  std::vector<std::vector<float>> out;
+  for (const auto& doc : response.documents()) out.emplace_back(doc.vector().begin(), doc.vector().end());
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<EmbeddingClient>> EmbeddingClient::Connect(
+    const ClientOptions& options) {
+  if (options.addresses.empty())
+    return absl::InvalidArgumentError("addresses: at least one address is required");
+  std::string target;
+  if (options.addresses.size() == 1) {
+    target = options.addresses[0];
+  } else {
+    target = "ipv4:" + absl::StrJoin(options.addresses, ",");
+  }
+  grpc::ChannelArguments args;
+  args.SetLoadBalancingPolicyName("round_robin");
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  auto channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  return std::unique_ptr<EmbeddingClient>(new EmbeddingClient(options, std::move(channel)));
+}
+
+EmbeddingClient::EmbeddingClient(ClientOptions options, std::shared_ptr<grpc::Channel> channel)
+    : options_(std::move(options)),
+      channel_(std::move(channel)),
+      stub_(v1::EmbeddingService::NewStub(channel_)) {}
+
+std::unique_ptr<grpc::ClientContext> EmbeddingClient::NewContext(
+    std::optional<absl::Duration> timeout) const {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(absl::ToChronoTime(absl::Now() + timeout.value_or(options_.timeout)));
+  return context;
+}
+
+absl::StatusOr<v1::EmbedResponse> EmbeddingClient::Embed(const v1::EmbedRequest& request,
+                                                         std::optional<absl::Duration> timeout) {
+  auto context = NewContext(timeout);
+  v1::EmbedResponse response;
+  grpc::Status status = stub_->Embed(context.get(), request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
+absl::StatusOr<std::vector<std::vector<float>>> EmbeddingClient::EmbedTexts(
+    const std::vector<std::string>& texts, const EmbedOptions& options) {
+  auto response = Embed(MakeEmbedRequest(texts, options));
+  if (!response.ok()) return response.status();
+  return ToVectors(*response);
+}
+
+absl::StatusOr<v1::TokenizeResponse> EmbeddingClient::Tokenize(const v1::TokenizeRequest& request) {
+  auto context = NewContext();
+  v1::TokenizeResponse response;
+  grpc::Status status = stub_->Tokenize(context.get(), request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
+absl::StatusOr<v1::ListModelsResponse> EmbeddingClient::ListModels() {
+  auto context = NewContext();
+  v1::ListModelsResponse response;
+  grpc::Status status = stub_->ListModels(context.get(), v1::ListModelsRequest(), &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
+absl::StatusOr<v1::ModelInfo> EmbeddingClient::GetModelInfo(const std::string& model) {
+  auto context = NewContext();
+  v1::GetModelInfoRequest request;
+  request.set_model(model);
+  v1::ModelInfo response;
+  grpc::Status status = stub_->GetModelInfo(context.get(), request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
+absl::StatusOr<bool> EmbeddingClient::IsServing(const std::string& service) {
+  grpc::GenericStub generic(channel_);
+  auto context = NewContext();
+  const std::string request_bytes = EncodeHealthRequest(service);
+  grpc::Slice slice(request_bytes);
+  grpc::ByteBuffer request(&slice, 1), response;
+  grpc::Status result;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  generic.UnaryCall(context.get(), "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request,
+                    &response, [&](grpc::Status status) {
+                      std::lock_guard<std::mutex> lock(mu);
+                      result = std::move(status);
+                      done = true;
+                      cv.notify_one();
+                    });
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return done; });
+  if (!result.ok()) return FromGrpc(result);
+  std::vector<grpc::Slice> slices;
+  response.Dump(&slices);
+  std::string bytes;
+  for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  // An empty message means status 0 (UNKNOWN); otherwise expect "08 <status>".
+  return bytes.size() >= 2 && bytes[0] == 0x08 && bytes[1] == 1;
+}
+
+}  // namespace embedding::client

@@ -1,0 +1,86 @@
+// C++ client for embedding.v1.EmbeddingService.
+//
+//   auto client = EmbeddingClient::Connect({.addresses = {"127.0.0.1:50051"}});
+//   EmbedOptions options;
+//   options.temperature = 0.8f;
+//   auto vectors = (*client)->EmbedTexts({"first document", "second"}, options);
+//
+// One address, several (spread round-robin), or any gRPC target such as dns:///svc:50051.
+// Every call has a deadline. Errors are absl::Status with the server's gRPC code.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "embedding/v1/embedding.grpc.pb.h"
+
+namespace embedding::client {
+
+struct ClientOptions {
+  // "host:port" entries (spread round-robin) or a single gRPC target URI.
+  std::vector<std::string> addresses;
+  // Deadline of each call unless the call sets its own.
+  absl::Duration timeout = absl::Seconds(60);
+};
+
+// Request options; unset fields take the server's defaults.
+struct EmbedOptions {
+  std::string model;
+  std::optional<float> temperature;
+  v1::LongTextStrategy strategy = v1::LONG_TEXT_STRATEGY_UNSPECIFIED;
+  v1::TruncationSide truncation_side = v1::TRUNCATION_SIDE_UNSPECIFIED;
+  std::optional<uint32_t> chunk_tokens;
+  std::optional<uint32_t> chunk_overlap_tokens;
+  std::optional<bool> normalize;
+  std::optional<uint32_t> dimensions;
+  std::string prompt_name;
+};
+
+// The request EmbedTexts sends; for callers that need the full response.
+v1::EmbedRequest MakeEmbedRequest(const std::vector<std::string>& texts,
+                                  const EmbedOptions& options);
+
+// One vector per input, from a response.
+std::vector<std::vector<float>> ToVectors(const v1::EmbedResponse& response);
+
+class EmbeddingClient {
+ public:
+  // Builds the channel (no network traffic until the first call). INVALID_ARGUMENT without
+  // addresses.
+  static absl::StatusOr<std::unique_ptr<EmbeddingClient>> Connect(const ClientOptions& options);
+
+  absl::StatusOr<std::vector<std::vector<float>>> EmbedTexts(const std::vector<std::string>& texts,
+                                                             const EmbedOptions& options = {});
+  absl::StatusOr<v1::EmbedResponse> Embed(const v1::EmbedRequest& request,
+                                          std::optional<absl::Duration> timeout = std::nullopt);
+  absl::StatusOr<v1::TokenizeResponse> Tokenize(const v1::TokenizeRequest& request);
+  absl::StatusOr<v1::ListModelsResponse> ListModels();
+  absl::StatusOr<v1::ModelInfo> GetModelInfo(const std::string& model = "");
+  // The grpc.health.v1 status of `service` ("" for the server): true when SERVING.
+  absl::StatusOr<bool> IsServing(const std::string& service = "");
+
+  // For streaming and custom calls.
+  v1::EmbeddingService::Stub& stub() { return *stub_; }
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
+  // A context carrying the default deadline.
+  std::unique_ptr<grpc::ClientContext> NewContext(
+      std::optional<absl::Duration> timeout = std::nullopt) const;
+
+ private:
+  EmbeddingClient(ClientOptions options, std::shared_ptr<grpc::Channel> channel);
+
+  ClientOptions options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::EmbeddingService::Stub> stub_;
+};
+
+// grpc::Status to absl::Status (the codes are the same numbers).
+absl::Status FromGrpc(const grpc::Status& status);
+
+}  // namespace embedding::client

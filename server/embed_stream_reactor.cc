@@ -1,0 +1,118 @@
+#include "server/embed_stream_reactor.h"
+
+#include <algorithm>
+
+#include "server/status_mapping.h"
+
+namespace embedding::server {
+
+EmbedStreamReactor::EmbedStreamReactor(EmbeddingService* service,
+                                       grpc::CallbackServerContext* context)
+    : service_(service), context_(context), started_(absl::Now()) {
+  service_->CallStarted();
+  StartRead(&request_);
+}
+
+void EmbedStreamReactor::OnReadDone(bool ok) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!ok) {  // the client half-closed, or the call is over
+    reads_done_ = true;
+    MaybeFinishLocked();
+    return;
+  }
+  const std::string id = request_.request_id();
+  const auto deadline = context_->deadline();
+  const absl::Time job_deadline = deadline == std::chrono::system_clock::time_point::max()
+                                      ? absl::InfiniteFuture()
+                                      : absl::FromChrono(deadline);
+  auto pending = service_->CreateJob(
+      request_.request(), job_deadline,
+      [this, id](const grpc::Status& status, v1::EmbedResponse response) {
+        OnJobDone(id, status, std::move(response));
+      });
+  if (!pending.ok()) {
+    v1::EmbedStreamResponse error;
+    error.set_request_id(id);
+    const grpc::Status status = ToGrpcStatus(pending.status());
+    error.mutable_error()->set_code(status.error_code());
+    error.mutable_error()->set_message(status.error_message());
+    EnqueueLocked(std::move(error));
+  } else {
+    ++outstanding_;
+    jobs_.push_back(pending->job);
+    service_->LaunchJob(*std::move(pending));
+  }
+  if (outstanding_ < kMaxOutstanding) {
+    StartRead(&request_);
+  } else {
+    read_paused_ = true;
+  }
+}
+
+void EmbedStreamReactor::OnJobDone(const std::string& request_id, const grpc::Status& status,
+                                   v1::EmbedResponse response) {
+  std::lock_guard<std::mutex> lock(mu_);
+  --outstanding_;
+  jobs_.erase(std::remove_if(jobs_.begin(), jobs_.end(),
+                             [](const std::shared_ptr<EmbedJob>& job) { return job->done(); }),
+              jobs_.end());
+  v1::EmbedStreamResponse out;
+  out.set_request_id(request_id);
+  if (status.ok()) {
+    *out.mutable_response() = std::move(response);
+  } else {
+    out.mutable_error()->set_code(status.error_code());
+    out.mutable_error()->set_message(status.error_message());
+  }
+  EnqueueLocked(std::move(out));
+  if (read_paused_ && !reads_done_) {
+    read_paused_ = false;
+    StartRead(&request_);
+  }
+  MaybeFinishLocked();
+}
+
+void EmbedStreamReactor::EnqueueLocked(v1::EmbedStreamResponse response) {
+  if (write_failed_) return;  // the client is gone; nobody will read it
+  writes_.push_back(std::move(response));
+  if (!writing_) {
+    writing_ = true;
+    StartWrite(&writes_.front());
+  }
+}
+
+void EmbedStreamReactor::OnWriteDone(bool ok) {
+  std::lock_guard<std::mutex> lock(mu_);
+  writes_.pop_front();
+  if (!ok) {
+    write_failed_ = true;
+    writes_.clear();
+  }
+  if (!writes_.empty()) {
+    StartWrite(&writes_.front());
+  } else {
+    writing_ = false;
+  }
+  MaybeFinishLocked();
+}
+
+void EmbedStreamReactor::MaybeFinishLocked() {
+  if (finished_ || !reads_done_ || outstanding_ > 0 || writing_) return;
+  finished_ = true;
+  Finish(write_failed_ ? grpc::Status(grpc::StatusCode::CANCELLED, "client went away")
+                       : grpc::Status::OK);
+}
+
+void EmbedStreamReactor::OnCancel() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& job : jobs_) job->Cancel();
+}
+
+void EmbedStreamReactor::OnDone() {
+  service_->CallDone("EmbedStream", finished_ && !write_failed_ ? grpc::StatusCode::OK
+                                                                 : grpc::StatusCode::CANCELLED,
+                     started_);
+  delete this;
+}
+
+}  // namespace embedding::server

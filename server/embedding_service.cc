@@ -1,0 +1,168 @@
+#include "server/embedding_service.h"
+
+#include "absl/strings/str_cat.h"
+#include "server/embed_stream_reactor.h"
+#include "server/request_validation.h"
+#include "server/response_builder.h"
+#include "server/status_mapping.h"
+#include "server/unary_call.h"
+
+namespace embedding::server {
+namespace {
+
+absl::Time DeadlineOf(const grpc::CallbackServerContext* context) {
+  const auto deadline = context->deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
+  return absl::FromChrono(deadline);
+}
+
+}  // namespace
+
+EmbeddingService::EmbeddingService(const ServerOptions& options, WorkerPool* pool,
+                                   Admission* admission, ServiceObserver observer)
+    : options_(options), pool_(pool), admission_(admission), observer_(std::move(observer)) {}
+
+void EmbeddingService::CallDone(const char* method, grpc::StatusCode code, absl::Time started) {
+  if (observer_.on_rpc_done) observer_.on_rpc_done(method, code, absl::ToDoubleSeconds(absl::Now() - started));
+  active_calls_.fetch_sub(1);
+}
+
+absl::StatusOr<const ModelRegistry*> EmbeddingService::ServingRegistry() const {
+  if (draining_.load()) return absl::UnavailableError("server is draining; retry on another replica");
+  const ModelRegistry* registry = registry_.load();
+  if (registry == nullptr) return absl::UnavailableError("server is loading its models; retry shortly");
+  return registry;
+}
+
+absl::StatusOr<EmbeddingService::PendingJob> EmbeddingService::CreateJob(
+    const v1::EmbedRequest& request, absl::Time deadline, EmbedDone done) {
+  auto registry = ServingRegistry();
+  if (!registry.ok()) return registry.status();
+  auto served = (*registry)->Find(request.model());
+  if (!served.ok()) return served.status();
+  auto params = ValidateEmbedRequest(request, *(*served)->model, options_.limits);
+  if (!params.ok()) return params.status();
+  if (absl::Status admitted = admission_->AdmitRequest(); !admitted.ok()) return admitted;
+
+  const ServedModel* model = *served;
+  const EmbedParams job_params = *params;
+  auto on_done = [this, model, job_params, done = std::move(done)](
+                     absl::StatusOr<EmbedResult> result) {
+    v1::EmbedResponse response;
+    if (!result.ok()) {
+      done(ToGrpcStatus(result.status()), std::move(response));
+      return;
+    }
+    if (observer_.on_embedded) observer_.on_embedded(*model, job_params, *result);
+    FillEmbedResponse(*model, job_params.strategy, *result, &response);
+    done(grpc::Status::OK, std::move(response));
+  };
+  std::vector<std::string> inputs(request.inputs().begin(), request.inputs().end());
+  JobLimits limits;
+  limits.max_tokens_per_document = options_.limits.max_tokens_per_document;
+  return PendingJob{std::make_shared<EmbedJob>(*model->model, job_params, std::move(inputs),
+                                               deadline, limits, admission_, std::move(on_done)),
+                    model->batcher.get()};
+}
+
+void EmbeddingService::LaunchJob(PendingJob pending) {
+  pool_->Schedule([pending = std::move(pending)] {
+    std::vector<SequenceTask> tasks = pending.job->Prepare();
+    // No tasks: Prepare already completed the job with its error.
+    if (!tasks.empty()) pending.batcher->Submit(std::move(tasks));
+  });
+}
+
+grpc::ServerUnaryReactor* EmbeddingService::Embed(grpc::CallbackServerContext* context,
+                                                  const v1::EmbedRequest* request,
+                                                  v1::EmbedResponse* response) {
+  auto* call = new UnaryCall(this, "Embed");
+  auto job = CreateJob(*request, DeadlineOf(context),
+                       [call, response](const grpc::Status& status, v1::EmbedResponse result) {
+                         if (status.ok()) response->Swap(&result);
+                         call->FinishOnce(status);
+                       });
+  if (!job.ok()) {
+    call->FinishOnce(ToGrpcStatus(job.status()));
+    return call;
+  }
+  call->set_on_cancel([job = job->job] { job->Cancel(); });
+  LaunchJob(*std::move(job));
+  return call;
+}
+
+grpc::ServerBidiReactor<v1::EmbedStreamRequest, v1::EmbedStreamResponse>*
+EmbeddingService::EmbedStream(grpc::CallbackServerContext* context) {
+  return new EmbedStreamReactor(this, context);
+}
+
+grpc::ServerUnaryReactor* EmbeddingService::Tokenize(grpc::CallbackServerContext* context,
+                                                     const v1::TokenizeRequest* request,
+                                                     v1::TokenizeResponse* response) {
+  auto* call = new UnaryCall(this, "Tokenize");
+  auto registry = ServingRegistry();
+  absl::StatusOr<const ServedModel*> served =
+      registry.ok() ? (*registry)->Find(request->model()) : registry.status();
+  absl::Status status = served.status();
+  if (status.ok() && request->inputs_size() == 0)
+    status = absl::InvalidArgumentError("inputs: at least one input is required");
+  if (status.ok() && static_cast<uint32_t>(request->inputs_size()) > options_.limits.max_inputs_per_request) {
+    status = absl::InvalidArgumentError(absl::StrCat("inputs: ", request->inputs_size(),
+                                                     " inputs exceed the bound; allowed [1, ",
+                                                     options_.limits.max_inputs_per_request,
+                                                     "] (--max-inputs-per-request)"));
+  }
+  if (status.ok()) status = admission_->AdmitRequest();
+  if (!status.ok()) {
+    call->FinishOnce(ToGrpcStatus(status));
+    return call;
+  }
+  const ServedModel* model = *served;
+  pool_->Schedule([this, call, request, response, model] {
+    const auto& tokenizer = model->model->tokenizer();
+    const bool specials = !request->has_add_special_tokens() || request->add_special_tokens();
+    response->set_model(model->name);
+    grpc::Status result;
+    for (int i = 0; i < request->inputs_size() && result.ok(); ++i) {
+      auto tokens = tokenizer.Tokenize(request->inputs(i), absl::StrCat("inputs[", i, "]"));
+      if (!tokens.ok()) {
+        result = ToGrpcStatus(tokens.status());
+        break;
+      }
+      FillTokenizedInput(tokenizer, request->inputs(i), *tokens, specials, response->add_inputs());
+    }
+    admission_->ReleaseRequest();
+    call->FinishOnce(result);
+  });
+  return call;
+}
+
+grpc::ServerUnaryReactor* EmbeddingService::ListModels(grpc::CallbackServerContext* context,
+                                                       const v1::ListModelsRequest* request,
+                                                       v1::ListModelsResponse* response) {
+  auto* call = new UnaryCall(this, "ListModels");
+  auto registry = ServingRegistry();
+  if (!registry.ok()) {
+    call->FinishOnce(ToGrpcStatus(registry.status()));
+    return call;
+  }
+  for (const auto& served : (*registry)->models())
+    FillModelInfo(*served, options_.limits, response->add_models());
+  response->set_default_model((*registry)->default_name());
+  call->FinishOnce(grpc::Status::OK);
+  return call;
+}
+
+grpc::ServerUnaryReactor* EmbeddingService::GetModelInfo(grpc::CallbackServerContext* context,
+                                                         const v1::GetModelInfoRequest* request,
+                                                         v1::ModelInfo* response) {
+  auto* call = new UnaryCall(this, "GetModelInfo");
+  auto registry = ServingRegistry();
+  absl::StatusOr<const ServedModel*> served =
+      registry.ok() ? (*registry)->Find(request->model()) : registry.status();
+  if (served.ok()) FillModelInfo(**served, options_.limits, response);
+  call->FinishOnce(ToGrpcStatus(served.status()));
+  return call;
+}
+
+}  // namespace embedding::server

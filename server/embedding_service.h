@@ -1,0 +1,89 @@
+// The gRPC EmbeddingService (callback API). Handlers validate, admit and enqueue; the
+// worker pool tokenises and the batchers run the model. Every RPC finishes exactly once.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "embedding/v1/embedding.grpc.pb.h"
+#include "server/admission.h"
+#include "server/embed_job.h"
+#include "server/model_registry.h"
+#include "server/server_options.h"
+#include "server/worker_pool.h"
+
+namespace embedding::server {
+
+// Hooks for metrics; every member may be empty.
+struct ServiceObserver {
+  // Every finished RPC: method name ("Embed", ...), its code and duration.
+  std::function<void(const char* method, grpc::StatusCode code, double seconds)> on_rpc_done;
+  // Every successful Embed (unary or stream item).
+  std::function<void(const ServedModel& model, const EmbedParams& params,
+                     const EmbedResult& result)>
+      on_embedded;
+};
+
+class EmbeddingService final : public v1::EmbeddingService::CallbackService {
+ public:
+  // `pool` and `admission` must outlive the service.
+  EmbeddingService(const ServerOptions& options, WorkerPool* pool, Admission* admission,
+                   ServiceObserver observer = {});
+
+  // Until called, every RPC answers UNAVAILABLE (models are loading). `registry` must
+  // outlive the service.
+  void SetReady(const ModelRegistry* registry) { registry_.store(registry); }
+  // From now on new RPCs answer UNAVAILABLE; accepted work continues.
+  void StartDraining() { draining_.store(true); }
+  // RPCs started and not yet done.
+  int64_t active_calls() const { return active_calls_.load(); }
+
+  grpc::ServerUnaryReactor* Embed(grpc::CallbackServerContext* context,
+                                  const v1::EmbedRequest* request,
+                                  v1::EmbedResponse* response) override;
+  grpc::ServerBidiReactor<v1::EmbedStreamRequest, v1::EmbedStreamResponse>* EmbedStream(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* context,
+                                     const v1::TokenizeRequest* request,
+                                     v1::TokenizeResponse* response) override;
+  grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
+                                       const v1::ListModelsRequest* request,
+                                       v1::ListModelsResponse* response) override;
+  grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* context,
+                                         const v1::GetModelInfoRequest* request,
+                                         v1::ModelInfo* response) override;
+
+  // Shared by Embed and EmbedStream. Validates and admits `request` and creates its job;
+  // `done` receives the final status and response exactly once after Launch. The job is not
+  // started until LaunchJob, so the caller can store it first.
+  using EmbedDone = std::function<void(const grpc::Status&, v1::EmbedResponse)>;
+  struct PendingJob {
+    std::shared_ptr<EmbedJob> job;
+    Batcher* batcher = nullptr;
+  };
+  absl::StatusOr<PendingJob> CreateJob(const v1::EmbedRequest& request, absl::Time deadline,
+                                       EmbedDone done);
+  // Tokenises and plans on the worker pool, then queues the sequences on the model's batcher.
+  void LaunchJob(PendingJob pending);
+
+  // Checks readiness and draining. UNAVAILABLE when not serving.
+  absl::StatusOr<const ModelRegistry*> ServingRegistry() const;
+
+  // Bookkeeping for reactors.
+  void CallStarted() { active_calls_.fetch_add(1); }
+  void CallDone(const char* method, grpc::StatusCode code, absl::Time started);
+
+ private:
+  const ServerOptions options_;
+  WorkerPool* const pool_;
+  Admission* const admission_;
+  const ServiceObserver observer_;
+  std::atomic<const ModelRegistry*> registry_{nullptr};
+  std::atomic<bool> draining_{false};
+  std::atomic<int64_t> active_calls_{0};
+};
+
+}  // namespace embedding::server

@@ -1,0 +1,104 @@
+// embedding_server: serves the EmbeddingService over gRPC. Starts NOT_SERVING, loads the
+// models, turns SERVING; on SIGTERM/SIGINT turns NOT_SERVING, refuses new calls, lets
+// in-flight work finish within --drain-timeout-s, and exits 0.
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <signal.h>
+
+#include <iostream>
+#include <thread>
+
+#include "server/admission.h"
+#include "server/embedding_service.h"
+#include "server/model_registry.h"
+#include "server/server_options.h"
+#include "server/worker_pool.h"
+
+namespace embedding::server {
+namespace {
+
+constexpr char kServiceName[] = "embedding.v1.EmbeddingService";
+
+void SetHealth(grpc::Server* server, bool serving) {
+  auto* health = server->GetHealthCheckService();
+  health->SetServingStatus(serving);
+  health->SetServingStatus(kServiceName, serving);
+}
+
+int Run(int argc, char** argv) {
+  // Block the stop signals before any thread exists, so only sigwait below receives them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  auto options = ParseServerOptions(argc, argv);
+  if (!options.ok()) {
+    std::cerr << "embedding_server: " << options.status().message() << "\n";
+    return 2;
+  }
+  if (options->models.intra_op_threads == 0)
+    options->models.intra_op_threads = static_cast<int>(std::thread::hardware_concurrency());
+
+  Admission admission(options->limits.max_concurrent_requests, options->limits.max_queued_tokens);
+  WorkerPool pool(options->tokenizer_threads);
+  EmbeddingService service(*options, &pool, &admission);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(options->grpc_listen, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(
+      std::min<int64_t>(options->limits.max_request_bytes + (4 << 20), INT32_MAX)));
+  builder.SetMaxSendMessageSize(INT32_MAX);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || port == 0) {
+    std::cerr << "embedding_server: cannot listen on --listen=" << options->grpc_listen << "\n";
+    return 1;
+  }
+  SetHealth(server.get(), false);
+  const std::string host = options->grpc_listen.substr(0, options->grpc_listen.rfind(':'));
+  std::cout << "embedding_server: grpc listening on " << host << ":" << port << std::endl;
+
+  auto registry = ModelRegistry::Load(options->models, options->batching);
+  if (!registry.ok()) {
+    std::cerr << "embedding_server: " << registry.status().message() << "\n";
+    server->Shutdown();
+    return 1;
+  }
+  for (const auto& m : (*registry)->models()) {
+    std::cerr << "embedding_server: model '" << m->name << "' version " << m->version << " ("
+              << m->model->config().model_type << ", " << m->model->config().hidden_size
+              << " dims, window " << m->model->max_content_tokens() << " tokens, "
+              << model_store::ComputeDTypeName(m->model->encoder().dtype()) << ")"
+              << (m->demo ? " -- DEMO model: random weights, vectors are not semantically "
+                            "meaningful"
+                          : "")
+              << "\n";
+  }
+  service.SetReady(registry->get());
+  SetHealth(server.get(), true);
+  std::cout << "embedding_server: ready" << std::endl;
+
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  std::cerr << "embedding_server: signal " << signal << ", draining\n";
+  SetHealth(server.get(), false);
+  service.StartDraining();
+  const absl::Time give_up = absl::Now() + options->drain_timeout;
+  while (service.active_calls() > 0 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(20));
+  if (service.active_calls() > 0)
+    std::cerr << "embedding_server: drain timeout with " << service.active_calls() << " calls left\n";
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  std::cerr << "embedding_server: stopped\n";
+  return 0;
+}
+
+}  // namespace
+}  // namespace embedding::server
+
+int main(int argc, char** argv) { return embedding::server::Run(argc, argv); }

@@ -1,0 +1,152 @@
+#include "server/request_validation.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace embedding::server {
+namespace {
+
+absl::Status Invalid(const std::string& message) { return absl::InvalidArgumentError(message); }
+
+absl::StatusOr<Strategy> FromProto(v1::LongTextStrategy strategy, Strategy fallback) {
+  switch (strategy) {
+    case v1::LONG_TEXT_STRATEGY_UNSPECIFIED:
+      return fallback;
+    case v1::LONG_TEXT_STRATEGY_REJECT:
+      return Strategy::kReject;
+    case v1::LONG_TEXT_STRATEGY_TRUNCATE:
+      return Strategy::kTruncate;
+    case v1::LONG_TEXT_STRATEGY_CHUNK_MEAN:
+      return Strategy::kChunkMean;
+    case v1::LONG_TEXT_STRATEGY_CHUNK_WEIGHTED_MEAN:
+      return Strategy::kChunkWeightedMean;
+    case v1::LONG_TEXT_STRATEGY_CHUNK_MAX:
+      return Strategy::kChunkMax;
+    case v1::LONG_TEXT_STRATEGY_CHUNK_ALL:
+      return Strategy::kChunkAll;
+    case v1::LONG_TEXT_STRATEGY_LATE_CHUNKING:
+      return Strategy::kLateChunking;
+    default:
+      return Invalid(absl::StrCat("strategy: unknown value ", static_cast<int>(strategy),
+                                  "; allowed 0..7 (LONG_TEXT_STRATEGY_*)"));
+  }
+}
+
+}  // namespace
+
+v1::LongTextStrategy ToProto(Strategy strategy) {
+  switch (strategy) {
+    case Strategy::kReject:
+      return v1::LONG_TEXT_STRATEGY_REJECT;
+    case Strategy::kTruncate:
+      return v1::LONG_TEXT_STRATEGY_TRUNCATE;
+    case Strategy::kChunkMean:
+      return v1::LONG_TEXT_STRATEGY_CHUNK_MEAN;
+    case Strategy::kChunkWeightedMean:
+      return v1::LONG_TEXT_STRATEGY_CHUNK_WEIGHTED_MEAN;
+    case Strategy::kChunkMax:
+      return v1::LONG_TEXT_STRATEGY_CHUNK_MAX;
+    case Strategy::kChunkAll:
+      return v1::LONG_TEXT_STRATEGY_CHUNK_ALL;
+    case Strategy::kLateChunking:
+      return v1::LONG_TEXT_STRATEGY_LATE_CHUNKING;
+  }
+  return v1::LONG_TEXT_STRATEGY_UNSPECIFIED;
+}
+
+absl::StatusOr<EmbedParams> ValidateEmbedRequest(const v1::EmbedRequest& request,
+                                                 const model_store::Model& model,
+                                                 const RequestLimits& limits) {
+  EmbedParams params;
+  if (request.inputs_size() == 0)
+    return Invalid("inputs: at least one input is required (an empty string is a valid input)");
+  if (static_cast<uint32_t>(request.inputs_size()) > limits.max_inputs_per_request) {
+    return Invalid(absl::StrCat("inputs: ", request.inputs_size(), " inputs exceed the bound; ",
+                                "allowed [1, ", limits.max_inputs_per_request,
+                                "] (--max-inputs-per-request)"));
+  }
+  int64_t bytes = 0;
+  for (const auto& input : request.inputs()) bytes += static_cast<int64_t>(input.size());
+  if (bytes > limits.max_request_bytes) {
+    return Invalid(absl::StrCat("inputs: ", bytes, " bytes of text exceed the bound; allowed [0, ",
+                                limits.max_request_bytes, "] (--max-request-bytes)"));
+  }
+
+  params.temperature = limits.default_temperature;
+  if (request.has_temperature()) {
+    const float tau = request.temperature();
+    if (!std::isfinite(tau) || tau < limits.min_temperature || tau > limits.max_temperature) {
+      return Invalid(absl::StrCat("temperature: ", tau, " is not allowed; must be finite and in [",
+                                  limits.min_temperature, ", ", limits.max_temperature, "]"));
+    }
+    params.temperature = tau;
+  }
+  auto strategy = FromProto(request.strategy(), limits.default_strategy);
+  if (!strategy.ok()) return strategy.status();
+  params.strategy = *strategy;
+  switch (request.truncation_side()) {
+    case v1::TRUNCATION_SIDE_UNSPECIFIED:
+    case v1::TRUNCATION_SIDE_KEEP_START:
+      params.keep_end = false;
+      break;
+    case v1::TRUNCATION_SIDE_KEEP_END:
+      params.keep_end = true;
+      break;
+    default:
+      return Invalid(absl::StrCat("truncation_side: unknown value ",
+                                  static_cast<int>(request.truncation_side()),
+                                  "; allowed 0..2 (TRUNCATION_SIDE_*)"));
+  }
+
+  const auto window = static_cast<uint32_t>(model.max_content_tokens());
+  params.chunk_tokens = window;
+  if (request.has_chunk_tokens()) {
+    if (request.chunk_tokens() < 1 || request.chunk_tokens() > window) {
+      return Invalid(absl::StrCat("chunk_tokens: ", request.chunk_tokens(),
+                                  " is outside the model's window; allowed [1, ", window, "]"));
+    }
+    params.chunk_tokens = request.chunk_tokens();
+  }
+  if (request.has_chunk_overlap_tokens()) {
+    if (request.chunk_overlap_tokens() >= params.chunk_tokens) {
+      return Invalid(absl::StrCat("chunk_overlap_tokens: ", request.chunk_overlap_tokens(),
+                                  " must be less than chunk_tokens (", params.chunk_tokens,
+                                  "); allowed [0, ", params.chunk_tokens - 1, "]"));
+    }
+    params.overlap_tokens = request.chunk_overlap_tokens();
+  }
+  params.normalize = !request.has_normalize() || request.normalize();
+  const auto hidden = static_cast<uint32_t>(model.config().hidden_size);
+  if (request.has_dimensions()) {
+    if (request.dimensions() < 1 || request.dimensions() > hidden) {
+      return Invalid(absl::StrCat("dimensions: ", request.dimensions(),
+                                  " is outside the model's size; allowed [1, ", hidden, "]"));
+    }
+    params.dimensions = request.dimensions();
+  }
+
+  const auto& prompts = model.sentence_transformers().prompts;
+  if (!request.prompt().empty() && !request.prompt_name().empty())
+    return Invalid("prompt_name: set either prompt or prompt_name, not both");
+  if (!request.prompt_name().empty()) {
+    auto it = prompts.find(request.prompt_name());
+    if (it == prompts.end()) {
+      std::vector<std::string> names;
+      for (const auto& [name, text] : prompts) names.push_back(name);
+      return Invalid(absl::StrCat("prompt_name: '", request.prompt_name(),
+                                  "' is not one of the model's prompts [",
+                                  absl::StrJoin(names, ", "), "]"));
+    }
+    params.prompt = it->second;
+  } else if (!request.prompt().empty()) {
+    params.prompt = request.prompt();
+  } else if (auto it = prompts.find(model.sentence_transformers().default_prompt_name);
+             it != prompts.end()) {
+    params.prompt = it->second;  // as sentence-transformers applies default_prompt_name
+  }
+  return params;
+}
+
+}  // namespace embedding::server

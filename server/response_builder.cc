@@ -1,0 +1,102 @@
+#include "server/response_builder.h"
+
+#include "model_store/architecture.h"
+#include "model_store/unicode_text.h"
+#include "server/request_validation.h"
+
+namespace embedding::server {
+namespace {
+
+void SetSpan(const Span32& from, v1::Span* to) {
+  to->set_start(from.begin);
+  to->set_end(from.end);
+}
+
+}  // namespace
+
+void FillEmbedResponse(const ServedModel& model, Strategy strategy, const EmbedResult& result,
+                       v1::EmbedResponse* response) {
+  response->set_model(model.name);
+  response->set_model_version(model.version);
+  response->set_strategy(ToProto(strategy));
+  for (const DocumentResult& doc : result.documents) {
+    v1::DocumentEmbedding* out = response->add_documents();
+    out->mutable_vector()->Assign(doc.vector.begin(), doc.vector.end());
+    out->set_token_count(doc.token_count);
+    out->set_chunk_count(doc.chunk_count);
+    out->set_truncated(doc.truncated);
+    out->set_temperature(doc.temperature);
+    out->set_length_bucket(doc.length_bucket);
+    for (const ChunkResult& chunk : doc.chunks) {
+      v1::ChunkEmbedding* c = out->add_chunks();
+      c->mutable_vector()->Assign(chunk.vector.begin(), chunk.vector.end());
+      c->mutable_token_span()->set_start(chunk.tokens.begin);
+      c->mutable_token_span()->set_end(chunk.tokens.end);
+      SetSpan(chunk.chars, c->mutable_char_span());
+      SetSpan(chunk.bytes, c->mutable_byte_span());
+    }
+  }
+  v1::Usage* usage = response->mutable_usage();
+  usage->set_documents(result.documents.size());
+  usage->set_tokens(result.tokens);
+  usage->set_sequences(result.sequences);
+  usage->set_sequence_tokens(result.sequence_tokens);
+  v1::Timings* timings = response->mutable_timings();
+  timings->set_queue_seconds(result.queue_seconds);
+  timings->set_tokenize_seconds(result.tokenize_seconds);
+  timings->set_inference_seconds(result.inference_seconds);
+  timings->set_total_seconds(result.total_seconds);
+}
+
+void FillModelInfo(const ServedModel& served, const RequestLimits& limits, v1::ModelInfo* info) {
+  const model_store::Model& model = *served.model;
+  info->set_name(served.name);
+  info->set_version(served.version);
+  info->set_architecture(model.config().model_type);
+  info->set_dimensions(static_cast<uint32_t>(model.config().hidden_size));
+  info->set_max_positions(static_cast<uint32_t>(model.config().max_position_embeddings));
+  info->set_max_window_tokens(static_cast<uint32_t>(model.max_content_tokens()));
+  info->set_pooling(model_store::PoolingModeName(model.pooling()));
+  info->set_dtype(model_store::ComputeDTypeName(model.encoder().dtype()));
+  info->set_default_temperature(limits.default_temperature);
+  info->set_min_temperature(limits.min_temperature);
+  info->set_max_temperature(limits.max_temperature);
+  for (int s = v1::LONG_TEXT_STRATEGY_REJECT; s <= v1::LONG_TEXT_STRATEGY_LATE_CHUNKING; ++s)
+    info->add_strategies(static_cast<v1::LongTextStrategy>(s));
+  info->set_default_strategy(ToProto(limits.default_strategy));
+  info->set_vocab_size(static_cast<uint32_t>(model.config().vocab_size));
+  info->set_layers(static_cast<uint32_t>(model.config().num_hidden_layers));
+  for (const auto& [name, text] : model.sentence_transformers().prompts) info->add_prompt_names(name);
+  info->set_demo(served.demo);
+}
+
+void FillTokenizedInput(const model_store::Tokenizer& tokenizer, const std::string& text,
+                        const model_store::TokenizedText& tokens, bool add_special_tokens,
+                        v1::TokenizedInput* out) {
+  auto add_special = [&](int32_t id) {
+    v1::Token* t = out->add_tokens();
+    t->set_id(id);
+    t->set_text(tokenizer.IdToToken(id));
+    t->set_special(true);
+    t->mutable_char_span();
+    t->mutable_byte_span();
+  };
+  if (add_special_tokens) {
+    for (int32_t id : tokenizer.config().prefix_ids) add_special(id);
+  }
+  model_store::CodePointIndex chars(text);
+  for (size_t i = 0; i < tokens.ids.size(); ++i) {
+    v1::Token* t = out->add_tokens();
+    t->set_id(tokens.ids[i]);
+    t->set_text(tokenizer.IdToToken(tokens.ids[i]));
+    t->mutable_byte_span()->set_start(tokens.spans[i].begin);
+    t->mutable_byte_span()->set_end(tokens.spans[i].end);
+    t->mutable_char_span()->set_start(chars.CharsBefore(tokens.spans[i].begin));
+    t->mutable_char_span()->set_end(chars.CharsBefore(tokens.spans[i].end));
+  }
+  if (add_special_tokens) {
+    for (int32_t id : tokenizer.config().suffix_ids) add_special(id);
+  }
+}
+
+}  // namespace embedding::server

@@ -1,0 +1,205 @@
+#include "server/server_options.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include "absl/strings/string_view.h"
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "model_store/status_macros.h"
+
+ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC address (port 0 picks a free port).");
+ABSL_FLAG(std::string, http_listen, "0.0.0.0:9090",
+          "HTTP address for /metrics, /healthz and /readyz; empty disables.");
+ABSL_FLAG(std::string, model_store, "",
+          "Directory whose subdirectories are models, each served under its directory name.");
+ABSL_FLAG(std::string, default_model, "", "Model used when a request names none.");
+ABSL_FLAG(std::string, dtype, "fp32", "fp32 | bf16 (bf16 needs avx512_bf16 or amx_bf16).");
+ABSL_FLAG(int, threads, 0, "torch intra-op threads; 0 uses every core.");
+ABSL_FLAG(int, tokenizer_threads, 2, "Threads that tokenise and plan requests.");
+ABSL_FLAG(int64_t, max_batch_tokens, 16384, "Padded tokens per forward pass.");
+ABSL_FLAG(int64_t, max_batch_sequences, 64, "Sequences per forward pass.");
+ABSL_FLAG(double, max_queue_delay_ms, 2.0, "Longest wait for a batch to fill.");
+ABSL_FLAG(int64_t, max_concurrent_requests, 256, "Requests in flight before RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int64_t, max_queued_tokens, 1 << 20, "Queued tokens before RESOURCE_EXHAUSTED.");
+ABSL_FLAG(uint32_t, max_inputs_per_request, 512, "Inputs in one request.");
+ABSL_FLAG(int64_t, max_request_bytes, 32 << 20, "Bytes of text in one request.");
+ABSL_FLAG(uint32_t, max_tokens_per_document, 131072, "Tokens in one document.");
+ABSL_FLAG(double, min_temperature, 0.05, "Smallest accepted temperature.");
+ABSL_FLAG(double, max_temperature, 4.0, "Largest accepted temperature.");
+ABSL_FLAG(double, default_temperature, 1.0, "Temperature when a request sets none.");
+ABSL_FLAG(std::string, default_strategy, "chunk_mean",
+          "reject | truncate | chunk_mean | chunk_weighted_mean | chunk_max | chunk_all | "
+          "late_chunking");
+ABSL_FLAG(double, drain_timeout_s, 30.0, "On SIGTERM, how long in-flight work may take.");
+
+namespace embedding::server {
+namespace {
+
+constexpr const char* kEnvFlags[] = {
+    "listen", "http_listen", "model_store", "default_model", "dtype", "threads",
+    "tokenizer_threads", "max_batch_tokens", "max_batch_sequences", "max_queue_delay_ms",
+    "max_concurrent_requests", "max_queued_tokens", "max_inputs_per_request",
+    "max_request_bytes", "max_tokens_per_document", "min_temperature", "max_temperature",
+    "default_temperature", "default_strategy", "drain_timeout_s"};
+
+std::string EnvName(absl::string_view flag) {
+  return absl::StrCat("EMBEDDING_", absl::AsciiStrToUpper(std::string(flag)));
+}
+
+// Environment first, so the command line (parsed after) wins.
+absl::Status ApplyEnvironment() {
+  for (const char* name : kEnvFlags) {
+    const char* value = std::getenv(EnvName(name).c_str());
+    if (value == nullptr) continue;
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    std::string error;
+    if (flag == nullptr || !flag->ParseFrom(value, &error)) {
+      return absl::InvalidArgumentError(absl::StrCat(EnvName(name), "=", value, ": ", error));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ModelSource> ParseModelSource(absl::string_view spec) {
+  std::pair<std::string, std::string> parts = absl::StrSplit(spec, absl::MaxSplits('=', 1));
+  if (parts.second.empty()) {
+    // A bare directory is served under its directory name.
+    parts.second = parts.first;
+    parts.first = std::filesystem::path(parts.first).filename().string();
+    if (parts.first.empty()) parts.first = std::filesystem::path(parts.second).parent_path().filename().string();
+  }
+  if (parts.first.empty() || parts.second.empty())
+    return absl::InvalidArgumentError(absl::StrCat("--model=", spec, ": expected NAME=DIR or DIR"));
+  return ModelSource{parts.first, parts.second};
+}
+
+absl::Status Positive(const char* flag, double value) {
+  if (value > 0 && std::isfinite(value)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", value, ": must be > 0"));
+}
+
+}  // namespace
+
+absl::StatusOr<Strategy> ParseStrategyName(const std::string& name) {
+  for (Strategy s : {Strategy::kReject, Strategy::kTruncate, Strategy::kChunkMean,
+                     Strategy::kChunkWeightedMean, Strategy::kChunkMax, Strategy::kChunkAll,
+                     Strategy::kLateChunking}) {
+    if (name == StrategyName(s)) return s;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--default_strategy=", name, ": allowed reject, truncate, chunk_mean, chunk_weighted_mean, "
+      "chunk_max, chunk_all, late_chunking"));
+}
+
+absl::StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Serves embeddings over gRPC. Example:\n  embedding_server --model=demo=/path/to/model");
+  ServerOptions options;
+  // --model repeats, which absl flags do not; take those occurrences out first.
+  // Flags may be spelled with dashes (--max-batch-tokens); absl wants underscores.
+  std::vector<std::string> normalized(argv, argv + argc);
+  for (size_t i = 1; i < normalized.size(); ++i) {
+    std::string& arg = normalized[i];
+    if (arg.rfind("--", 0) != 0) continue;
+    for (size_t c = 2; c < arg.size() && arg[c] != '='; ++c) {
+      if (arg[c] == '-') arg[c] = '_';
+    }
+  }
+  std::vector<char*> rest;
+  for (int i = 0; i < argc; ++i) {
+    absl::string_view arg = normalized[i];
+    if (arg.rfind("--model=", 0) == 0) {
+      ASSIGN_OR_RETURN(auto source, ParseModelSource(arg.substr(8)));
+      options.models.sources.push_back(source);
+    } else if (arg == "--model" && i + 1 < argc) {
+      ASSIGN_OR_RETURN(auto source, ParseModelSource(normalized[++i]));
+      options.models.sources.push_back(source);
+    } else {
+      rest.push_back(normalized[i].data());
+    }
+  }
+  if (options.models.sources.empty()) {
+    if (const char* env = std::getenv("EMBEDDING_MODELS")) {
+      for (absl::string_view spec : absl::StrSplit(env, ',', absl::SkipEmpty())) {
+        ASSIGN_OR_RETURN(auto source, ParseModelSource(spec));
+        options.models.sources.push_back(source);
+      }
+    }
+  }
+  RETURN_IF_ERROR(ApplyEnvironment());
+  absl::ParseCommandLine(static_cast<int>(rest.size()), rest.data());
+
+  if (const std::string store = absl::GetFlag(FLAGS_model_store); !store.empty()) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(store, ec)) {
+      if (std::filesystem::exists(entry.path() / "config.json"))
+        options.models.sources.push_back({entry.path().filename().string(), entry.path().string()});
+    }
+    if (ec) return absl::InvalidArgumentError(absl::StrCat("--model_store=", store, ": ", ec.message()));
+  }
+  if (options.models.sources.empty())
+    return absl::InvalidArgumentError("--model: at least one model is required (NAME=DIR)");
+
+  options.grpc_listen = absl::GetFlag(FLAGS_listen);
+  options.http_listen = absl::GetFlag(FLAGS_http_listen);
+  options.models.default_model = absl::GetFlag(FLAGS_default_model);
+  const std::string dtype = absl::GetFlag(FLAGS_dtype);
+  if (dtype == "fp32") {
+    options.models.dtype = model_store::ComputeDType::kFloat32;
+  } else if (dtype == "bf16") {
+    options.models.dtype = model_store::ComputeDType::kBFloat16;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("--dtype=", dtype, ": allowed fp32, bf16"));
+  }
+  options.models.intra_op_threads = absl::GetFlag(FLAGS_threads);
+  options.tokenizer_threads = absl::GetFlag(FLAGS_tokenizer_threads);
+  RETURN_IF_ERROR(Positive("tokenizer_threads", options.tokenizer_threads));
+
+  auto& batching = options.batching;
+  batching.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
+  batching.max_batch_sequences = absl::GetFlag(FLAGS_max_batch_sequences);
+  const double delay_ms = absl::GetFlag(FLAGS_max_queue_delay_ms);
+  if (!(delay_ms >= 0) || !std::isfinite(delay_ms))
+    return absl::InvalidArgumentError("--max_queue_delay_ms: must be >= 0");
+  batching.max_queue_delay = absl::Microseconds(static_cast<int64_t>(delay_ms * 1000));
+  RETURN_IF_ERROR(Positive("max_batch_sequences", batching.max_batch_sequences));
+  RETURN_IF_ERROR(Positive("max_batch_tokens", batching.max_batch_tokens));
+
+  auto& limits = options.limits;
+  limits.max_concurrent_requests = absl::GetFlag(FLAGS_max_concurrent_requests);
+  limits.max_queued_tokens = absl::GetFlag(FLAGS_max_queued_tokens);
+  limits.max_inputs_per_request = absl::GetFlag(FLAGS_max_inputs_per_request);
+  limits.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
+  limits.max_tokens_per_document = absl::GetFlag(FLAGS_max_tokens_per_document);
+  RETURN_IF_ERROR(Positive("max_concurrent_requests", limits.max_concurrent_requests));
+  RETURN_IF_ERROR(Positive("max_queued_tokens", limits.max_queued_tokens));
+  RETURN_IF_ERROR(Positive("max_inputs_per_request", limits.max_inputs_per_request));
+  RETURN_IF_ERROR(Positive("max_request_bytes", limits.max_request_bytes));
+  RETURN_IF_ERROR(Positive("max_tokens_per_document", limits.max_tokens_per_document));
+  limits.min_temperature = static_cast<float>(absl::GetFlag(FLAGS_min_temperature));
+  limits.max_temperature = static_cast<float>(absl::GetFlag(FLAGS_max_temperature));
+  limits.default_temperature = static_cast<float>(absl::GetFlag(FLAGS_default_temperature));
+  RETURN_IF_ERROR(Positive("min_temperature", limits.min_temperature));
+  if (!(limits.max_temperature >= limits.min_temperature) || !std::isfinite(limits.max_temperature))
+    return absl::InvalidArgumentError("--max_temperature: must be finite and >= --min_temperature");
+  if (!(limits.default_temperature >= limits.min_temperature &&
+        limits.default_temperature <= limits.max_temperature)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--default_temperature: must lie in [", limits.min_temperature, ", ",
+        limits.max_temperature, "]"));
+  }
+  ASSIGN_OR_RETURN(limits.default_strategy, ParseStrategyName(absl::GetFlag(FLAGS_default_strategy)));
+  const double drain = absl::GetFlag(FLAGS_drain_timeout_s);
+  RETURN_IF_ERROR(Positive("drain_timeout_s", drain));
+  options.drain_timeout = absl::Milliseconds(static_cast<int64_t>(drain * 1000));
+  return options;
+}
+
+}  // namespace embedding::server

@@ -1,0 +1,58 @@
+// Every server option, typed, parsed once from flags (with EMBEDDING_* environment
+// fallbacks for containers) and validated once. Errors name the flag.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "model_store/encoder.h"
+#include "server/batcher.h"
+#include "server/embed_params.h"
+
+namespace embedding::server {
+
+struct ModelSource {
+  std::string name;
+  std::string directory;
+};
+
+struct ModelOptions {
+  std::vector<ModelSource> sources;  // --model NAME=DIR (repeatable) and --model-store DIR
+  std::string default_model;         // empty: the first model
+  model_store::ComputeDType dtype = model_store::ComputeDType::kFloat32;
+  int intra_op_threads = 0;          // 0: all cores
+};
+
+struct RequestLimits {
+  int64_t max_concurrent_requests = 256;
+  int64_t max_queued_tokens = 1 << 20;
+  uint32_t max_inputs_per_request = 512;
+  int64_t max_request_bytes = 32 << 20;
+  uint32_t max_tokens_per_document = 131072;
+  float min_temperature = 0.05f;
+  float max_temperature = 4.0f;
+  float default_temperature = 1.0f;
+  Strategy default_strategy = Strategy::kChunkMean;
+};
+
+struct ServerOptions {
+  std::string grpc_listen = "0.0.0.0:50051";
+  std::string http_listen = "0.0.0.0:9090";  // /metrics, /healthz, /readyz; empty disables
+  ModelOptions models;
+  BatcherOptions batching;
+  RequestLimits limits;
+  int tokenizer_threads = 2;
+  absl::Duration drain_timeout = absl::Seconds(30);
+};
+
+// Parses argv (and EMBEDDING_<FLAG> variables for flags not given) into options.
+// INVALID_ARGUMENT naming the flag and its allowed values.
+absl::StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv);
+
+// Strategy from its flag spelling ("chunk_mean", ...).
+absl::StatusOr<Strategy> ParseStrategyName(const std::string& name);
+
+}  // namespace embedding::server
