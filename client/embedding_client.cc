@@ -1,5 +1,10 @@
 #include "client/embedding_client.h"
 
+#include <grpcpp/generic/generic_stub.h>
+
+#include <condition_variable>
+#include <mutex>
+
 #include "absl/strings/str_join.h"
 
 namespace embedding::client {

@@ -80,21 +80,28 @@ std::vector<SequenceTask> Batcher::CutBatch(std::vector<SequenceTask>* dropped) 
     if (!any) break;
   }
 
-  // The first candidate anchors the batch (so every job progresses); the rest join by
-  // closeness in length, while the padded size stays within the budget.
+  // Fairness first: the head of every job, in round-robin order (the first anchors the
+  // batch, so every job progresses). Then the rest by closeness in length to the anchor, to
+  // keep padding small. Everything within the padded-token budget.
   const int64_t anchor_length = candidates[0].length;
-  std::vector<size_t> order(candidates.size() - 1);
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i + 1;
+  std::vector<size_t> order(candidates.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const bool head_a = candidates[a].index == 0, head_b = candidates[b].index == 0;
+    if (head_a != head_b) return head_a;
+    if (head_a) return a < b;
     return std::abs(candidates[a].length - anchor_length) <
            std::abs(candidates[b].length - anchor_length);
   });
-  std::vector<size_t> chosen = {0};
-  int64_t longest = anchor_length;
+  std::vector<size_t> chosen;
+  int64_t longest = 0;
   for (size_t i : order) {
     if (static_cast<int64_t>(chosen.size()) >= options_.max_batch_sequences) break;
     const int64_t new_longest = std::max(longest, candidates[i].length);
-    if (new_longest * static_cast<int64_t>(chosen.size() + 1) > options_.max_batch_tokens) continue;
+    if (!chosen.empty() &&
+        new_longest * static_cast<int64_t>(chosen.size() + 1) > options_.max_batch_tokens) {
+      continue;
+    }
     chosen.push_back(i);
     longest = new_longest;
   }

@@ -23,7 +23,7 @@ namespace embedding::server {
 
 struct BatcherOptions {
   // Padded tokens per forward pass: sequences x longest sequence.
-  int64_t max_batch_tokens = 16384;
+  int64_t max_batch_tokens = 8192;
   int64_t max_batch_sequences = 64;
   absl::Duration max_queue_delay = absl::Milliseconds(2);
 };

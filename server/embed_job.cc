@@ -144,6 +144,12 @@ void EmbedJob::OnSequenceDone(uint32_t document, uint32_t sequence, std::vector<
 
 void EmbedJob::Fail(const absl::Status& status) { Complete(status); }
 
+void EmbedJob::Cancel() {
+  cancelled_.store(true);
+  Complete(absl::Now() > deadline_ ? absl::DeadlineExceededError("deadline passed")
+                                   : absl::CancelledError("client cancelled the call"));
+}
+
 void EmbedJob::Complete(absl::StatusOr<EmbedResult> result) {
   if (done_.exchange(true)) return;
   admission_->ReleaseTokens(reserved_tokens_.exchange(0));

@@ -94,8 +94,9 @@ class EmbedJob : public std::enable_shared_from_this<EmbedJob> {
                       std::vector<float> hidden_states, float high_frequency_ratio);
   // Completes the job with `status` unless it already completed.
   void Fail(const absl::Status& status);
-  // The client went away.
-  void Cancel() { cancelled_.store(true); }
+  // The client went away (or its deadline passed): completes the job now, returning its
+  // request slot and queue space; the batcher drops its remaining sequences.
+  void Cancel();
 
   bool done() const { return done_.load(); }
 

@@ -104,8 +104,13 @@ void EmbedStreamReactor::MaybeFinishLocked() {
 }
 
 void EmbedStreamReactor::OnCancel() {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& job : jobs_) job->Cancel();
+  std::vector<std::shared_ptr<EmbedJob>> jobs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs = jobs_;
+  }
+  // Outside the lock: a cancelled job completes at once and calls back into OnJobDone.
+  for (const auto& job : jobs) job->Cancel();
 }
 
 void EmbedStreamReactor::OnDone() {

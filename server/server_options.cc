@@ -23,7 +23,7 @@ ABSL_FLAG(std::string, default_model, "", "Model used when a request names none.
 ABSL_FLAG(std::string, dtype, "fp32", "fp32 | bf16 (bf16 needs avx512_bf16 or amx_bf16).");
 ABSL_FLAG(int, threads, 0, "torch intra-op threads; 0 uses every core.");
 ABSL_FLAG(int, tokenizer_threads, 2, "Threads that tokenise and plan requests.");
-ABSL_FLAG(int64_t, max_batch_tokens, 16384, "Padded tokens per forward pass.");
+ABSL_FLAG(int64_t, max_batch_tokens, 8192, "Padded tokens per forward pass.");
 ABSL_FLAG(int64_t, max_batch_sequences, 64, "Sequences per forward pass.");
 ABSL_FLAG(double, max_queue_delay_ms, 2.0, "Longest wait for a batch to fill.");
 ABSL_FLAG(int64_t, max_concurrent_requests, 256, "Requests in flight before RESOURCE_EXHAUSTED.");

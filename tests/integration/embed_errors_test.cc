@@ -1,0 +1,181 @@
+// Every error path of the Embed API: its gRPC code and the field named in the message.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "client/embedding_client.h"
+#include "tests/testing/server_process.h"
+#include "tests/testing/test_models.h"
+
+namespace embedding {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+class EmbedErrorsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new testing::ServerProcess({"--model=tiny=" + testing::TinyModelDir(),
+                                          "--max-inputs-per-request=4",
+                                          "--max-request-bytes=100000",
+                                          "--max-tokens-per-document=3000"});
+    ASSERT_TRUE(server_->ok()) << server_->Log();
+    client_ = client::EmbeddingClient::Connect({{server_->grpc_address()}}).value().release();
+  }
+  static void TearDownTestSuite() {
+    delete client_;
+    delete server_;
+  }
+
+  // A valid request changed by `edit` must fail with `code` and a message containing all of
+  // `fragments`.
+  static void ExpectError(const std::function<void(v1::EmbedRequest*)>& edit,
+                          absl::StatusCode code, std::vector<std::string> fragments) {
+    v1::EmbedRequest request;
+    request.add_inputs("a valid input");
+    edit(&request);
+    auto response = client_->Embed(request);
+    ASSERT_EQ(response.status().code(), code) << response.status();
+    for (const auto& f : fragments) EXPECT_THAT(response.status().message(), HasSubstr(f));
+  }
+
+  static testing::ServerProcess* server_;
+  static client::EmbeddingClient* client_;
+};
+testing::ServerProcess* EmbedErrorsTest::server_ = nullptr;
+client::EmbeddingClient* EmbedErrorsTest::client_ = nullptr;
+
+constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
+
+TEST_F(EmbedErrorsTest, NoInputs) {
+  ExpectError([](v1::EmbedRequest* r) { r->clear_inputs(); }, kInvalid, {"inputs", "at least one"});
+}
+
+TEST_F(EmbedErrorsTest, TooManyInputs) {
+  ExpectError([](v1::EmbedRequest* r) { for (int i = 0; i < 4; ++i) r->add_inputs("x"); },
+              kInvalid, {"inputs", "[1, 4]", "--max-inputs-per-request"});
+}
+
+TEST_F(EmbedErrorsTest, TooManyBytes) {
+  ExpectError([](v1::EmbedRequest* r) { r->set_inputs(0, std::string(200000, 'a')); }, kInvalid,
+              {"inputs", "100000", "--max-request-bytes"});
+}
+
+TEST_F(EmbedErrorsTest, TooManyTokensInOneDocument) {
+  std::string doc;
+  for (int i = 0; i < 4000; ++i) doc += "cat ";
+  ExpectError([&](v1::EmbedRequest* r) { r->add_inputs(doc); }, kInvalid,
+              {"inputs[1]", "4000 tokens", "[0, 3000]", "--max-tokens-per-document"});
+}
+
+TEST_F(EmbedErrorsTest, InvalidUtf8NamesTheInput) {
+  ExpectError([](v1::EmbedRequest* r) { r->add_inputs("fine"); r->add_inputs("bad \xC3\x28"); },
+              kInvalid, {"inputs[2]", "invalid UTF-8 at byte 4"});
+}
+
+TEST_F(EmbedErrorsTest, TemperatureMustBeFiniteAndInRange) {
+  for (float tau : {std::nanf(""), INFINITY, -INFINITY, 0.0f, -1.0f, 0.01f, 4.5f}) {
+    ExpectError([&](v1::EmbedRequest* r) { r->set_temperature(tau); }, kInvalid,
+                {"temperature", "[0.05, 4]"});
+  }
+}
+
+TEST_F(EmbedErrorsTest, OverlapMustBeBelowChunkSize) {
+  ExpectError([](v1::EmbedRequest* r) {
+    r->set_chunk_tokens(100);
+    r->set_chunk_overlap_tokens(100);
+  }, kInvalid, {"chunk_overlap_tokens", "less than chunk_tokens", "[0, 99]"});
+  ExpectError([](v1::EmbedRequest* r) { r->set_chunk_overlap_tokens(600); }, kInvalid,
+              {"chunk_overlap_tokens", "[0, 509]"});
+}
+
+TEST_F(EmbedErrorsTest, ChunkTokensWithinTheWindow) {
+  ExpectError([](v1::EmbedRequest* r) { r->set_chunk_tokens(511); }, kInvalid,
+              {"chunk_tokens", "[1, 510]"});
+  ExpectError([](v1::EmbedRequest* r) { r->set_chunk_tokens(0); }, kInvalid,
+              {"chunk_tokens", "[1, 510]"});
+}
+
+TEST_F(EmbedErrorsTest, DimensionsWithinTheHiddenSize) {
+  ExpectError([](v1::EmbedRequest* r) { r->set_dimensions(0); }, kInvalid,
+              {"dimensions", "[1, 96]"});
+  ExpectError([](v1::EmbedRequest* r) { r->set_dimensions(97); }, kInvalid,
+              {"dimensions", "[1, 96]"});
+}
+
+TEST_F(EmbedErrorsTest, UnknownEnumValues) {
+  ExpectError([](v1::EmbedRequest* r) { r->set_strategy(static_cast<v1::LongTextStrategy>(42)); },
+              kInvalid, {"strategy", "42", "0..7"});
+  ExpectError([](v1::EmbedRequest* r) {
+    r->set_truncation_side(static_cast<v1::TruncationSide>(9));
+  }, kInvalid, {"truncation_side", "9", "0..2"});
+}
+
+TEST_F(EmbedErrorsTest, RejectNamesTheDocumentAndTheWindow) {
+  std::string doc;
+  for (int i = 0; i < 600; ++i) doc += "cat ";
+  ExpectError([&](v1::EmbedRequest* r) {
+    r->add_inputs(doc);
+    r->set_strategy(v1::LONG_TEXT_STRATEGY_REJECT);
+  }, kInvalid, {"inputs[1]", "600 tokens", "window of 510", "[0, 510]"});
+}
+
+TEST_F(EmbedErrorsTest, PromptErrors) {
+  ExpectError([](v1::EmbedRequest* r) { r->set_prompt_name("nope"); }, kInvalid,
+              {"prompt_name", "nope", "passage, query"});
+  ExpectError([](v1::EmbedRequest* r) {
+    r->set_prompt_name("query");
+    r->set_prompt("x: ");
+  }, kInvalid, {"prompt_name", "not both"});
+}
+
+TEST_F(EmbedErrorsTest, UnknownModelIsNotFound) {
+  ExpectError([](v1::EmbedRequest* r) { r->set_model("gpt-9"); }, absl::StatusCode::kNotFound,
+              {"model", "gpt-9", "available: tiny"});
+}
+
+TEST_F(EmbedErrorsTest, TokenizeErrors) {
+  v1::TokenizeRequest request;
+  EXPECT_EQ(client_->Tokenize(request).status().code(), kInvalid);
+  request.add_inputs("\xFF");
+  auto bad = client_->Tokenize(request);
+  EXPECT_EQ(bad.status().code(), kInvalid);
+  EXPECT_THAT(bad.status().message(), HasSubstr("inputs[0]"));
+  request.set_model("nope");
+  EXPECT_EQ(client_->Tokenize(request).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(EmbedErrorsTest, StreamAnswersEachRequestByIdWithErrorsInBand) {
+  auto context = client_->NewContext();
+  auto stream = client_->stub().EmbedStream(context.get());
+  std::map<std::string, int> expected_code;
+  for (int i = 0; i < 6; ++i) {
+    v1::EmbedStreamRequest item;
+    item.set_request_id("req-" + std::to_string(i));
+    item.mutable_request()->add_inputs(std::string(i * 300, 'x') + " cat");
+    if (i == 2) item.mutable_request()->set_temperature(-1);
+    if (i == 4) item.mutable_request()->set_model("nope");
+    expected_code[item.request_id()] = i == 2 ? 3 : i == 4 ? 5 : 0;
+    ASSERT_TRUE(stream->Write(item));
+  }
+  stream->WritesDone();
+  v1::EmbedStreamResponse response;
+  std::map<std::string, int> seen;
+  while (stream->Read(&response)) {
+    const int code = response.has_error() ? response.error().code() : 0;
+    seen[response.request_id()] = code;
+    if (response.has_error() && code == 3) {
+      EXPECT_THAT(response.error().message(), HasSubstr("temperature"));
+    }
+    if (!response.has_error()) {
+      EXPECT_EQ(response.response().documents_size(), 1);
+    }
+  }
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_EQ(seen, expected_code);
+}
+
+}  // namespace
+}  // namespace embedding

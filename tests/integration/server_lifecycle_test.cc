@@ -1,0 +1,147 @@
+// Flow control against a real server: overload, deadlines, cancellation, fairness between a
+// huge document and a short request, and graceful draining on SIGTERM. Uses the "small" demo
+// model, slow enough that a 100,000-token document takes seconds.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <future>
+
+#include "client/embedding_client.h"
+#include "tests/testing/server_process.h"
+
+namespace embedding {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string SmallModelDir() {
+  const char* dir = std::getenv("SMALL_MODEL_DIR");
+  return dir ? dir : EMB_SMALL_MODEL_DIR;
+}
+
+std::string Words(int n) {
+  static const char* kWords[] = {"the", "cat", "sat", "on", "a", "mat", "and", "dog"};
+  std::string out;
+  for (int i = 0; i < n; ++i) out += std::string(i ? " " : "") + kWords[(i * 7 + i / 3) % 8];
+  return out;
+}
+
+struct Started {
+  std::unique_ptr<testing::ServerProcess> server;
+  std::unique_ptr<client::EmbeddingClient> client;
+};
+
+Started Start(std::vector<std::string> flags) {
+  flags.push_back("--model=small=" + SmallModelDir());
+  Started s;
+  s.server = std::make_unique<testing::ServerProcess>(flags);
+  EXPECT_TRUE(s.server->ok()) << s.server->Log();
+  s.client = client::EmbeddingClient::Connect({{s.server->grpc_address()}}).value();
+  return s;
+}
+
+std::future<absl::StatusOr<v1::EmbedResponse>> EmbedAsync(client::EmbeddingClient* client,
+                                                          std::string text,
+                                                          absl::Duration timeout = absl::Seconds(120)) {
+  return std::async(std::launch::async, [client, text = std::move(text), timeout] {
+    return client->Embed(client::MakeEmbedRequest({text}, {}), timeout);
+  });
+}
+
+TEST(ServerLifecycle, ConcurrencyBoundAnswersResourceExhaustedAtOnce) {
+  auto s = Start({"--max-concurrent-requests=1"});
+  auto huge = EmbedAsync(s.client.get(), Words(60000));
+  absl::SleepFor(absl::Milliseconds(300));
+  const absl::Time start = absl::Now();
+  auto refused = s.client->Embed(client::MakeEmbedRequest({"short"}, {}));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1)) << "refusal must not wait for capacity";
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.status().message(), HasSubstr("--max-concurrent-requests"));
+  EXPECT_TRUE(huge.get().ok());
+}
+
+TEST(ServerLifecycle, QueuedTokenBoundAnswersResourceExhausted) {
+  auto s = Start({"--max-queued-tokens=5000"});
+  auto huge = EmbedAsync(s.client.get(), Words(60000));  // alone in the queue: admitted
+  absl::SleepFor(absl::Milliseconds(300));
+  auto refused = s.client->Embed(client::MakeEmbedRequest({Words(1000)}, {}));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.status().message(), HasSubstr("--max-queued-tokens"));
+  EXPECT_TRUE(huge.get().ok());
+}
+
+TEST(ServerLifecycle, ExpiredDeadlineIsDroppedBeforeTheModel) {
+  auto s = Start({"--max-concurrent-requests=1"});
+  auto expired = s.client->Embed(client::MakeEmbedRequest({Words(100000)}, {}),
+                                 absl::Milliseconds(200));
+  EXPECT_EQ(expired.status().code(), absl::StatusCode::kDeadlineExceeded);
+  // Its slot comes back once the batcher drops the rest of its work, long before the
+  // 100,000 tokens could have been encoded.
+  const absl::Time start = absl::Now();
+  absl::StatusOr<v1::EmbedResponse> next;
+  do {
+    next = s.client->Embed(client::MakeEmbedRequest({"short"}, {}));
+  } while (next.status().code() == absl::StatusCode::kResourceExhausted &&
+           absl::Now() - start < absl::Seconds(30));
+  EXPECT_TRUE(next.ok()) << next.status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+}
+
+TEST(ServerLifecycle, CancelledCallIsDropped) {
+  auto s = Start({"--max-concurrent-requests=1"});
+  grpc::ClientContext context;
+  v1::EmbedResponse response;
+  auto request = client::MakeEmbedRequest({Words(100000)}, {});
+  std::promise<grpc::Status> done;
+  s.client->stub().async()->Embed(&context, &request, &response,
+                                  [&](grpc::Status status) { done.set_value(status); });
+  absl::SleepFor(absl::Milliseconds(300));
+  context.TryCancel();
+  EXPECT_EQ(done.get_future().get().error_code(), grpc::StatusCode::CANCELLED);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<v1::EmbedResponse> next;
+  do {
+    next = s.client->Embed(client::MakeEmbedRequest({"short"}, {}));
+  } while (next.status().code() == absl::StatusCode::kResourceExhausted &&
+           absl::Now() - start < absl::Seconds(30));
+  EXPECT_TRUE(next.ok()) << next.status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+}
+
+TEST(ServerLifecycle, ShortRequestIsNotHeldBehindAHugeDocument) {
+  auto s = Start({});
+  const absl::Time start = absl::Now();
+  auto huge = EmbedAsync(s.client.get(), Words(100000));
+  absl::SleepFor(absl::Milliseconds(500));
+  const absl::Time short_start = absl::Now();
+  auto quick = s.client->Embed(client::MakeEmbedRequest({"a short query"}, {}));
+  const absl::Duration short_latency = absl::Now() - short_start;
+  ASSERT_TRUE(quick.ok()) << quick.status();
+  auto long_result = huge.get();
+  const absl::Duration huge_latency = absl::Now() - start;
+  ASSERT_TRUE(long_result.ok()) << long_result.status();
+  EXPECT_EQ(long_result->documents(0).token_count(), 100000u);
+  EXPECT_LT(short_latency * 5, huge_latency)
+      << "short: " << short_latency << ", huge: " << huge_latency;
+}
+
+TEST(ServerLifecycle, SigtermDrainsInFlightWorkAndExitsZero) {
+  auto s = Start({"--drain-timeout-s=60"});
+  ASSERT_TRUE(s.client->IsServing().value());
+  ASSERT_TRUE(s.client->IsServing("embedding.v1.EmbeddingService").value());
+  auto in_flight = EmbedAsync(s.client.get(), Words(40000));
+  absl::SleepFor(absl::Milliseconds(400));
+  s.server->Signal(SIGTERM);
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_FALSE(s.client->IsServing().value());
+  auto refused = s.client->Embed(client::MakeEmbedRequest({"late"}, {}));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(refused.status().message(), HasSubstr("draining"));
+  auto accepted = in_flight.get();
+  EXPECT_TRUE(accepted.ok()) << accepted.status();
+  EXPECT_EQ(s.server->Wait(absl::Seconds(30)), 0) << s.server->Log();
+}
+
+}  // namespace
+}  // namespace embedding
