@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "server/raw_messages.h"
 #include "server/status_mapping.h"
 
 namespace embedding::server {
@@ -20,23 +21,26 @@ void EmbedStreamReactor::OnReadDone(bool ok) {
     MaybeFinishLocked();
     return;
   }
-  const std::string id = request_.request_id();
+  v1::EmbedStreamRequest item;
+  const absl::Status parsed = ParseRawRequest(request_, {2}, &item);
+  const std::string id = parsed.ok() ? item.request_id() : ReadTopLevelString(request_, 1);
   const auto deadline = context_->deadline();
   const absl::Time job_deadline = deadline == std::chrono::system_clock::time_point::max()
                                       ? absl::InfiniteFuture()
                                       : absl::FromChrono(deadline);
-  auto pending = service_->CreateJob(
-      request_.request(), job_deadline,
-      [this, id](const grpc::Status& status, v1::EmbedResponse response) {
-        OnJobDone(id, status, std::move(response));
-      });
+  auto pending = parsed.ok() ? service_->CreateJob(
+                                   item.request(), job_deadline,
+                                   [this, id](const grpc::Status& status, v1::EmbedResponse response) {
+                                     OnJobDone(id, status, std::move(response));
+                                   })
+                             : absl::StatusOr<EmbeddingService::PendingJob>(parsed);
   if (!pending.ok()) {
     v1::EmbedStreamResponse error;
     error.set_request_id(id);
     const grpc::Status status = ToGrpcStatus(pending.status());
     error.mutable_error()->set_code(status.error_code());
     error.mutable_error()->set_message(status.error_message());
-    EnqueueLocked(std::move(error));
+    EnqueueLocked(error);
   } else {
     ++outstanding_;
     jobs_.push_back(pending->job);
@@ -64,7 +68,7 @@ void EmbedStreamReactor::OnJobDone(const std::string& request_id, const grpc::St
     out.mutable_error()->set_code(status.error_code());
     out.mutable_error()->set_message(status.error_message());
   }
-  EnqueueLocked(std::move(out));
+  EnqueueLocked(out);
   if (read_paused_ && !reads_done_) {
     read_paused_ = false;
     StartRead(&request_);
@@ -72,9 +76,10 @@ void EmbedStreamReactor::OnJobDone(const std::string& request_id, const grpc::St
   MaybeFinishLocked();
 }
 
-void EmbedStreamReactor::EnqueueLocked(v1::EmbedStreamResponse response) {
+void EmbedStreamReactor::EnqueueLocked(const v1::EmbedStreamResponse& response) {
   if (write_failed_) return;  // the client is gone; nobody will read it
-  writes_.push_back(std::move(response));
+  writes_.emplace_back();
+  SerializeToBuffer(response, &writes_.back());
   if (!writing_) {
     writing_ = true;
     StartWrite(&writes_.front());

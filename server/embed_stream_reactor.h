@@ -16,8 +16,7 @@
 
 namespace embedding::server {
 
-class EmbedStreamReactor final
-    : public grpc::ServerBidiReactor<v1::EmbedStreamRequest, v1::EmbedStreamResponse> {
+class EmbedStreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   static constexpr int kMaxOutstanding = 64;
 
@@ -30,7 +29,7 @@ class EmbedStreamReactor final
 
  private:
   // Queues a response and starts writing if idle. Requires mu_.
-  void EnqueueLocked(v1::EmbedStreamResponse response);
+  void EnqueueLocked(const v1::EmbedStreamResponse& response);
   // Finishes once reading ended, no request is outstanding and every write is out.
   void MaybeFinishLocked();
   void OnJobDone(const std::string& request_id, const grpc::Status& status,
@@ -39,10 +38,10 @@ class EmbedStreamReactor final
   EmbeddingService* const service_;
   grpc::CallbackServerContext* const context_;
   const absl::Time started_;
-  v1::EmbedStreamRequest request_;
+  grpc::ByteBuffer request_;
 
   std::mutex mu_;
-  std::deque<v1::EmbedStreamResponse> writes_;  // front is in flight while writing_
+  std::deque<grpc::ByteBuffer> writes_;  // front is in flight while writing_
   std::vector<std::shared_ptr<EmbedJob>> jobs_;  // for cancellation
   int outstanding_ = 0;
   bool writing_ = false;

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/embed_stream_reactor.h"
+#include "server/raw_messages.h"
 #include "server/request_validation.h"
 #include "server/response_builder.h"
 #include "server/status_mapping.h"
@@ -74,12 +75,18 @@ void EmbeddingService::LaunchJob(PendingJob pending) {
 }
 
 grpc::ServerUnaryReactor* EmbeddingService::Embed(grpc::CallbackServerContext* context,
-                                                  const v1::EmbedRequest* request,
-                                                  v1::EmbedResponse* response) {
+                                                  const grpc::ByteBuffer* request_bytes,
+                                                  grpc::ByteBuffer* response_bytes) {
   auto* call = new UnaryCall(this, "Embed");
-  auto job = CreateJob(*request, DeadlineOf(context),
-                       [call, response](const grpc::Status& status, v1::EmbedResponse result) {
-                         if (status.ok()) response->Swap(&result);
+  v1::EmbedRequest request;
+  absl::Status parsed = ParseRawRequest(*request_bytes, {}, &request);
+  if (!parsed.ok()) {
+    call->FinishOnce(ToGrpcStatus(parsed));
+    return call;
+  }
+  auto job = CreateJob(request, DeadlineOf(context),
+                       [call, response_bytes](const grpc::Status& status, v1::EmbedResponse result) {
+                         if (status.ok()) SerializeToBuffer(result, response_bytes);
                          call->FinishOnce(status);
                        });
   if (!job.ok()) {
@@ -91,19 +98,21 @@ grpc::ServerUnaryReactor* EmbeddingService::Embed(grpc::CallbackServerContext* c
   return call;
 }
 
-grpc::ServerBidiReactor<v1::EmbedStreamRequest, v1::EmbedStreamResponse>*
-EmbeddingService::EmbedStream(grpc::CallbackServerContext* context) {
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* EmbeddingService::EmbedStream(
+    grpc::CallbackServerContext* context) {
   return new EmbedStreamReactor(this, context);
 }
 
 grpc::ServerUnaryReactor* EmbeddingService::Tokenize(grpc::CallbackServerContext* context,
-                                                     const v1::TokenizeRequest* request,
-                                                     v1::TokenizeResponse* response) {
+                                                     const grpc::ByteBuffer* request_bytes,
+                                                     grpc::ByteBuffer* response_bytes) {
   auto* call = new UnaryCall(this, "Tokenize");
+  auto request = std::make_shared<v1::TokenizeRequest>();
+  absl::Status status = ParseRawRequest(*request_bytes, {}, request.get());
   auto registry = ServingRegistry();
   absl::StatusOr<const ServedModel*> served =
       registry.ok() ? (*registry)->Find(request->model()) : registry.status();
-  absl::Status status = served.status();
+  if (status.ok()) status = served.status();
   if (status.ok() && request->inputs_size() == 0)
     status = absl::InvalidArgumentError("inputs: at least one input is required");
   if (status.ok() && static_cast<uint32_t>(request->inputs_size()) > options_.limits.max_inputs_per_request) {
@@ -118,20 +127,22 @@ grpc::ServerUnaryReactor* EmbeddingService::Tokenize(grpc::CallbackServerContext
     return call;
   }
   const ServedModel* model = *served;
-  pool_->Schedule([this, call, request, response, model] {
+  pool_->Schedule([this, call, request, response_bytes, model] {
     const auto& tokenizer = model->model->tokenizer();
     const bool specials = !request->has_add_special_tokens() || request->add_special_tokens();
-    response->set_model(model->name);
+    v1::TokenizeResponse response;
+    response.set_model(model->name);
     grpc::Status result;
-    for (int i = 0; i < request->inputs_size() && result.ok(); ++i) {
+    for (int i = 0; i < request->inputs_size(); ++i) {
       auto tokens = tokenizer.Tokenize(request->inputs(i), absl::StrCat("inputs[", i, "]"));
       if (!tokens.ok()) {
         result = ToGrpcStatus(tokens.status());
         break;
       }
-      FillTokenizedInput(tokenizer, request->inputs(i), *tokens, specials, response->add_inputs());
+      FillTokenizedInput(tokenizer, request->inputs(i), *tokens, specials, response.add_inputs());
     }
     admission_->ReleaseRequest();
+    if (result.ok()) SerializeToBuffer(response, response_bytes);
     call->FinishOnce(result);
   });
   return call;

@@ -27,7 +27,16 @@ struct ServiceObserver {
       on_embedded;
 };
 
-class EmbeddingService final : public v1::EmbeddingService::CallbackService {
+// Embed, EmbedStream and Tokenize take raw bytes so that a string that is not UTF-8 gets
+// INVALID_ARGUMENT naming the input (see raw_messages.h); the others are typed.
+using EmbeddingServiceBase = v1::EmbeddingService::WithRawCallbackMethod_Embed<
+    v1::EmbeddingService::WithRawCallbackMethod_EmbedStream<
+        v1::EmbeddingService::WithRawCallbackMethod_Tokenize<
+            v1::EmbeddingService::WithCallbackMethod_ListModels<
+                v1::EmbeddingService::WithCallbackMethod_GetModelInfo<
+                    v1::EmbeddingService::Service>>>>>;
+
+class EmbeddingService final : public EmbeddingServiceBase {
  public:
   // `pool` and `admission` must outlive the service.
   EmbeddingService(const ServerOptions& options, WorkerPool* pool, Admission* admission,
@@ -42,13 +51,13 @@ class EmbeddingService final : public v1::EmbeddingService::CallbackService {
   int64_t active_calls() const { return active_calls_.load(); }
 
   grpc::ServerUnaryReactor* Embed(grpc::CallbackServerContext* context,
-                                  const v1::EmbedRequest* request,
-                                  v1::EmbedResponse* response) override;
-  grpc::ServerBidiReactor<v1::EmbedStreamRequest, v1::EmbedStreamResponse>* EmbedStream(
+                                  const grpc::ByteBuffer* request,
+                                  grpc::ByteBuffer* response) override;
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* EmbedStream(
       grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* context,
-                                     const v1::TokenizeRequest* request,
-                                     v1::TokenizeResponse* response) override;
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
                                        const v1::ListModelsRequest* request,
                                        v1::ListModelsResponse* response) override;

@@ -143,6 +143,7 @@ TEST_F(EmbedErrorsTest, TokenizeErrors) {
   auto bad = client_->Tokenize(request);
   EXPECT_EQ(bad.status().code(), kInvalid);
   EXPECT_THAT(bad.status().message(), HasSubstr("inputs[0]"));
+  request.set_inputs(0, "fine");
   request.set_model("nope");
   EXPECT_EQ(client_->Tokenize(request).status().code(), absl::StatusCode::kNotFound);
 }
@@ -157,7 +158,8 @@ TEST_F(EmbedErrorsTest, StreamAnswersEachRequestByIdWithErrorsInBand) {
     item.mutable_request()->add_inputs(std::string(i * 300, 'x') + " cat");
     if (i == 2) item.mutable_request()->set_temperature(-1);
     if (i == 4) item.mutable_request()->set_model("nope");
-    expected_code[item.request_id()] = i == 2 ? 3 : i == 4 ? 5 : 0;
+    if (i == 5) item.mutable_request()->add_inputs("bad \xC3\x28");
+    expected_code[item.request_id()] = (i == 2 || i == 5) ? 3 : i == 4 ? 5 : 0;
     ASSERT_TRUE(stream->Write(item));
   }
   stream->WritesDone();
@@ -166,8 +168,11 @@ TEST_F(EmbedErrorsTest, StreamAnswersEachRequestByIdWithErrorsInBand) {
   while (stream->Read(&response)) {
     const int code = response.has_error() ? response.error().code() : 0;
     seen[response.request_id()] = code;
-    if (response.has_error() && code == 3) {
+    if (response.request_id() == "req-2") {
       EXPECT_THAT(response.error().message(), HasSubstr("temperature"));
+    }
+    if (response.request_id() == "req-5") {
+      EXPECT_THAT(response.error().message(), HasSubstr("inputs[1]: invalid UTF-8 at byte 4"));
     }
     if (!response.has_error()) {
       EXPECT_EQ(response.response().documents_size(), 1);
