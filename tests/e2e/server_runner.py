@@ -1,0 +1,42 @@
+"""Starts a real embedding_server on 127.0.0.1 (port 0) for a Python test, and stops it."""
+import os
+import re
+import signal
+import subprocess
+import time
+
+
+class ServerRunner:
+    def __init__(self, binary, args, timeout=60):
+        self.process = subprocess.Popen(
+            [binary, "--listen=127.0.0.1:0", "--http-listen=127.0.0.1:0", *args],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.grpc_address = self.http_address = None
+        deadline = time.time() + timeout
+        for line in self.process.stdout:
+            if m := re.search(r"grpc listening on (\S+)", line):
+                self.grpc_address = m.group(1)
+            if m := re.search(r"http listening on (\S+)", line):
+                self.http_address = m.group(1)
+            if "embedding_server: ready" in line or time.time() > deadline:
+                break
+        if self.grpc_address is None or self.process.poll() is not None:
+            self.stop()
+            raise RuntimeError("server did not start: " + self.process.stderr.read())
+
+    def stop(self):
+        """SIGTERM, then the exit code (0 when it drained cleanly)."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
