@@ -6,11 +6,14 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <signal.h>
 
+#include <atomic>
 #include <iostream>
 #include <thread>
 
 #include "server/admission.h"
 #include "server/embedding_service.h"
+#include "server/http_endpoint.h"
+#include "server/metrics.h"
 #include "server/model_registry.h"
 #include "server/server_options.h"
 #include "server/worker_pool.h"
@@ -44,7 +47,11 @@ int Run(int argc, char** argv) {
 
   Admission admission(options->limits.max_concurrent_requests, options->limits.max_queued_tokens);
   WorkerPool pool(options->tokenizer_threads);
-  EmbeddingService service(*options, &pool, &admission);
+  Metrics metrics(static_cast<size_t>(options->collapse_window));
+  metrics.SetGaugeSources([&admission] { return admission.queued_tokens(); },
+                          [&admission] { return admission.in_flight_requests(); });
+  metrics.SetLimits(options->limits.max_queued_tokens, options->limits.max_concurrent_requests);
+  EmbeddingService service(*options, &pool, &admission, metrics.ServiceHooks());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -64,7 +71,24 @@ int Run(int argc, char** argv) {
   const std::string host = options->grpc_listen.substr(0, options->grpc_listen.rfind(':'));
   std::cout << "embedding_server: grpc listening on " << host << ":" << port << std::endl;
 
-  auto registry = ModelRegistry::Load(options->models, options->batching);
+  std::atomic<bool> serving{false};
+  std::unique_ptr<HttpEndpoint> http;
+  if (!options->http_listen.empty()) {
+    auto started = HttpEndpoint::Start(options->http_listen, &metrics, [&serving] { return serving.load(); });
+    if (!started.ok()) {
+      std::cerr << "embedding_server: " << started.status().message() << "\n";
+      server->Shutdown();
+      return 1;
+    }
+    http = *std::move(started);
+    const std::string http_host = options->http_listen.substr(0, options->http_listen.rfind(':'));
+    std::cout << "embedding_server: http listening on " << http_host << ":" << http->port()
+              << std::endl;
+  }
+
+  auto registry = ModelRegistry::Load(
+      options->models, options->batching,
+      [&metrics](const ServedModel& model) { return metrics.BatchHook(model.name); });
   if (!registry.ok()) {
     std::cerr << "embedding_server: " << registry.status().message() << "\n";
     server->Shutdown();
@@ -80,14 +104,17 @@ int Run(int argc, char** argv) {
                           : "")
               << "\n";
   }
+  for (const auto& m : (*registry)->models()) metrics.SetModelInfo(*m);
   service.SetReady(registry->get());
   SetHealth(server.get(), true);
+  serving.store(true);
   std::cout << "embedding_server: ready" << std::endl;
 
   int signal = 0;
   sigwait(&stop_signals, &signal);
   std::cerr << "embedding_server: signal " << signal << ", draining\n";
   SetHealth(server.get(), false);
+  serving.store(false);
   service.StartDraining();
   const absl::Time give_up = absl::Now() + options->drain_timeout;
   while (service.active_calls() > 0 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(20));

@@ -27,6 +27,10 @@ void FillEmbedResponse(const ServedModel& model, Strategy strategy, const EmbedR
     out->set_truncated(doc.truncated);
     out->set_temperature(doc.temperature);
     out->set_length_bucket(doc.length_bucket);
+    double hf = 0;
+    for (float r : doc.high_frequency_ratios) hf += r;
+    if (!doc.high_frequency_ratios.empty()) hf /= doc.high_frequency_ratios.size();
+    out->set_high_frequency_ratio(static_cast<float>(hf));
     for (const ChunkResult& chunk : doc.chunks) {
       v1::ChunkEmbedding* c = out->add_chunks();
       c->mutable_vector()->Assign(chunk.vector.begin(), chunk.vector.end());

@@ -38,6 +38,9 @@ ABSL_FLAG(std::string, default_strategy, "chunk_mean",
           "reject | truncate | chunk_mean | chunk_weighted_mean | chunk_max | chunk_all | "
           "late_chunking");
 ABSL_FLAG(double, drain_timeout_s, 30.0, "On SIGTERM, how long in-flight work may take.");
+ABSL_FLAG(int, collapse_window, 512,
+          "W: the most recent document vectors per collapse-metric series (model, length "
+          "bucket, tempscale).");
 
 namespace embedding::server {
 namespace {
@@ -47,7 +50,7 @@ constexpr const char* kEnvFlags[] = {
     "tokenizer_threads", "max_batch_tokens", "max_batch_sequences", "max_queue_delay_ms",
     "max_concurrent_requests", "max_queued_tokens", "max_inputs_per_request",
     "max_request_bytes", "max_tokens_per_document", "min_temperature", "max_temperature",
-    "default_temperature", "default_strategy", "drain_timeout_s"};
+    "default_temperature", "default_strategy", "drain_timeout_s", "collapse_window"};
 
 std::string EnvName(absl::string_view flag) {
   return absl::StrCat("EMBEDDING_", absl::AsciiStrToUpper(std::string(flag)));
@@ -161,6 +164,9 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv) {
   options.models.intra_op_threads = absl::GetFlag(FLAGS_threads);
   options.tokenizer_threads = absl::GetFlag(FLAGS_tokenizer_threads);
   RETURN_IF_ERROR(Positive("tokenizer_threads", options.tokenizer_threads));
+  options.collapse_window = absl::GetFlag(FLAGS_collapse_window);
+  if (options.collapse_window < 2)
+    return absl::InvalidArgumentError("--collapse_window: must be >= 2");
 
   auto& batching = options.batching;
   batching.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);

@@ -45,6 +45,8 @@ struct ServerOptions {
   BatcherOptions batching;
   RequestLimits limits;
   int tokenizer_threads = 2;
+  // W: recent document vectors per collapse-metric series.
+  int collapse_window = 512;
   absl::Duration drain_timeout = absl::Seconds(30);
 };
 
