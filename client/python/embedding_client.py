@@ -136,6 +136,11 @@ class EmbeddingClient:
             request.dimensions = dimensions
         return self._unary("Embed", request, "embedding.v1.EmbedResponse")
 
+    def tokenize(self, inputs, model="", add_special_tokens=True):
+        request = self.messages["embedding.v1.TokenizeRequest"](
+            model=model, inputs=list(inputs), add_special_tokens=add_special_tokens)
+        return self._unary("Tokenize", request, "embedding.v1.TokenizeResponse")
+
     def list_models(self):
         return self._unary("ListModels", self.messages["embedding.v1.ListModelsRequest"](),
                            "embedding.v1.ListModelsResponse")

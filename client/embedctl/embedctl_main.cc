@@ -1,0 +1,265 @@
+// embedctl: the command line for the embedding service.
+//   embedctl embed [texts...]        (or --input=FILE|-, one document per line) -> JSON Lines
+//   embedctl tokenize [texts...]
+//   embedctl models
+//   embedctl health                  exit 0 only when SERVING
+//   embedctl collapse-report --corpus=FILE --temperatures=1,0.8,0.6 [--json=F] [--chart=F.svg]
+// Connection flags fall back to EMBEDCTL_ADDRESS and EMBEDCTL_TIMEOUT_S.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "client/embedctl/collapse_report.h"
+#include "client/embedding_client.h"
+#include "nlohmann/json.hpp"
+
+ABSL_FLAG(std::string, address, "", "Server address(es), comma-separated (env EMBEDCTL_ADDRESS; "
+                                    "default 127.0.0.1:50051).");
+ABSL_FLAG(double, timeout_s, 0, "Per-call deadline in seconds (env EMBEDCTL_TIMEOUT_S; default 60).");
+ABSL_FLAG(std::string, model, "", "Model name; empty is the server's default.");
+ABSL_FLAG(std::string, temperature, "", "Attention temperature tau; empty is the model default.");
+ABSL_FLAG(std::string, strategy, "", "reject|truncate|chunk_mean|chunk_weighted_mean|chunk_max|"
+                                     "chunk_all|late_chunking; empty is the server default.");
+ABSL_FLAG(std::string, truncation_side, "", "start|end (TRUNCATE).");
+ABSL_FLAG(std::string, chunk_tokens, "", "Tokens per chunk.");
+ABSL_FLAG(std::string, chunk_overlap_tokens, "", "Tokens shared by neighbouring chunks.");
+ABSL_FLAG(std::string, normalize, "", "true|false; empty is true.");
+ABSL_FLAG(std::string, dimensions, "", "Matryoshka dimensions.");
+ABSL_FLAG(std::string, prompt_name, "", "A prompt of the model (e.g. query).");
+ABSL_FLAG(std::string, input, "", "Read documents from FILE (one per line), or - for stdin.");
+ABSL_FLAG(std::string, corpus, "", "collapse-report: corpus file, one document per line.");
+ABSL_FLAG(std::string, temperatures, "1,0.9,0.8,0.7,0.6", "collapse-report: taus to compare.");
+ABSL_FLAG(bool, cut_to_buckets, false, "collapse-report: cut documents to every bucket length.");
+ABSL_FLAG(std::string, json, "", "collapse-report: also write the report as JSON here.");
+ABSL_FLAG(std::string, chart, "", "collapse-report: write an SVG chart here.");
+
+namespace embedding::client {
+namespace {
+
+// absl wants --chunk_tokens; people type --chunk-tokens.
+std::vector<std::string> NormalizeDashes(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i].rfind("--", 0) != 0) continue;
+    for (size_t c = 2; c < args[i].size() && args[i][c] != '='; ++c)
+      if (args[i][c] == '-') args[i][c] = '_';
+  }
+  return args;
+}
+
+int Fail(const absl::Status& status) {
+  std::cerr << "embedctl: " << absl::StatusCodeToString(status.code()) << ": "
+            << status.message() << "\n";
+  return 1;
+}
+
+template <typename T>
+absl::Status ParseOptional(const std::string& flag, const std::string& text, std::optional<T>* out) {
+  if (text.empty()) return absl::OkStatus();
+  T value;
+  bool ok;
+  if constexpr (std::is_same_v<T, float>) {
+    ok = absl::SimpleAtof(text, &value);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    ok = absl::SimpleAtob(text, &value);
+  } else {
+    ok = absl::SimpleAtoi(text, &value);
+  }
+  if (!ok) return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", text, ": not a valid value"));
+  *out = value;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<EmbedOptions> OptionsFromFlags() {
+  EmbedOptions options;
+  options.model = absl::GetFlag(FLAGS_model);
+  options.prompt_name = absl::GetFlag(FLAGS_prompt_name);
+  absl::Status s;
+  if (!(s = ParseOptional("temperature", absl::GetFlag(FLAGS_temperature), &options.temperature)).ok()) return s;
+  if (!(s = ParseOptional("chunk_tokens", absl::GetFlag(FLAGS_chunk_tokens), &options.chunk_tokens)).ok()) return s;
+  if (!(s = ParseOptional("chunk_overlap_tokens", absl::GetFlag(FLAGS_chunk_overlap_tokens),
+                          &options.chunk_overlap_tokens)).ok()) return s;
+  if (!(s = ParseOptional("normalize", absl::GetFlag(FLAGS_normalize), &options.normalize)).ok()) return s;
+  if (!(s = ParseOptional("dimensions", absl::GetFlag(FLAGS_dimensions), &options.dimensions)).ok()) return s;
+  const std::string strategy = absl::GetFlag(FLAGS_strategy);
+  if (!strategy.empty()) {
+    std::string name = "LONG_TEXT_STRATEGY_" + strategy;
+    for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (!v1::LongTextStrategy_Parse(name, &options.strategy))
+      return absl::InvalidArgumentError(absl::StrCat("--strategy=", strategy, ": unknown strategy"));
+  }
+  const std::string side = absl::GetFlag(FLAGS_truncation_side);
+  if (side == "start") options.truncation_side = v1::TRUNCATION_SIDE_KEEP_START;
+  else if (side == "end") options.truncation_side = v1::TRUNCATION_SIDE_KEEP_END;
+  else if (!side.empty()) return absl::InvalidArgumentError("--truncation_side: start or end");
+  return options;
+}
+
+absl::StatusOr<std::vector<std::string>> ReadLines(const std::string& path) {
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  if (path != "-") {
+    file.open(path);
+    if (!file) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+    in = &file;
+  }
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(*in, line);) lines.push_back(line);
+  return lines;
+}
+
+absl::StatusOr<std::vector<std::string>> Documents(const std::vector<char*>& positional) {
+  const std::string input = absl::GetFlag(FLAGS_input);
+  if (!input.empty()) return ReadLines(input);
+  std::vector<std::string> docs(positional.begin() + 2, positional.end());
+  if (docs.empty()) return absl::InvalidArgumentError("no documents: pass texts or --input=FILE|-");
+  return docs;
+}
+
+int Embed(EmbeddingClient& client, const std::vector<char*>& positional) {
+  auto docs = Documents(positional);
+  if (!docs.ok()) return Fail(docs.status());
+  auto options = OptionsFromFlags();
+  if (!options.ok()) return Fail(options.status());
+  auto response = client.Embed(MakeEmbedRequest(*docs, *options));
+  if (!response.ok()) return Fail(response.status());
+  for (int i = 0; i < response->documents_size(); ++i) {
+    const auto& doc = response->documents(i);
+    nlohmann::json line = {{"index", i},
+                           {"model", response->model()},
+                           {"token_count", doc.token_count()},
+                           {"chunk_count", doc.chunk_count()},
+                           {"truncated", doc.truncated()},
+                           {"temperature", doc.temperature()},
+                           {"length_bucket", doc.length_bucket()},
+                           {"high_frequency_ratio", doc.high_frequency_ratio()},
+                           {"vector", std::vector<float>(doc.vector().begin(), doc.vector().end())}};
+    for (const auto& chunk : doc.chunks()) {
+      line["chunks"].push_back(
+          {{"vector", std::vector<float>(chunk.vector().begin(), chunk.vector().end())},
+           {"token_span", {chunk.token_span().start(), chunk.token_span().end()}},
+           {"char_span", {chunk.char_span().start(), chunk.char_span().end()}}});
+    }
+    std::cout << line.dump() << "\n";
+  }
+  return 0;
+}
+
+int Tokenize(EmbeddingClient& client, const std::vector<char*>& positional) {
+  auto docs = Documents(positional);
+  if (!docs.ok()) return Fail(docs.status());
+  v1::TokenizeRequest request;
+  request.set_model(absl::GetFlag(FLAGS_model));
+  for (const auto& d : *docs) request.add_inputs(d);
+  auto response = client.Tokenize(request);
+  if (!response.ok()) return Fail(response.status());
+  for (const auto& input : response->inputs()) {
+    nlohmann::json line = nlohmann::json::array();
+    for (const auto& t : input.tokens()) {
+      line.push_back({{"id", t.id()}, {"token", t.text()},
+                      {"char_span", {t.char_span().start(), t.char_span().end()}}});
+    }
+    std::cout << line.dump() << "\n";
+  }
+  return 0;
+}
+
+int Models(EmbeddingClient& client) {
+  auto response = client.ListModels();
+  if (!response.ok()) return Fail(response.status());
+  for (const auto& m : response->models()) {
+    std::printf("%s%s version=%s arch=%s dims=%u window=%u pooling=%s dtype=%s tau=%.2f [%.2f, %.2f]%s\n",
+                m.name().c_str(), m.name() == response->default_model() ? " (default)" : "",
+                m.version().c_str(), m.architecture().c_str(), m.dimensions(),
+                m.max_window_tokens(), m.pooling().c_str(), m.dtype().c_str(),
+                m.default_temperature(), m.min_temperature(), m.max_temperature(),
+                m.demo() ? " DEMO (vectors not meaningful)" : "");
+  }
+  return 0;
+}
+
+int Health(EmbeddingClient& client) {
+  auto serving = client.IsServing();
+  if (!serving.ok()) return Fail(serving.status());
+  std::cout << (*serving ? "SERVING" : "NOT_SERVING") << "\n";
+  return *serving ? 0 : 1;
+}
+
+int CollapseReportCommand(EmbeddingClient& client) {
+  const std::string corpus_path = absl::GetFlag(FLAGS_corpus);
+  if (corpus_path.empty()) return Fail(absl::InvalidArgumentError("--corpus=FILE is required"));
+  auto corpus = ReadLines(corpus_path);
+  if (!corpus.ok()) return Fail(corpus.status());
+  auto embed = OptionsFromFlags();
+  if (!embed.ok()) return Fail(embed.status());
+  CollapseReportOptions options;
+  options.model = embed->model;
+  options.strategy = embed->strategy;
+  options.cut_to_buckets = absl::GetFlag(FLAGS_cut_to_buckets);
+  for (absl::string_view t : absl::StrSplit(absl::GetFlag(FLAGS_temperatures), ',', absl::SkipEmpty())) {
+    float tau;
+    if (!absl::SimpleAtof(t, &tau)) return Fail(absl::InvalidArgumentError("--temperatures: bad value"));
+    options.temperatures.push_back(tau);
+  }
+  const bool tty = isatty(STDERR_FILENO);
+  if (tty) {
+    options.progress = [](size_t done, size_t total) {
+      std::fprintf(stderr, "\rembedding: %zu/%zu requests", done, total);
+      if (done == total) std::fprintf(stderr, "\n");
+    };
+  }
+  auto report = RunCollapseReport(client, *corpus, options);
+  if (!report.ok()) return Fail(report.status());
+  std::cout << FormatCollapseTable(*report);
+  if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty())
+    std::ofstream(path) << CollapseReportJson(*report);
+  if (const std::string path = absl::GetFlag(FLAGS_chart); !path.empty())
+    std::ofstream(path) << CollapseChartSvg(*report, options.model);
+  return 0;
+}
+
+int Run(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "embedctl embed|tokenize|models|health|collapse-report [flags] [texts...]");
+  std::vector<std::string> args = NormalizeDashes(argc, argv);
+  std::vector<char*> raw;
+  for (auto& a : args) raw.push_back(a.data());
+  std::vector<char*> positional = absl::ParseCommandLine(static_cast<int>(raw.size()), raw.data());
+  if (positional.size() < 2) {
+    std::cerr << absl::ProgramUsageMessage() << "\n";
+    return 2;
+  }
+  ClientOptions connect;
+  std::string address = absl::GetFlag(FLAGS_address);
+  if (address.empty() && std::getenv("EMBEDCTL_ADDRESS")) address = std::getenv("EMBEDCTL_ADDRESS");
+  if (address.empty()) address = "127.0.0.1:50051";
+  connect.addresses = absl::StrSplit(address, ',', absl::SkipEmpty());
+  double timeout = absl::GetFlag(FLAGS_timeout_s);
+  if (timeout <= 0 && std::getenv("EMBEDCTL_TIMEOUT_S")) timeout = std::atof(std::getenv("EMBEDCTL_TIMEOUT_S"));
+  if (timeout > 0) connect.timeout = absl::Milliseconds(static_cast<int64_t>(timeout * 1000));
+  auto client = EmbeddingClient::Connect(connect);
+  if (!client.ok()) return Fail(client.status());
+
+  const std::string command = positional[1];
+  if (command == "embed") return Embed(**client, positional);
+  if (command == "tokenize") return Tokenize(**client, positional);
+  if (command == "models") return Models(**client);
+  if (command == "health") return Health(**client);
+  if (command == "collapse-report") return CollapseReportCommand(**client);
+  std::cerr << "embedctl: unknown command '" << command << "'\n" << absl::ProgramUsageMessage() << "\n";
+  return 2;
+}
+
+}  // namespace
+}  // namespace embedding::client
+
+int main(int argc, char** argv) { return embedding::client::Run(argc, argv); }
