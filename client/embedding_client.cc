@@ -5,6 +5,11 @@
 #include <condition_variable>
 #include <mutex>
 
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
 namespace embedding::client {
@@ -22,7 +27,45 @@ std::string EncodeHealthRequest(const std::string& service) {
   return bytes;
 }
 
+absl::StatusOr<std::string> ReadPem(const std::string& field, const std::string& path) {
+  if (path.empty()) return std::string();
+  std::ifstream in(path);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat(field, ": cannot read ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(const ClientOptions& o) {
+  if (!o.tls && o.ca_cert_file.empty() && o.client_cert_file.empty() && o.client_key_file.empty())
+    return grpc::InsecureChannelCredentials();
+  if (o.client_cert_file.empty() != o.client_key_file.empty())
+    return absl::InvalidArgumentError("client_cert_file: mTLS needs both a certificate and a key");
+  grpc::SslCredentialsOptions ssl;
+  auto ca = ReadPem("ca_cert_file", o.ca_cert_file);
+  auto cert = ReadPem("client_cert_file", o.client_cert_file);
+  auto key = ReadPem("client_key_file", o.client_key_file);
+  for (const auto* r : {&ca, &cert, &key})
+    if (!r->ok()) return r->status();
+  ssl.pem_root_certs = *ca;
+  ssl.pem_cert_chain = *cert;
+  ssl.pem_private_key = *key;
+  return grpc::SslCredentials(ssl);
+}
+
 }  // namespace
+
+std::string ServiceConfigJson(const ClientOptions& options) {
+  return absl::StrFormat(
+      R"({"loadBalancingConfig": [{"round_robin": {}}],
+          "methodConfig": [{"name": [{"service": "embedding.v1.EmbeddingService"},
+                                     {"service": "grpc.health.v1.Health"}],
+                            "retryPolicy": {"maxAttempts": %d, "initialBackoff": "%.3fs",
+                                            "maxBackoff": "%.3fs", "backoffMultiplier": 2,
+                                            "retryableStatusCodes": ["UNAVAILABLE"]}}]})",
+      std::max(2, options.max_attempts), absl::ToDoubleSeconds(options.initial_backoff),
+      absl::ToDoubleSeconds(options.max_backoff));
+}
 
 absl::Status FromGrpc(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
@@ -61,11 +104,14 @@ absl::StatusOr<std::unique_ptr<EmbeddingClient>> EmbeddingClient::Connect(
   } else {
     target = "ipv4:" + absl::StrJoin(options.addresses, ",");
   }
+  auto credentials = Credentials(options);
+  if (!credentials.ok()) return credentials.status();
   grpc::ChannelArguments args;
-  args.SetLoadBalancingPolicyName("round_robin");
+  args.SetServiceConfigJSON(ServiceConfigJson(options));
+  args.SetInt(GRPC_ARG_ENABLE_RETRIES, options.max_attempts > 1 ? 1 : 0);
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
-  auto channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  auto channel = grpc::CreateCustomChannel(target, *credentials, args);
   return std::unique_ptr<EmbeddingClient>(new EmbeddingClient(options, std::move(channel)));
 }
 
@@ -78,6 +124,8 @@ std::unique_ptr<grpc::ClientContext> EmbeddingClient::NewContext(
     std::optional<absl::Duration> timeout) const {
   auto context = std::make_unique<grpc::ClientContext>();
   context->set_deadline(absl::ToChronoTime(absl::Now() + timeout.value_or(options_.timeout)));
+  if (!options_.bearer_token.empty())
+    context->AddMetadata("authorization", "Bearer " + options_.bearer_token);
   return context;
 }
 

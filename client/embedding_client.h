@@ -1,9 +1,11 @@
 // C++ client for embedding.v1.EmbeddingService.
 //
-//   auto client = EmbeddingClient::Connect({.addresses = {"127.0.0.1:50051"}});
+//   ClientOptions connect;
+//   connect.addresses = {"127.0.0.1:50051"};
+//   auto client = EmbeddingClient::Connect(connect).value();
 //   EmbedOptions options;
 //   options.temperature = 0.8f;
-//   auto vectors = (*client)->EmbedTexts({"first document", "second"}, options);
+//   auto vectors = client->EmbedTexts({"first document", "second"}, options);
 //
 // One address, several (spread round-robin), or any gRPC target such as dns:///svc:50051.
 // Every call has a deadline. Errors are absl::Status with the server's gRPC code.
@@ -23,10 +25,24 @@
 namespace embedding::client {
 
 struct ClientOptions {
-  // "host:port" entries (spread round-robin) or a single gRPC target URI.
+  // "host:port" entries (spread round-robin), or one gRPC target URI such as
+  // dns:///embedding-headless:50051 (every resolved address, round-robin).
   std::vector<std::string> addresses;
   // Deadline of each call unless the call sets its own.
   absl::Duration timeout = absl::Seconds(60);
+  // Calls failing with UNAVAILABLE are retried (all methods are idempotent): at most this many
+  // attempts in all, with exponential backoff from initial_backoff up to max_backoff.
+  int max_attempts = 4;
+  absl::Duration initial_backoff = absl::Milliseconds(100);
+  absl::Duration max_backoff = absl::Seconds(2);
+  // TLS: on when any of these is set or `tls` is true. PEM file paths; an empty CA uses the
+  // system roots; a client certificate and key give mTLS.
+  bool tls = false;
+  std::string ca_cert_file;
+  std::string client_cert_file;
+  std::string client_key_file;
+  // Sent as "authorization: Bearer <token>" on every call when set.
+  std::string bearer_token;
 };
 
 // Request options; unset fields take the server's defaults.
@@ -52,7 +68,7 @@ std::vector<std::vector<float>> ToVectors(const v1::EmbedResponse& response);
 class EmbeddingClient {
  public:
   // Builds the channel (no network traffic until the first call). INVALID_ARGUMENT without
-  // addresses.
+  // addresses or with unreadable TLS files.
   static absl::StatusOr<std::unique_ptr<EmbeddingClient>> Connect(const ClientOptions& options);
 
   absl::StatusOr<std::vector<std::vector<float>>> EmbedTexts(const std::vector<std::string>& texts,
@@ -68,7 +84,7 @@ class EmbeddingClient {
   // For streaming and custom calls.
   v1::EmbeddingService::Stub& stub() { return *stub_; }
   const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
-  // A context carrying the default deadline.
+  // A context carrying the default deadline and the bearer token.
   std::unique_ptr<grpc::ClientContext> NewContext(
       std::optional<absl::Duration> timeout = std::nullopt) const;
 
@@ -79,6 +95,9 @@ class EmbeddingClient {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::EmbeddingService::Stub> stub_;
 };
+
+// The gRPC service config the client uses: round-robin, and retries on UNAVAILABLE.
+std::string ServiceConfigJson(const ClientOptions& options);
 
 // grpc::Status to absl::Status (the codes are the same numbers).
 absl::Status FromGrpc(const grpc::Status& status);

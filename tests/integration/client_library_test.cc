@@ -1,0 +1,108 @@
+// The C++ client library against several real servers: round-robin spreading, and retries
+// on UNAVAILABLE when one replica drains.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+
+#include <future>
+#include <regex>
+
+#include "client/embedding_client.h"
+#include "tests/testing/server_process.h"
+#include "tests/testing/test_models.h"
+
+namespace embedding {
+namespace {
+
+// Embed calls a server answered with `code`, read from its /metrics.
+double EmbedCalls(const testing::ServerProcess& server, const std::string& code) {
+  const std::string address = server.http_address();
+  httplib::Client http(address.substr(0, address.rfind(':')),
+                       std::stoi(address.substr(address.rfind(':') + 1)));
+  auto response = http.Get("/metrics");
+  if (!response || response->status != 200) return -1;
+  std::smatch match;
+  const std::regex line("embedding_requests_total\\{code=\"" + code +
+                        "\",method=\"Embed\"\\} ([0-9.e+]+)");
+  return std::regex_search(response->body, match, line) ? std::stod(match[1]) : 0;
+}
+
+std::vector<std::unique_ptr<testing::ServerProcess>> StartThree() {
+  std::vector<std::unique_ptr<testing::ServerProcess>> servers;
+  for (int i = 0; i < 3; ++i) {
+    servers.push_back(std::make_unique<testing::ServerProcess>(
+        std::vector<std::string>{"--model=tiny=" + testing::TinyModelDir(), "--drain-timeout-s=60"}));
+    EXPECT_TRUE(servers.back()->ok()) << servers.back()->Log();
+  }
+  return servers;
+}
+
+std::unique_ptr<client::EmbeddingClient> ClientFor(
+    const std::vector<std::unique_ptr<testing::ServerProcess>>& servers) {
+  client::ClientOptions options;
+  for (const auto& s : servers) options.addresses.push_back(s->grpc_address());
+  return client::EmbeddingClient::Connect(options).value();
+}
+
+TEST(ClientLibrary, RoundRobinReachesEveryServer) {
+  auto servers = StartThree();
+  auto client = ClientFor(servers);
+  for (int i = 0; i < 30; ++i) {
+    auto result = client->EmbedTexts({"request " + std::to_string(i)});
+    ASSERT_TRUE(result.ok()) << result.status();
+  }
+  double total = 0;
+  for (const auto& s : servers) {
+    const double calls = EmbedCalls(*s, "OK");
+    EXPECT_GE(calls, 5) << "round-robin should spread 30 calls over 3 servers";
+    total += calls;
+  }
+  EXPECT_EQ(total, 30);
+}
+
+TEST(ClientLibrary, RetriesOnUnavailableWhenAReplicaDrains) {
+  auto servers = StartThree();
+  auto client = ClientFor(servers);
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(client->EmbedTexts({"warm up"}).ok());
+  // Keep server 1 busy, then stop it: it drains (answering UNAVAILABLE) while still up.
+  client::ClientOptions direct;
+  direct.addresses = {servers[1]->grpc_address()};
+  auto busy_client = client::EmbeddingClient::Connect(direct).value();
+  std::string huge;
+  for (int i = 0; i < 60000; ++i) huge += "cat ";
+  auto busy = std::async(std::launch::async, [&] { return busy_client->EmbedTexts({huge}); });
+  absl::SleepFor(absl::Milliseconds(300));
+  servers[1]->Signal(SIGTERM);
+  absl::SleepFor(absl::Milliseconds(200));
+  for (int i = 0; i < 30; ++i) {
+    auto result = client->EmbedTexts({"during drain " + std::to_string(i)});
+    ASSERT_TRUE(result.ok()) << "call " << i << ": " << result.status();
+  }
+  EXPECT_GT(EmbedCalls(*servers[1], "UNAVAILABLE"), 0) << "some calls met the draining replica";
+  EXPECT_TRUE(busy.get().ok());
+  EXPECT_EQ(servers[1]->Wait(), 0);
+  // With the replica gone for good, calls still succeed on the other two.
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(client->EmbedTexts({"after"}).ok());
+}
+
+TEST(ClientLibrary, ServiceConfigBoundsRetries) {
+  client::ClientOptions options;
+  options.max_attempts = 3;
+  const std::string config = client::ServiceConfigJson(options);
+  EXPECT_THAT(config, ::testing::HasSubstr("\"maxAttempts\": 3"));
+  EXPECT_THAT(config, ::testing::HasSubstr("UNAVAILABLE"));
+  EXPECT_THAT(config, ::testing::HasSubstr("round_robin"));
+}
+
+TEST(ClientLibrary, UnreadableTlsFilesAreNamed) {
+  client::ClientOptions options;
+  options.addresses = {"127.0.0.1:1"};
+  options.ca_cert_file = "/nonexistent/ca.pem";
+  auto client = client::EmbeddingClient::Connect(options);
+  EXPECT_EQ(client.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(client.status().message(), ::testing::HasSubstr("ca_cert_file"));
+}
+
+}  // namespace
+}  // namespace embedding
