@@ -80,30 +80,29 @@ std::vector<SequenceTask> Batcher::CutBatch(std::vector<SequenceTask>* dropped) 
     if (!any) break;
   }
 
-  // Fairness first: the head of every job, in round-robin order (the first anchors the
-  // batch, so every job progresses). Then the rest by closeness in length to the anchor, to
-  // keep padding small. Everything within the padded-token budget.
+  // The front job's next sequence anchors the batch, so jobs take turns (a short request
+  // waits for at most one batch per job ahead of it, never for a whole huge document). Others
+  // join by closeness in length while the padded size stays within the token budget and the
+  // padding share within its bound: on a CPU, padding is pure waste.
   const int64_t anchor_length = candidates[0].length;
-  std::vector<size_t> order(candidates.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::vector<size_t> order(candidates.size() - 1);
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i + 1;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const bool head_a = candidates[a].index == 0, head_b = candidates[b].index == 0;
-    if (head_a != head_b) return head_a;
-    if (head_a) return a < b;
     return std::abs(candidates[a].length - anchor_length) <
            std::abs(candidates[b].length - anchor_length);
   });
-  std::vector<size_t> chosen;
-  int64_t longest = 0;
+  std::vector<size_t> chosen = {0};
+  int64_t longest = anchor_length, real_tokens = anchor_length;
   for (size_t i : order) {
     if (static_cast<int64_t>(chosen.size()) >= options_.max_batch_sequences) break;
     const int64_t new_longest = std::max(longest, candidates[i].length);
-    if (!chosen.empty() &&
-        new_longest * static_cast<int64_t>(chosen.size() + 1) > options_.max_batch_tokens) {
-      continue;
-    }
+    const int64_t padded = new_longest * static_cast<int64_t>(chosen.size() + 1);
+    const int64_t real = real_tokens + candidates[i].length;
+    if (padded > options_.max_batch_tokens) continue;
+    if (padded - real > options_.max_padding_share * static_cast<double>(padded)) continue;
     chosen.push_back(i);
     longest = new_longest;
+    real_tokens = real;
   }
 
   // Take the chosen tasks out (highest index first per job keeps indices valid).

@@ -1,5 +1,6 @@
 // The one thread that owns a model's queue: it cuts batches at a padded-token budget, a
-// sequence count or a queue delay, groups similar lengths, interleaves jobs round-robin so a
+// sequence count, a padding share or a queue delay, groups similar lengths, interleaves jobs
+// round-robin so a
 // huge document never holds the machine, and drops work whose caller cancelled or whose
 // deadline passed before it reaches the model.
 #pragma once
@@ -23,8 +24,10 @@ namespace embedding::server {
 
 struct BatcherOptions {
   // Padded tokens per forward pass: sequences x longest sequence.
-  int64_t max_batch_tokens = 8192;
+  int64_t max_batch_tokens = 2048;
   int64_t max_batch_sequences = 64;
+  // Largest share of a batch's padded tokens that may be padding.
+  double max_padding_share = 0.2;
   absl::Duration max_queue_delay = absl::Milliseconds(2);
 };
 

@@ -23,8 +23,10 @@ ABSL_FLAG(std::string, default_model, "", "Model used when a request names none.
 ABSL_FLAG(std::string, dtype, "fp32", "fp32 | bf16 (bf16 needs avx512_bf16 or amx_bf16).");
 ABSL_FLAG(int, threads, 0, "torch intra-op threads; 0 uses every core.");
 ABSL_FLAG(int, tokenizer_threads, 2, "Threads that tokenise and plan requests.");
-ABSL_FLAG(int64_t, max_batch_tokens, 8192, "Padded tokens per forward pass.");
+ABSL_FLAG(int64_t, max_batch_tokens, 2048, "Padded tokens per forward pass.");
 ABSL_FLAG(int64_t, max_batch_sequences, 64, "Sequences per forward pass.");
+ABSL_FLAG(double, max_batch_padding, 0.2,
+          "Largest share of a forward pass's padded tokens that may be padding.");
 ABSL_FLAG(double, max_queue_delay_ms, 2.0, "Longest wait for a batch to fill.");
 ABSL_FLAG(int64_t, max_concurrent_requests, 256, "Requests in flight before RESOURCE_EXHAUSTED.");
 ABSL_FLAG(int64_t, max_queued_tokens, 1 << 20, "Queued tokens before RESOURCE_EXHAUSTED.");
@@ -47,7 +49,7 @@ namespace {
 
 constexpr const char* kEnvFlags[] = {
     "listen", "http_listen", "model_store", "default_model", "dtype", "threads",
-    "tokenizer_threads", "max_batch_tokens", "max_batch_sequences", "max_queue_delay_ms",
+    "tokenizer_threads", "max_batch_tokens", "max_batch_sequences", "max_batch_padding", "max_queue_delay_ms",
     "max_concurrent_requests", "max_queued_tokens", "max_inputs_per_request",
     "max_request_bytes", "max_tokens_per_document", "min_temperature", "max_temperature",
     "default_temperature", "default_strategy", "drain_timeout_s", "collapse_window"};
@@ -177,6 +179,9 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv) {
   batching.max_queue_delay = absl::Microseconds(static_cast<int64_t>(delay_ms * 1000));
   RETURN_IF_ERROR(Positive("max_batch_sequences", batching.max_batch_sequences));
   RETURN_IF_ERROR(Positive("max_batch_tokens", batching.max_batch_tokens));
+  batching.max_padding_share = absl::GetFlag(FLAGS_max_batch_padding);
+  if (!(batching.max_padding_share >= 0 && batching.max_padding_share <= 1))
+    return absl::InvalidArgumentError("--max_batch_padding: allowed [0, 1]");
 
   auto& limits = options.limits;
   limits.max_concurrent_requests = absl::GetFlag(FLAGS_max_concurrent_requests);

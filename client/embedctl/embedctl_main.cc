@@ -4,6 +4,7 @@
 //   embedctl models
 //   embedctl health                  exit 0 only when SERVING
 //   embedctl collapse-report --corpus=FILE --temperatures=1,0.8,0.6 [--json=F] [--chart=F.svg]
+//   embedctl bench --requests=N|--duration-s=S [--concurrency=C|--rate=R] [--json=F]
 // Connection flags fall back to EMBEDCTL_ADDRESS and EMBEDCTL_TIMEOUT_S.
 #include <unistd.h>
 
@@ -19,6 +20,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "client/embedctl/collapse_report.h"
+#include "client/embedctl/load_generator.h"
+#include "client/embedctl/metrics_probe.h"
 #include "client/embedding_client.h"
 #include "nlohmann/json.hpp"
 
@@ -41,6 +44,23 @@ ABSL_FLAG(std::string, temperatures, "1,0.9,0.8,0.7,0.6", "collapse-report: taus
 ABSL_FLAG(bool, cut_to_buckets, false, "collapse-report: cut documents to every bucket length.");
 ABSL_FLAG(std::string, json, "", "collapse-report: also write the report as JSON here.");
 ABSL_FLAG(std::string, chart, "", "collapse-report: write an SVG chart here.");
+ABSL_FLAG(int64_t, requests, 0, "bench: requests to send (0: bounded by --duration-s).");
+ABSL_FLAG(double, duration_s, 0, "bench: seconds to run (0: bounded by --requests).");
+ABSL_FLAG(int, concurrency, 1, "bench: requests in flight (closed loop).");
+ABSL_FLAG(double, rate, 0, "bench: requests per second, open loop (overrides --concurrency).");
+ABSL_FLAG(int, docs_per_request, 1, "bench: documents per request.");
+ABSL_FLAG(double, median_words, 200, "bench: synthetic documents' median length in words.");
+ABSL_FLAG(double, sigma, 1.0, "bench: log-normal spread of synthetic lengths.");
+ABSL_FLAG(int, max_words, 20000, "bench: longest synthetic document.");
+ABSL_FLAG(double, tempscale_share, 0.5, "bench: share of requests with --tempscale-tau.");
+ABSL_FLAG(double, tempscale_tau, 0.7, "bench: the tau of those requests.");
+ABSL_FLAG(std::string, strategies, "chunk_mean", "bench: strategies to mix, comma-separated.");
+ABSL_FLAG(double, deadline_share, 0, "bench: share of requests sent with a tiny deadline.");
+ABSL_FLAG(double, injected_deadline_ms, 2, "bench: that deadline.");
+ABSL_FLAG(double, cancel_share, 0, "bench: share of requests cancelled after 0-20 ms.");
+ABSL_FLAG(uint64_t, seed, 1, "bench: workload seed.");
+ABSL_FLAG(std::string, metrics_address, "",
+          "bench: the server's --http-listen address; adds its batch fill to the report.");
 
 namespace embedding::client {
 namespace {
@@ -227,9 +247,86 @@ int CollapseReportCommand(EmbeddingClient& client) {
   return 0;
 }
 
+absl::StatusOr<std::vector<v1::LongTextStrategy>> StrategyList(const std::string& names) {
+  std::vector<v1::LongTextStrategy> out;
+  for (absl::string_view name : absl::StrSplit(names, ',', absl::SkipEmpty())) {
+    std::string full = "LONG_TEXT_STRATEGY_" + std::string(name);
+    for (char& c : full) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    v1::LongTextStrategy s;
+    if (!v1::LongTextStrategy_Parse(full, &s))
+      return absl::InvalidArgumentError(absl::StrCat("--strategies: unknown '", name, "'"));
+    out.push_back(s);
+  }
+  return out;
+}
+
+int Bench(EmbeddingClient& client) {
+  BenchOptions options;
+  options.requests = absl::GetFlag(FLAGS_requests);
+  options.duration = absl::Milliseconds(static_cast<int64_t>(absl::GetFlag(FLAGS_duration_s) * 1000));
+  options.concurrency = absl::GetFlag(FLAGS_concurrency);
+  options.rate = absl::GetFlag(FLAGS_rate);
+  options.documents_per_request = absl::GetFlag(FLAGS_docs_per_request);
+  options.median_words = absl::GetFlag(FLAGS_median_words);
+  options.sigma = absl::GetFlag(FLAGS_sigma);
+  options.max_words = absl::GetFlag(FLAGS_max_words);
+  options.tempscale_share = absl::GetFlag(FLAGS_tempscale_share);
+  options.tempscale_tau = static_cast<float>(absl::GetFlag(FLAGS_tempscale_tau));
+  options.model = absl::GetFlag(FLAGS_model);
+  options.deadline_share = absl::GetFlag(FLAGS_deadline_share);
+  options.injected_deadline =
+      absl::Microseconds(static_cast<int64_t>(absl::GetFlag(FLAGS_injected_deadline_ms) * 1000));
+  options.cancel_share = absl::GetFlag(FLAGS_cancel_share);
+  options.seed = absl::GetFlag(FLAGS_seed);
+  auto strategies = StrategyList(absl::GetFlag(FLAGS_strategies));
+  if (!strategies.ok()) return Fail(strategies.status());
+  options.strategies = *strategies;
+  if (const std::string corpus = absl::GetFlag(FLAGS_corpus); !corpus.empty()) {
+    auto lines = ReadLines(corpus);
+    if (!lines.ok()) return Fail(lines.status());
+    options.corpus = *std::move(lines);
+  }
+  if (isatty(STDERR_FILENO)) {
+    options.progress = [](int64_t finished, double seconds) {
+      std::fprintf(stderr, "\rbench: %lld requests in %.1f s", static_cast<long long>(finished), seconds);
+    };
+  }
+  const std::string metrics_address = absl::GetFlag(FLAGS_metrics_address);
+  const std::vector<std::string> batch_samples = {"embedding_batch_padding_ratio_sum",
+                                                  "embedding_batch_padding_ratio_count",
+                                                  "embedding_batch_padded_tokens_sum"};
+  absl::StatusOr<std::map<std::string, double>> before;
+  if (!metrics_address.empty()) before = ScrapeSums(metrics_address, batch_samples);
+  auto report = RunBench(client, options);
+  if (options.progress) std::fprintf(stderr, "\n");
+  if (!report.ok()) return Fail(report.status());
+  std::string json = BenchReportJson(*report);
+  std::cout << FormatBenchTable(*report);
+  if (!metrics_address.empty()) {
+    auto after = ScrapeSums(metrics_address, batch_samples);
+    if (!before.ok() || !after.ok()) return Fail(before.ok() ? after.status() : before.status());
+    const double batches = (*after)["embedding_batch_padding_ratio_count"] -
+                           (*before)["embedding_batch_padding_ratio_count"];
+    const double padding = batches > 0 ? ((*after)["embedding_batch_padding_ratio_sum"] -
+                                          (*before)["embedding_batch_padding_ratio_sum"]) / batches
+                                       : 0;
+    const double padded = batches > 0 ? ((*after)["embedding_batch_padded_tokens_sum"] -
+                                         (*before)["embedding_batch_padded_tokens_sum"]) / batches
+                                      : 0;
+    std::printf("server       %10.0f batches, mean padded tokens %.1f, mean padding share %.4f\n",
+                batches, padded, padding);
+    auto parsed = nlohmann::json::parse(json);
+    parsed["server"] = {{"batches", batches}, {"mean_padded_tokens", padded},
+                        {"mean_padding_share", padding}};
+    json = parsed.dump(2) + "\n";
+  }
+  if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) std::ofstream(path) << json;
+  return 0;
+}
+
 int Run(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "embedctl embed|tokenize|models|health|collapse-report [flags] [texts...]");
+      "embedctl embed|tokenize|models|health|collapse-report|bench [flags] [texts...]");
   std::vector<std::string> args = NormalizeDashes(argc, argv);
   std::vector<char*> raw;
   for (auto& a : args) raw.push_back(a.data());
@@ -246,6 +343,7 @@ int Run(int argc, char** argv) {
   double timeout = absl::GetFlag(FLAGS_timeout_s);
   if (timeout <= 0 && std::getenv("EMBEDCTL_TIMEOUT_S")) timeout = std::atof(std::getenv("EMBEDCTL_TIMEOUT_S"));
   if (timeout > 0) connect.timeout = absl::Milliseconds(static_cast<int64_t>(timeout * 1000));
+  connect.bearer_token = std::getenv("EMBEDCTL_TOKEN") ? std::getenv("EMBEDCTL_TOKEN") : "";
   auto client = EmbeddingClient::Connect(connect);
   if (!client.ok()) return Fail(client.status());
 
@@ -255,6 +353,7 @@ int Run(int argc, char** argv) {
   if (command == "models") return Models(**client);
   if (command == "health") return Health(**client);
   if (command == "collapse-report") return CollapseReportCommand(**client);
+  if (command == "bench") return Bench(**client);
   std::cerr << "embedctl: unknown command '" << command << "'\n" << absl::ProgramUsageMessage() << "\n";
   return 2;
 }

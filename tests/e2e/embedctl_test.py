@@ -79,6 +79,42 @@ class EmbedctlTest(unittest.TestCase):
         self.assertNotEqual(down.returncode, 0)
         self.assertIn("UNAVAILABLE", down.stderr + down.stdout)
 
+    def bench(self, *args):
+        path = os.path.join(tempfile.mkdtemp(), "bench.json")
+        run = self.embedctl("bench", f"--json={path}", *args)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertIn("throughput", run.stdout)
+        return json.load(open(path))
+
+    def test_bench_report_adds_up(self):
+        report = self.bench("--requests=40", "--concurrency=4", "--median-words=50",
+                            "--strategies=chunk_mean,chunk_all,late_chunking,truncate",
+                            f"--metrics-address={self.server.http_address}")
+        self.assertEqual(report["requests"], 40)
+        self.assertEqual(report["ok"] + sum(report["errors"].values()), report["requests"])
+        self.assertEqual(report["ok"], 40, report["errors"])
+        self.assertEqual(report["documents"], 40)
+        self.assertGreater(report["tokens"], 40)
+        latency = report["latency_seconds"]
+        self.assertTrue(0 < latency["p50"] <= latency["p90"] <= latency["p99"] <= latency["max"])
+        self.assertAlmostEqual(report["requests_per_second"], 40 / report["seconds"], places=3)
+        self.assertGreater(report["server"]["batches"], 0)
+        self.assertTrue(0 <= report["server"]["mean_padding_share"] <= 1)
+
+    def test_bench_counts_injected_deadlines_and_cancellations(self):
+        report = self.bench("--requests=60", "--concurrency=6", "--median-words=3000",
+                            "--deadline-share=0.4", "--injected-deadline-ms=1",
+                            "--cancel-share=0.3")
+        self.assertEqual(report["ok"] + sum(report["errors"].values()), 60)
+        self.assertGreater(report["errors"].get("DEADLINE_EXCEEDED", 0), 0)
+        self.assertGreater(report["errors"].get("CANCELLED", 0), 0)
+        self.assertNotIn("WRONG_ANSWER", report["errors"])
+
+    def test_bench_open_loop_keeps_its_rate(self):
+        report = self.bench("--rate=40", "--duration-s=1.5", "--median-words=20")
+        self.assertTrue(50 <= report["requests"] <= 62, report["requests"])
+        self.assertEqual(report["ok"], report["requests"])
+
     def test_collapse_report_matches_a_recomputation(self):
         rng = random.Random(5)
         words = ["the", "cat", "sat", "on", "a", "mat", "and", "dog", "ran", "to", "sun", "sky"]

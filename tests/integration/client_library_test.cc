@@ -32,7 +32,7 @@ std::vector<std::unique_ptr<testing::ServerProcess>> StartThree() {
   std::vector<std::unique_ptr<testing::ServerProcess>> servers;
   for (int i = 0; i < 3; ++i) {
     servers.push_back(std::make_unique<testing::ServerProcess>(
-        std::vector<std::string>{"--model=tiny=" + testing::TinyModelDir(), "--drain-timeout-s=60"}));
+        std::vector<std::string>{"--model=small=" + testing::SmallModelDir(), "--drain-timeout-s=60"}));
     EXPECT_TRUE(servers.back()->ok()) << servers.back()->Log();
   }
   return servers;
@@ -70,7 +70,7 @@ TEST(ClientLibrary, RetriesOnUnavailableWhenAReplicaDrains) {
   direct.addresses = {servers[1]->grpc_address()};
   auto busy_client = client::EmbeddingClient::Connect(direct).value();
   std::string huge;
-  for (int i = 0; i < 60000; ++i) huge += "cat ";
+  for (int i = 0; i < 100000; ++i) huge += "cat ";  // seconds of work on the small model
   auto busy = std::async(std::launch::async, [&] { return busy_client->EmbedTexts({huge}); });
   absl::SleepFor(absl::Milliseconds(300));
   servers[1]->Signal(SIGTERM);

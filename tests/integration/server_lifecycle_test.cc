@@ -9,16 +9,12 @@
 
 #include "client/embedding_client.h"
 #include "tests/testing/server_process.h"
+#include "tests/testing/test_models.h"
 
 namespace embedding {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::string SmallModelDir() {
-  const char* dir = std::getenv("SMALL_MODEL_DIR");
-  return dir ? dir : EMB_SMALL_MODEL_DIR;
-}
 
 std::string Words(int n) {
   static const char* kWords[] = {"the", "cat", "sat", "on", "a", "mat", "and", "dog"};
@@ -33,7 +29,7 @@ struct Started {
 };
 
 Started Start(std::vector<std::string> flags) {
-  flags.push_back("--model=small=" + SmallModelDir());
+  flags.push_back("--model=small=" + testing::SmallModelDir());
   Started s;
   s.server = std::make_unique<testing::ServerProcess>(flags);
   EXPECT_TRUE(s.server->ok()) << s.server->Log();

@@ -23,6 +23,11 @@ std::string TinyModelDir() {
   return dir;
 }
 
+std::string SmallModelDir() {
+  const char* dir = std::getenv("SMALL_MODEL_DIR");
+  return dir ? dir : EMB_SMALL_MODEL_DIR;
+}
+
 std::string MakeScratchDir(const std::string& name) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   fs::path dir = fs::path(::testing::TempDir()) /

@@ -13,6 +13,10 @@ namespace embedding::testing {
 // The tiny demo model written by the `tiny_model` ctest fixture (env TINY_MODEL_DIR).
 std::string TinyModelDir();
 
+// The small demo model (4 layers, 256 wide): slow enough that a 100,000-token document takes
+// seconds. Env SMALL_MODEL_DIR overrides.
+std::string SmallModelDir();
+
 // A fresh empty directory under the test's temp dir.
 std::string MakeScratchDir(const std::string& name);
 
