@@ -41,6 +41,17 @@ install_packages() {
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
 }
 
+# Node and the npm packages of the Node client test (Debian's nodejs unless a node exists).
+node_setup() {
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    install_packages nodejs npm
+  fi
+  if [ ! -d client/node/node_modules ] || [ client/node/package.json -nt client/node/node_modules ]; then
+    (cd client/node && npm install --no-audit --no-fund --no-package-lock)
+    touch client/node/node_modules
+  fi
+}
+
 build() {
   if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
     cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release
@@ -69,6 +80,7 @@ case "$cmd" in
     ;;
   test)
     install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
+    node_setup
     build
     cd "$BUILD_DIR" && ctest --output-on-failure -j 2 --label-exclude bench "$@"
     ;;
