@@ -20,6 +20,7 @@ TEST_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-torch python3-numpy python3-grpcio python3-protobuf
   prometheus                         # promtool and the real-Prometheus test
+  openssl                            # certificates for the client TLS test
 )
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }

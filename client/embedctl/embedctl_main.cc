@@ -5,7 +5,8 @@
 //   embedctl health                  exit 0 only when SERVING
 //   embedctl collapse-report --corpus=FILE --temperatures=1,0.8,0.6 [--json=F] [--chart=F.svg]
 //   embedctl bench --requests=N|--duration-s=S [--concurrency=C|--rate=R] [--json=F]
-// Connection flags fall back to EMBEDCTL_ADDRESS and EMBEDCTL_TIMEOUT_S.
+// Connection flags fall back to EMBEDCTL_ADDRESS, EMBEDCTL_TIMEOUT_S, EMBEDCTL_CA_CERT,
+// EMBEDCTL_CLIENT_CERT, EMBEDCTL_CLIENT_KEY and EMBEDCTL_TOKEN.
 #include <unistd.h>
 
 #include <cmath>
@@ -28,6 +29,11 @@
 ABSL_FLAG(std::string, address, "", "Server address(es), comma-separated (env EMBEDCTL_ADDRESS; "
                                     "default 127.0.0.1:50051).");
 ABSL_FLAG(double, timeout_s, 0, "Per-call deadline in seconds (env EMBEDCTL_TIMEOUT_S; default 60).");
+ABSL_FLAG(bool, tls, false, "Use TLS (implied by the certificate flags).");
+ABSL_FLAG(std::string, ca_cert, "", "PEM CA bundle for TLS (env EMBEDCTL_CA_CERT).");
+ABSL_FLAG(std::string, client_cert, "", "PEM client certificate for mTLS (env EMBEDCTL_CLIENT_CERT).");
+ABSL_FLAG(std::string, client_key, "", "PEM client key for mTLS (env EMBEDCTL_CLIENT_KEY).");
+ABSL_FLAG(std::string, token, "", "Bearer token (env EMBEDCTL_TOKEN).");
 ABSL_FLAG(std::string, model, "", "Model name; empty is the server's default.");
 ABSL_FLAG(std::string, temperature, "", "Attention temperature tau; empty is the model default.");
 ABSL_FLAG(std::string, strategy, "", "reject|truncate|chunk_mean|chunk_weighted_mean|chunk_max|"
@@ -335,15 +341,23 @@ int Run(int argc, char** argv) {
     std::cerr << absl::ProgramUsageMessage() << "\n";
     return 2;
   }
+  // A flag wins over its environment variable.
+  auto flag_or_env = [](const std::string& value, const char* env) {
+    const char* fallback = std::getenv(env);
+    return !value.empty() || fallback == nullptr ? value : std::string(fallback);
+  };
   ClientOptions connect;
-  std::string address = absl::GetFlag(FLAGS_address);
-  if (address.empty() && std::getenv("EMBEDCTL_ADDRESS")) address = std::getenv("EMBEDCTL_ADDRESS");
-  if (address.empty()) address = "127.0.0.1:50051";
-  connect.addresses = absl::StrSplit(address, ',', absl::SkipEmpty());
+  const std::string address = flag_or_env(absl::GetFlag(FLAGS_address), "EMBEDCTL_ADDRESS");
+  connect.addresses = absl::StrSplit(address.empty() ? "127.0.0.1:50051" : address, ',',
+                                     absl::SkipEmpty());
   double timeout = absl::GetFlag(FLAGS_timeout_s);
   if (timeout <= 0 && std::getenv("EMBEDCTL_TIMEOUT_S")) timeout = std::atof(std::getenv("EMBEDCTL_TIMEOUT_S"));
   if (timeout > 0) connect.timeout = absl::Milliseconds(static_cast<int64_t>(timeout * 1000));
-  connect.bearer_token = std::getenv("EMBEDCTL_TOKEN") ? std::getenv("EMBEDCTL_TOKEN") : "";
+  connect.tls = absl::GetFlag(FLAGS_tls);
+  connect.ca_cert_file = flag_or_env(absl::GetFlag(FLAGS_ca_cert), "EMBEDCTL_CA_CERT");
+  connect.client_cert_file = flag_or_env(absl::GetFlag(FLAGS_client_cert), "EMBEDCTL_CLIENT_CERT");
+  connect.client_key_file = flag_or_env(absl::GetFlag(FLAGS_client_key), "EMBEDCTL_CLIENT_KEY");
+  connect.bearer_token = flag_or_env(absl::GetFlag(FLAGS_token), "EMBEDCTL_TOKEN");
   auto client = EmbeddingClient::Connect(connect);
   if (!client.ok()) return Fail(client.status());
 

@@ -139,5 +139,33 @@ TEST(ServerLifecycle, SigtermDrainsInFlightWorkAndExitsZero) {
   EXPECT_EQ(s.server->Wait(absl::Seconds(30)), 0) << s.server->Log();
 }
 
+TEST(ServerLifecycle, ServesSeveralModelsByName) {
+  testing::ServerProcess server({"--model=tiny=" + testing::TinyModelDir(),
+                                 "--model=small=" + testing::SmallModelDir(),
+                                 "--default-model=small"});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  auto client = client::EmbeddingClient::Connect({{server.grpc_address()}}).value();
+  auto models = client->ListModels();
+  ASSERT_TRUE(models.ok());
+  EXPECT_EQ(models->models_size(), 2);
+  EXPECT_EQ(models->default_model(), "small");
+  client::EmbedOptions tiny;
+  tiny.model = "tiny";
+  EXPECT_EQ(client->EmbedTexts({"x"}, tiny).value()[0].size(), 96u);
+  EXPECT_EQ(client->EmbedTexts({"x"}).value()[0].size(), 256u);
+}
+
+TEST(ServerLifecycle, BadFlagsAndModelsExitNonZeroNamingTheProblem) {
+  testing::ServerProcess bad_flag({"--model=tiny=" + testing::TinyModelDir(), "--dtype=fp64"},
+                                  absl::Seconds(20));
+  EXPECT_FALSE(bad_flag.ok());
+  EXPECT_EQ(bad_flag.Wait(), 2);
+  EXPECT_THAT(bad_flag.Log(), HasSubstr("--dtype=fp64"));
+  testing::ServerProcess missing({"--model=gone=/nonexistent/model"}, absl::Seconds(20));
+  EXPECT_FALSE(missing.ok());
+  EXPECT_EQ(missing.Wait(), 1);
+  EXPECT_THAT(missing.Log(), HasSubstr("model 'gone'"));
+}
+
 }  // namespace
 }  // namespace embedding
