@@ -46,12 +46,12 @@ int Run(int argc, char** argv) {
     options->models.intra_op_threads = static_cast<int>(std::thread::hardware_concurrency());
 
   Admission admission(options->limits.max_concurrent_requests, options->limits.max_queued_tokens);
-  WorkerPool pool(options->tokenizer_threads);
+  auto pool = std::make_unique<WorkerPool>(options->tokenizer_threads);
   Metrics metrics(static_cast<size_t>(options->collapse_window));
   metrics.SetGaugeSources([&admission] { return admission.queued_tokens(); },
                           [&admission] { return admission.in_flight_requests(); });
   metrics.SetLimits(options->limits.max_queued_tokens, options->limits.max_concurrent_requests);
-  EmbeddingService service(*options, &pool, &admission, metrics.ServiceHooks());
+  EmbeddingService service(*options, pool.get(), &admission, metrics.ServiceHooks());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -121,6 +121,9 @@ int Run(int argc, char** argv) {
   if (service.active_calls() > 0)
     std::cerr << "embedding_server: drain timeout with " << service.active_calls() << " calls left\n";
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  // Prepared work goes to the batchers before they stop (and fail what is left).
+  pool.reset();
+  registry->reset();
   std::cerr << "embedding_server: stopped\n";
   return 0;
 }

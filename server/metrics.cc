@@ -2,6 +2,7 @@
 
 #include <prometheus/text_serializer.h>
 
+#include "absl/status/status.h"
 #include "model_store/encoder.h"
 
 namespace embedding::server {
@@ -42,14 +43,9 @@ Histogram::BucketBoundaries PowersOfTwo(double first, double last) {
   return out;
 }
 
-const char* CodeName(grpc::StatusCode code) {
-  static const char* const kNames[] = {
-      "OK",      "CANCELLED",         "UNKNOWN",          "INVALID_ARGUMENT",
-      "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED",
-      "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-      "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
-  const int i = static_cast<int>(code);
-  return (i >= 0 && i <= 16) ? kNames[i] : "UNKNOWN";
+// "INVALID_ARGUMENT" and so on: gRPC and absl share the google.rpc.Code numbering.
+std::string CodeName(grpc::StatusCode code) {
+  return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
 }
 
 }  // namespace

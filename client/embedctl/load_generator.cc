@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "nlohmann/json.hpp"
@@ -118,14 +119,9 @@ class Canceller {
   std::thread thread_;
 };
 
-const char* CodeName(grpc::StatusCode code) {
-  static const char* const kNames[] = {
-      "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
-      "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
-      "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
-      "UNAUTHENTICATED"};
-  const int i = static_cast<int>(code);
-  return (i >= 0 && i <= 16) ? kNames[i] : "UNKNOWN";
+// "INVALID_ARGUMENT" and so on: gRPC and absl share the google.rpc.Code numbering.
+std::string CodeName(grpc::StatusCode code) {
+  return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
 }
 
 // Why a response is wrong for its request, or "".
