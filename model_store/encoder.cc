@@ -168,18 +168,27 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
                       .to(compute);
     }
     const double uniform_scale = base_scale / batch.temperatures[0];
-    // -inf on padded keys: exp gives exactly 0 for them, whatever tau.
-    torch::Tensor key_bias = torch::zeros({batch_size, 1, 1, max_len}, compute)
-                                 .masked_fill(valid.logical_not().view({batch_size, 1, 1, max_len}),
-                                              -std::numeric_limits<float>::infinity());
+    // -inf on padded keys: exp gives exactly 0 for them, whatever tau. Unneeded (and skipped)
+    // when every sequence has the same length.
+    bool padded = false;
+    for (const auto& seq : batch.sequences) padded = padded || static_cast<int64_t>(seq.size()) != max_len;
+    torch::Tensor key_bias;
+    if (padded) {
+      key_bias = torch::zeros({batch_size, 1, 1, max_len}, compute)
+                     .masked_fill(valid.logical_not().view({batch_size, 1, 1, max_len}),
+                                  -std::numeric_limits<float>::infinity());
+    }
 
     const int64_t heads = config_.num_attention_heads;
     for (const LayerWeights& layer : w.layers) {
-      torch::Tensor q = SplitHeads(Linear(x, layer.query), heads);
+      std::vector<torch::Tensor> qkv = Linear(x, layer.qkv).chunk(3, -1);
+      torch::Tensor q = SplitHeads(qkv[0], heads);
       q = uniform ? q * uniform_scale : q * row_scale;
-      torch::Tensor k = SplitHeads(Linear(x, layer.key), heads);
-      torch::Tensor v = SplitHeads(Linear(x, layer.value), heads);
-      torch::Tensor probs = torch::softmax(torch::matmul(q, k.transpose(-1, -2)) + key_bias, -1);
+      torch::Tensor k = SplitHeads(qkv[1], heads);
+      torch::Tensor v = SplitHeads(qkv[2], heads);
+      torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2));
+      if (padded) scores = scores + key_bias;
+      torch::Tensor probs = torch::softmax(scores, -1);
       torch::Tensor context =
           torch::matmul(probs, v).transpose(1, 2).reshape({batch_size, max_len, -1});
       x = Norm(Linear(context, layer.attention_output) + x, layer.attention_norm,

@@ -93,9 +93,11 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
   for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
     const std::string p = absl::StrCat(spec.layer_prefix, i, ".");
     LayerWeights layer;
-    ASSIGN_OR_RETURN(layer.query, bind.Linear(p + spec.query, h, h));
-    ASSIGN_OR_RETURN(layer.key, bind.Linear(p + spec.key, h, h));
-    ASSIGN_OR_RETURN(layer.value, bind.Linear(p + spec.value, h, h));
+    ASSIGN_OR_RETURN(LinearWeights query, bind.Linear(p + spec.query, h, h));
+    ASSIGN_OR_RETURN(LinearWeights key, bind.Linear(p + spec.key, h, h));
+    ASSIGN_OR_RETURN(LinearWeights value, bind.Linear(p + spec.value, h, h));
+    layer.qkv.weight = torch::cat({query.weight, key.weight, value.weight}, 0).contiguous();
+    layer.qkv.bias = torch::cat({query.bias, key.bias, value.bias}, 0).contiguous();
     ASSIGN_OR_RETURN(layer.attention_output, bind.Linear(p + spec.attention_output, h, h));
     ASSIGN_OR_RETURN(layer.attention_norm, bind.Norm(p + spec.attention_norm, h));
     ASSIGN_OR_RETURN(layer.intermediate,

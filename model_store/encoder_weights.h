@@ -24,7 +24,9 @@ struct NormWeights {
 };
 
 struct LayerWeights {
-  LinearWeights query, key, value, attention_output, intermediate, output;
+  // Query, key and value stacked into one [3 x hidden, hidden] projection: one GEMM, not three.
+  LinearWeights qkv;
+  LinearWeights attention_output, intermediate, output;
   NormWeights attention_norm, output_norm;
 };
 
