@@ -3,7 +3,8 @@
 # and builds (incrementally), then runs the service or the test suite.
 #   ./dev.sh run [server flags...]   serve the demo model (written on first run)
 #   ./dev.sh test                    the whole suite (ctest, all labels)
-#   ./dev.sh build | deps | bench
+#   ./dev.sh build | deps | bench | docker
+#   ./dev.sh build-deps              only the packages a build needs (used by docker/Dockerfile)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 BUILD_DIR=${BUILD_DIR:-build}
@@ -21,6 +22,7 @@ TEST_PACKAGES=(
   python3 python3-torch python3-numpy python3-grpcio python3-protobuf
   prometheus                         # promtool and the real-Prometheus test
   openssl                            # certificates for the client TLS test
+  docker.io mmdebstrap               # the container smoke test (local base image, no registry)
 )
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -70,6 +72,8 @@ cmd=${1:-run}
 shift || true
 case "$cmd" in
   deps) install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}" ;;
+  build-deps) install_packages "${BUILD_PACKAGES[@]}" ;;
+  docker) exec bash docker/smoke_test.sh "$@" ;;
   build) install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"; build ;;
   run)
     install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Builds the image and runs it with no network: the server must come up on its demo model,
+# answer health and Embed from inside the container, expose /metrics, and stop cleanly on
+# SIGTERM. Prints "1 passed, 0 failed" on success.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+. docker/docker_env.sh
+IMAGE=${IMAGE:-embedding-server:dev}
+
+ensure_docker
+ensure_base_image
+docker build --network host --build-arg BASE_IMAGE="$BASE_IMAGE" -f docker/Dockerfile -t "$IMAGE" .
+
+name=embedding-smoke-$$
+docker run -d --name "$name" --network none "$IMAGE" --http-listen=127.0.0.1:9090 >/dev/null
+trap 'docker rm -f "$name" >/dev/null 2>&1 || true' EXIT
+for _ in $(seq 120); do
+  docker exec "$name" embedctl health --timeout-s=2 >/dev/null 2>&1 && break
+  sleep 1
+done
+docker exec "$name" embedctl health --timeout-s=5
+out=$(docker exec "$name" embedctl embed --temperature=0.8 "hello from the container")
+echo "$out" | grep -q '"length_bucket":"0-63"'
+echo "$out" | grep -q '"temperature":0.8'
+docker exec "$name" embedctl models | grep -q "DEMO"
+# /metrics, read by embedctl bench from inside the container.
+docker exec "$name" embedctl bench --requests=5 --metrics-address=127.0.0.1:9090 | grep -q "^server"
+docker kill --signal=TERM "$name" >/dev/null
+code=$(docker wait "$name")
+docker logs "$name" 2>&1 | tail -3
+[ "$code" = 0 ] || { echo "server exited $code after SIGTERM"; echo "0 passed, 1 failed"; exit 1; }
+echo "1 passed, 0 failed"
