@@ -113,14 +113,7 @@ grpc::ServerUnaryReactor* EmbeddingService::Tokenize(grpc::CallbackServerContext
   absl::StatusOr<const ServedModel*> served =
       registry.ok() ? (*registry)->Find(request->model()) : registry.status();
   if (status.ok()) status = served.status();
-  if (status.ok() && request->inputs_size() == 0)
-    status = absl::InvalidArgumentError("inputs: at least one input is required");
-  if (status.ok() && static_cast<uint32_t>(request->inputs_size()) > options_.limits.max_inputs_per_request) {
-    status = absl::InvalidArgumentError(absl::StrCat("inputs: ", request->inputs_size(),
-                                                     " inputs exceed the bound; allowed [1, ",
-                                                     options_.limits.max_inputs_per_request,
-                                                     "] (--max-inputs-per-request)"));
-  }
+  if (status.ok()) status = ValidateInputCount(request->inputs_size(), options_.limits);
   if (status.ok()) status = admission_->AdmitRequest();
   if (!status.ok()) {
     call->FinishOnce(ToGrpcStatus(status));

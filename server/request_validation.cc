@@ -56,17 +56,22 @@ v1::LongTextStrategy ToProto(Strategy strategy) {
   return v1::LONG_TEXT_STRATEGY_UNSPECIFIED;
 }
 
+absl::Status ValidateInputCount(int count, const RequestLimits& limits) {
+  if (count == 0)
+    return Invalid("inputs: at least one input is required (an empty string is a valid input)");
+  if (static_cast<uint32_t>(count) > limits.max_inputs_per_request) {
+    return Invalid(absl::StrCat("inputs: ", count, " inputs exceed the bound; allowed [1, ",
+                                limits.max_inputs_per_request, "] (--max-inputs-per-request)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<EmbedParams> ValidateEmbedRequest(const v1::EmbedRequest& request,
                                                  const model_store::Model& model,
                                                  const RequestLimits& limits) {
   EmbedParams params;
-  if (request.inputs_size() == 0)
-    return Invalid("inputs: at least one input is required (an empty string is a valid input)");
-  if (static_cast<uint32_t>(request.inputs_size()) > limits.max_inputs_per_request) {
-    return Invalid(absl::StrCat("inputs: ", request.inputs_size(), " inputs exceed the bound; ",
-                                "allowed [1, ", limits.max_inputs_per_request,
-                                "] (--max-inputs-per-request)"));
-  }
+  if (absl::Status count = ValidateInputCount(request.inputs_size(), limits); !count.ok())
+    return count;
   int64_t bytes = 0;
   for (const auto& input : request.inputs()) bytes += static_cast<int64_t>(input.size());
   if (bytes > limits.max_request_bytes) {
