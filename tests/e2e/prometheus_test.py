@@ -118,6 +118,12 @@ class PrometheusEndToEnd(unittest.TestCase):
                 prometheus.stop()
 
     def run_checks(self, server, prometheus):
+        # Prometheus applies its targets a few seconds after it is ready. Traffic before the
+        # first scrape would leave counters flat inside every window, so wait for it.
+        deadline = time.time() + 60
+        while not prometheus.query('up{job="embedding"} == 1'):
+            self.assertLess(time.time(), deadline, "Prometheus never scraped the server")
+            time.sleep(0.5)
         client = EmbeddingClient(server.grpc_address)
         rng = random.Random(7)
         sent = {}  # (bucket, tempscale) -> vectors
