@@ -116,7 +116,6 @@ absl::StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::FromBytes(
     return Corrupt(label, "header is not a well-formed JSON object");
 
   auto file = std::unique_ptr<SafetensorsFile>(new SafetensorsFile());
-  file->path_ = label;
   const uint8_t* data_area = bytes + 8 + header_len;
   const uint64_t data_size = size - 8 - header_len;
   for (const auto& [name, info] : header.items()) {

@@ -47,12 +47,10 @@ class SafetensorsFile {
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;
 
   const std::map<std::string, TensorView>& tensors() const { return tensors_; }
-  const std::string& path() const { return path_; }
 
  private:
   SafetensorsFile() = default;
 
-  std::string path_;
   void* mapping_ = nullptr;
   size_t mapping_size_ = 0;
   std::map<std::string, TensorView> tensors_;

@@ -38,11 +38,6 @@ void Batcher::Submit(std::vector<SequenceTask> tasks) {
   cv_.notify_one();
 }
 
-int64_t Batcher::queued_sequences() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return queued_;
-}
-
 std::vector<SequenceTask> Batcher::CutBatch(std::vector<SequenceTask>* dropped) {
   const absl::Time now = absl::Now();
   // Drop dead work first, so it never reaches the model.

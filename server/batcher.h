@@ -54,7 +54,6 @@ class Batcher {
   // Queues one job's sequences (all of them, in order). Thread-safe; never blocks on the model.
   void Submit(std::vector<SequenceTask> tasks);
 
-  int64_t queued_sequences() const;
 
  private:
   struct JobQueue {
@@ -72,7 +71,7 @@ class Batcher {
   const BatcherOptions options_;
   const BatchObserver observer_;
 
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::condition_variable cv_;
   std::list<JobQueue> jobs_;  // round-robin order: the front job anchors the next batch
   int64_t queued_ = 0;         // sequences
