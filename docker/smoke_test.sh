@@ -12,7 +12,7 @@ ensure_base_image
 docker build --network host --build-arg BASE_IMAGE="$BASE_IMAGE" -f docker/Dockerfile -t "$IMAGE" .
 
 name=embedding-smoke-$$
-docker run -d --name "$name" --network none "$IMAGE" --http-listen=127.0.0.1:9090 >/dev/null
+docker run -d --name "$name" --network none "$IMAGE" --http-listen=127.0.0.1:8080 >/dev/null
 trap 'docker rm -f "$name" >/dev/null 2>&1 || true' EXIT
 for _ in $(seq 120); do
   docker exec "$name" embedctl health --timeout-s=2 >/dev/null 2>&1 && break
@@ -24,7 +24,7 @@ echo "$out" | grep -q '"length_bucket":"0-63"'
 echo "$out" | grep -q '"temperature":0.8'
 docker exec "$name" embedctl models | grep -q "DEMO"
 # /metrics, read by embedctl bench from inside the container.
-docker exec "$name" embedctl bench --requests=5 --metrics-address=127.0.0.1:9090 | grep -q "^server"
+docker exec "$name" embedctl bench --requests=5 --metrics-address=127.0.0.1:8080 | grep -q "^server"
 docker kill --signal=TERM "$name" >/dev/null
 code=$(docker wait "$name")
 docker logs "$name" 2>&1 | tail -3

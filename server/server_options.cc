@@ -15,7 +15,7 @@
 #include "model_store/status_macros.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC address (port 0 picks a free port).");
-ABSL_FLAG(std::string, http_listen, "0.0.0.0:9090",
+ABSL_FLAG(std::string, http_listen, "0.0.0.0:8080",
           "HTTP address for /metrics, /healthz and /readyz; empty disables.");
 ABSL_FLAG(std::string, model_store, "",
           "Directory whose subdirectories are models, each served under its directory name.");

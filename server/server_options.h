@@ -40,7 +40,7 @@ struct RequestLimits {
 
 struct ServerOptions {
   std::string grpc_listen = "0.0.0.0:50051";
-  std::string http_listen = "0.0.0.0:9090";  // /metrics, /healthz, /readyz; empty disables
+  std::string http_listen = "0.0.0.0:8080";  // /metrics, /healthz, /readyz; empty disables
   ModelOptions models;
   BatcherOptions batching;
   RequestLimits limits;
