@@ -6,6 +6,17 @@
 #include "server/status_mapping.h"
 
 namespace embedding::server {
+namespace {
+
+v1::EmbedStreamResponse ErrorItem(const std::string& request_id, const grpc::Status& status) {
+  v1::EmbedStreamResponse item;
+  item.set_request_id(request_id);
+  item.mutable_error()->set_code(status.error_code());
+  item.mutable_error()->set_message(status.error_message());
+  return item;
+}
+
+}  // namespace
 
 EmbedStreamReactor::EmbedStreamReactor(EmbeddingService* service,
                                        grpc::CallbackServerContext* context)
@@ -24,23 +35,14 @@ void EmbedStreamReactor::OnReadDone(bool ok) {
   v1::EmbedStreamRequest item;
   const absl::Status parsed = ParseRawRequest(request_, {2}, &item);
   const std::string id = parsed.ok() ? item.request_id() : ReadTopLevelString(request_, 1);
-  const auto deadline = context_->deadline();
-  const absl::Time job_deadline = deadline == std::chrono::system_clock::time_point::max()
-                                      ? absl::InfiniteFuture()
-                                      : absl::FromChrono(deadline);
   auto pending = parsed.ok() ? service_->CreateJob(
-                                   item.request(), job_deadline,
+                                   item.request(), CallDeadline(context_),
                                    [this, id](const grpc::Status& status, v1::EmbedResponse response) {
                                      OnJobDone(id, status, std::move(response));
                                    })
                              : absl::StatusOr<EmbeddingService::PendingJob>(parsed);
   if (!pending.ok()) {
-    v1::EmbedStreamResponse error;
-    error.set_request_id(id);
-    const grpc::Status status = ToGrpcStatus(pending.status());
-    error.mutable_error()->set_code(status.error_code());
-    error.mutable_error()->set_message(status.error_message());
-    EnqueueLocked(error);
+    EnqueueLocked(ErrorItem(id, ToGrpcStatus(pending.status())));
   } else {
     ++outstanding_;
     jobs_.push_back(pending->job);
@@ -60,15 +62,14 @@ void EmbedStreamReactor::OnJobDone(const std::string& request_id, const grpc::St
   jobs_.erase(std::remove_if(jobs_.begin(), jobs_.end(),
                              [](const std::shared_ptr<EmbedJob>& job) { return job->done(); }),
               jobs_.end());
-  v1::EmbedStreamResponse out;
-  out.set_request_id(request_id);
   if (status.ok()) {
+    v1::EmbedStreamResponse out;
+    out.set_request_id(request_id);
     *out.mutable_response() = std::move(response);
+    EnqueueLocked(out);
   } else {
-    out.mutable_error()->set_code(status.error_code());
-    out.mutable_error()->set_message(status.error_message());
+    EnqueueLocked(ErrorItem(request_id, status));
   }
-  EnqueueLocked(out);
   if (read_paused_ && !reads_done_) {
     read_paused_ = false;
     StartRead(&request_);

@@ -9,15 +9,11 @@
 #include "server/unary_call.h"
 
 namespace embedding::server {
-namespace {
-
-absl::Time DeadlineOf(const grpc::CallbackServerContext* context) {
+absl::Time CallDeadline(const grpc::CallbackServerContext* context) {
   const auto deadline = context->deadline();
   if (deadline == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
   return absl::FromChrono(deadline);
 }
-
-}  // namespace
 
 EmbeddingService::EmbeddingService(const ServerOptions& options, WorkerPool* pool,
                                    Admission* admission, ServiceObserver observer)
@@ -84,7 +80,7 @@ grpc::ServerUnaryReactor* EmbeddingService::Embed(grpc::CallbackServerContext* c
     call->FinishOnce(ToGrpcStatus(parsed));
     return call;
   }
-  auto job = CreateJob(request, DeadlineOf(context),
+  auto job = CreateJob(request, CallDeadline(context),
                        [call, response_bytes](const grpc::Status& status, v1::EmbedResponse result) {
                          if (status.ok()) SerializeToBuffer(result, response_bytes);
                          call->FinishOnce(status);

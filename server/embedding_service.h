@@ -17,6 +17,9 @@
 
 namespace embedding::server {
 
+// The call's deadline as absl::Time (InfiniteFuture when none).
+absl::Time CallDeadline(const grpc::CallbackServerContext* context);
+
 // Hooks for metrics; every member may be empty.
 struct ServiceObserver {
   // Every finished RPC: method name ("Embed", ...), its code and duration.
