@@ -3,9 +3,8 @@
 #include <grpcpp/generic/generic_stub.h>
 
 #include <condition_variable>
-#include <mutex>
-
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -90,7 +89,8 @@ v1::EmbedRequest MakeEmbedRequest(const std::vector<std::string>& texts,
 
 std::vector<std::vector<float>> ToVectors(const v1::EmbedResponse& response) {
   std::vector<std::vector<float>> out;
-  for (const auto& doc : response.documents()) out.emplace_back(doc.vector().begin(), doc.vector().end());
+  for (const auto& doc : response.documents())
+    out.emplace_back(doc.vector().begin(), doc.vector().end());
   return out;
 }
 

@@ -38,8 +38,8 @@ absl::StatusOr<const ArchitectureSpec*> FindArchitecture(const std::string& mode
     if (spec.model_type == model_type) return &spec;
   }
   return absl::InvalidArgumentError(absl::StrCat("config.json: unsupported model_type '",
-                                                 model_type, "'; supported: ",
-                                                 SupportedArchitectures()));
+                                                 model_type,
+                                                 "'; supported: ", SupportedArchitectures()));
 }
 
 std::string SupportedArchitectures() {

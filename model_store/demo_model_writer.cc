@@ -33,9 +33,8 @@ absl::Status ValidateSpec(const DemoModelSpec& spec) {
   RETURN_IF_ERROR(positive("hidden_size", spec.hidden_size));
   RETURN_IF_ERROR(positive("num_heads", spec.num_heads));
   if (spec.hidden_size % spec.num_heads != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("hidden_size: ", spec.hidden_size,
-                                                   " must be divisible by num_heads ",
-                                                   spec.num_heads));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "hidden_size: ", spec.hidden_size, " must be divisible by num_heads ", spec.num_heads));
   }
   if (spec.max_positions < 3)
     return absl::InvalidArgumentError("max_positions: must be >= 3 ([CLS] text [SEP])");
@@ -104,32 +103,50 @@ Json TokenizerJson(const std::vector<std::string>& vocab) {
   for (size_t i = 0; i < vocab.size(); ++i) vocab_map[vocab[i]] = i;
   Json added = Json::array();
   for (int i = 0; i < 5; ++i) {
-    added.push_back({{"id", i}, {"content", vocab[i]}, {"single_word", false}, {"lstrip", false},
-                     {"rstrip", false}, {"normalized", false}, {"special", true}});
+    added.push_back({{"id", i},
+                     {"content", vocab[i]},
+                     {"single_word", false},
+                     {"lstrip", false},
+                     {"rstrip", false},
+                     {"normalized", false},
+                     {"special", true}});
   }
-  auto special = [](const char* name) { return Json{{"SpecialToken", {{"id", name}, {"type_id", 0}}}}; };
-  auto sequence = [](const char* id, int type) { return Json{{"Sequence", {{"id", id}, {"type_id", type}}}}; };
-  Json post = {
-      {"type", "TemplateProcessing"},
-      {"single", {special("[CLS]"), sequence("A", 0), special("[SEP]")}},
-      {"pair", {special("[CLS]"), sequence("A", 0), special("[SEP]"), sequence("B", 1),
-                {{"SpecialToken", {{"id", "[SEP]"}, {"type_id", 1}}}}}},
-      {"special_tokens",
-       {{"[CLS]", {{"id", "[CLS]"}, {"ids", {2}}, {"tokens", {"[CLS]"}}}},
-        {"[SEP]", {{"id", "[SEP]"}, {"ids", {3}}, {"tokens", {"[SEP]"}}}}}}};
+  auto special = [](const char* name) {
+    return Json{{"SpecialToken", {{"id", name}, {"type_id", 0}}}};
+  };
+  auto sequence = [](const char* id, int type) {
+    return Json{{"Sequence", {{"id", id}, {"type_id", type}}}};
+  };
+  Json post = {{"type", "TemplateProcessing"},
+               {"single", {special("[CLS]"), sequence("A", 0), special("[SEP]")}},
+               {"pair",
+                {special("[CLS]"),
+                 sequence("A", 0),
+                 special("[SEP]"),
+                 sequence("B", 1),
+                 {{"SpecialToken", {{"id", "[SEP]"}, {"type_id", 1}}}}}},
+               {"special_tokens",
+                {{"[CLS]", {{"id", "[CLS]"}, {"ids", {2}}, {"tokens", {"[CLS]"}}}},
+                 {"[SEP]", {{"id", "[SEP]"}, {"ids", {3}}, {"tokens", {"[SEP]"}}}}}}};
   return {{"version", "1.0"},
           {"truncation", nullptr},
           {"padding", nullptr},
           {"added_tokens", added},
           {"normalizer",
-           {{"type", "BertNormalizer"}, {"clean_text", true}, {"handle_chinese_chars", true},
-            {"strip_accents", nullptr}, {"lowercase", true}}},
+           {{"type", "BertNormalizer"},
+            {"clean_text", true},
+            {"handle_chinese_chars", true},
+            {"strip_accents", nullptr},
+            {"lowercase", true}}},
           {"pre_tokenizer", {{"type", "BertPreTokenizer"}}},
           {"post_processor", post},
           {"decoder", {{"type", "WordPiece"}, {"prefix", "##"}, {"cleanup", true}}},
           {"model",
-           {{"type", "WordPiece"}, {"unk_token", "[UNK]"}, {"continuing_subword_prefix", "##"},
-            {"max_input_chars_per_word", 100}, {"vocab", vocab_map}}}};
+           {{"type", "WordPiece"},
+            {"unk_token", "[UNK]"},
+            {"continuing_subword_prefix", "##"},
+            {"max_input_chars_per_word", 100},
+            {"vocab", vocab_map}}}};
 }
 
 }  // namespace
@@ -162,15 +179,26 @@ absl::Status WriteDemoModel(const std::string& dir, const DemoModelSpec& spec) {
                        {"demo_seed", spec.seed}};
   RETURN_IF_ERROR(WriteText(root / "config.json", config.dump(2)));
   RETURN_IF_ERROR(WriteText(root / "tokenizer.json", TokenizerJson(vocab).dump()));
-  const Json tokenizer_config = {{"do_lower_case", true}, {"unk_token", "[UNK]"},
-                                 {"cls_token", "[CLS]"},   {"sep_token", "[SEP]"},
-                                 {"pad_token", "[PAD]"},   {"mask_token", "[MASK]"},
+  const Json tokenizer_config = {{"do_lower_case", true},
+                                 {"unk_token", "[UNK]"},
+                                 {"cls_token", "[CLS]"},
+                                 {"sep_token", "[SEP]"},
+                                 {"pad_token", "[PAD]"},
+                                 {"mask_token", "[MASK]"},
                                  {"model_max_length", spec.max_positions}};
   RETURN_IF_ERROR(WriteText(root / "tokenizer_config.json", tokenizer_config.dump(2)));
-  const Json modules = Json::array(
-      {{{"idx", 0}, {"name", "0"}, {"path", ""}, {"type", "sentence_transformers.models.Transformer"}},
-       {{"idx", 1}, {"name", "1"}, {"path", "1_Pooling"}, {"type", "sentence_transformers.models.Pooling"}},
-       {{"idx", 2}, {"name", "2"}, {"path", "2_Normalize"}, {"type", "sentence_transformers.models.Normalize"}}});
+  const Json modules = Json::array({{{"idx", 0},
+                                     {"name", "0"},
+                                     {"path", ""},
+                                     {"type", "sentence_transformers.models.Transformer"}},
+                                    {{"idx", 1},
+                                     {"name", "1"},
+                                     {"path", "1_Pooling"},
+                                     {"type", "sentence_transformers.models.Pooling"}},
+                                    {{"idx", 2},
+                                     {"name", "2"},
+                                     {"path", "2_Normalize"},
+                                     {"type", "sentence_transformers.models.Normalize"}}});
   RETURN_IF_ERROR(WriteText(root / "modules.json", modules.dump(2)));
   const Json pooling = {{"word_embedding_dimension", spec.hidden_size},
                         {"pooling_mode_cls_token", spec.pooling == "cls"},
@@ -181,10 +209,11 @@ absl::Status WriteDemoModel(const std::string& dir, const DemoModelSpec& spec) {
   const Json st = {{"prompts", {{"query", "query: "}, {"passage", "passage: "}}},
                    {"default_prompt_name", nullptr}};
   RETURN_IF_ERROR(WriteText(root / "config_sentence_transformers.json", st.dump(2)));
-  RETURN_IF_ERROR(WriteText(root / "README.md",
-                            "# Demo model\n\nA BERT-shaped model with seeded random weights, written "
-                            "by write_demo_model. Its vectors are NOT semantically meaningful: use it "
-                            "to try, test and benchmark the service, never for retrieval.\n"));
+  RETURN_IF_ERROR(
+      WriteText(root / "README.md",
+                "# Demo model\n\nA BERT-shaped model with seeded random weights, written "
+                "by write_demo_model. Its vectors are NOT semantically meaningful: use it "
+                "to try, test and benchmark the service, never for retrieval.\n"));
   return WriteSafetensors((root / "model.safetensors").string(),
                           MakeWeights(spec, static_cast<int64_t>(vocab.size()), intermediate));
 }

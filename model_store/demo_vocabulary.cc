@@ -27,8 +27,8 @@ std::vector<std::string> SingleCharacters() {
   for (char32_t c = 0xDF; c <= 0xFF; ++c) {
     if (c != 0xF7) chars.push_back(c);  // Latin-1 lowercase letters
   }
-  for (char32_t c = 0x3B1; c <= 0x3C9; ++c) chars.push_back(c);  // Greek
-  for (char32_t c = 0x430; c <= 0x44F; ++c) chars.push_back(c);  // Cyrillic
+  for (char32_t c = 0x3B1; c <= 0x3C9; ++c) chars.push_back(c);          // Greek
+  for (char32_t c = 0x430; c <= 0x44F; ++c) chars.push_back(c);          // Cyrillic
   for (char32_t c = 0x4E00; c < 0x4E00 + 1200; ++c) chars.push_back(c);  // common CJK block
   std::vector<std::string> out;
   for (char32_t c : chars) {
@@ -49,8 +49,8 @@ absl::StatusOr<std::vector<std::string>> BuildDemoVocabulary(const std::string& 
   }
   std::ifstream in(word_list_path);
   if (!in) {
-    return absl::NotFoundError(absl::StrCat(word_list_path,
-                                            ": cannot read the word list (install wamerican)"));
+    return absl::NotFoundError(
+        absl::StrCat(word_list_path, ": cannot read the word list (install wamerican)"));
   }
   std::set<std::string> words;
   std::string line;

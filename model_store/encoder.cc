@@ -82,14 +82,14 @@ absl::StatusOr<std::unique_ptr<Encoder>> Encoder::Create(const EncoderConfig& co
   if (encoder->max_sequence_length_ < 2) {
     return absl::DataLossError("config.json: max_position_embeddings leaves no room for tokens");
   }
-  const auto dtype =
-      options.dtype == ComputeDType::kBFloat16 ? torch::kBFloat16 : torch::kFloat32;
+  const auto dtype = options.dtype == ComputeDType::kBFloat16 ? torch::kBFloat16 : torch::kFloat32;
   try {
     c10::InferenceMode guard;
     ASSIGN_OR_RETURN(auto tensors, BindEncoderWeights(config, spec, checkpoint, dtype));
     encoder->weights_ = std::make_unique<Weights>(Weights{std::move(tensors)});
   } catch (const c10::Error& e) {
-    return absl::InternalError(absl::StrCat("binding weights failed: ", e.what_without_backtrace()));
+    return absl::InternalError(
+        absl::StrCat("binding weights failed: ", e.what_without_backtrace()));
   }
   return encoder;
 }
@@ -149,7 +149,8 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
 
     // Embeddings: word + position + token type (single-segment input: type 0).
     torch::Tensor positions = torch::arange(max_len, torch::kInt64) + position_offset_;
-    torch::Tensor x = w.word_embeddings.index_select(0, ids.view({-1})).view({batch_size, max_len, -1});
+    torch::Tensor x =
+        w.word_embeddings.index_select(0, ids.view({-1})).view({batch_size, max_len, -1});
     x = x + w.position_embeddings.index_select(0, positions).unsqueeze(0) +
         w.token_type_embeddings[0];
     x = Norm(x, w.embeddings_norm, config_.layer_norm_eps);
@@ -164,14 +165,15 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
     if (!uniform) {
       std::vector<double> scales;
       for (float tau : batch.temperatures) scales.push_back(base_scale / tau);
-      row_scale = torch::from_blob(scales.data(), {batch_size, 1, 1, 1}, torch::kFloat64)
-                      .to(compute);
+      row_scale =
+          torch::from_blob(scales.data(), {batch_size, 1, 1, 1}, torch::kFloat64).to(compute);
     }
     const double uniform_scale = base_scale / batch.temperatures[0];
     // -inf on padded keys: exp gives exactly 0 for them, whatever tau. Unneeded (and skipped)
     // when every sequence has the same length.
     bool padded = false;
-    for (const auto& seq : batch.sequences) padded = padded || static_cast<int64_t>(seq.size()) != max_len;
+    for (const auto& seq : batch.sequences)
+      padded = padded || static_cast<int64_t>(seq.size()) != max_len;
     torch::Tensor key_bias;
     if (padded) {
       key_bias = torch::zeros({batch_size, 1, 1, max_len}, compute)
@@ -200,9 +202,9 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
     // Pooling and statistics in fp32 whatever the compute dtype.
     x = x.to(torch::kFloat32);
     torch::Tensor mask = valid.unsqueeze(-1).to(torch::kFloat32);  // [B, L, 1]
-    torch::Tensor counts = mask.sum(1);                              // [B, 1]
+    torch::Tensor counts = mask.sum(1);                            // [B, 1]
     torch::Tensor masked = x * mask;
-    torch::Tensor mean = masked.sum(1) / counts;                     // [B, H]
+    torch::Tensor mean = masked.sum(1) / counts;  // [B, H]
     torch::Tensor pooled;
     switch (batch.pooling) {
       case PoolingMode::kCls:
@@ -242,7 +244,8 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
     }
     return result;
   } catch (const c10::Error& e) {
-    return absl::InternalError(absl::StrCat("encoder forward failed: ", e.what_without_backtrace()));
+    return absl::InternalError(
+        absl::StrCat("encoder forward failed: ", e.what_without_backtrace()));
   }
 }
 

@@ -10,8 +10,8 @@
 namespace embedding::model_store {
 namespace {
 
-absl::Status ReadPositive(const std::string& label, const nlohmann::json& json,
-                          const char* field, bool required, int64_t* out) {
+absl::Status ReadPositive(const std::string& label, const nlohmann::json& json, const char* field,
+                          bool required, int64_t* out) {
   auto it = json.find(field);
   if (it == json.end()) {
     if (required) return absl::DataLossError(absl::StrCat(label, ": missing field '", field, "'"));
@@ -51,8 +51,8 @@ absl::StatusOr<EncoderConfig> ParseEncoderConfig(const std::string& label,
   RETURN_IF_ERROR(
       ReadPositive(label, json, "num_attention_heads", true, &config.num_attention_heads));
   RETURN_IF_ERROR(ReadPositive(label, json, "intermediate_size", true, &config.intermediate_size));
-  RETURN_IF_ERROR(ReadPositive(label, json, "max_position_embeddings", true,
-                               &config.max_position_embeddings));
+  RETURN_IF_ERROR(
+      ReadPositive(label, json, "max_position_embeddings", true, &config.max_position_embeddings));
   RETURN_IF_ERROR(ReadPositive(label, json, "type_vocab_size", false, &config.type_vocab_size));
   if (auto it = json.find("pad_token_id"); it != json.end() && it->is_number_integer())
     config.pad_token_id = it->get<int64_t>();

@@ -32,10 +32,9 @@ class Binder {
     const TensorView* view = checkpoint_.Find(full);
     if (view == nullptr) return absl::DataLossError(absl::StrCat("missing tensor '", full, "'"));
     if (view->shape != shape) {
-      return absl::DataLossError(absl::StrCat(view->file, ": tensor '", full, "' has shape [",
-                                              absl::StrJoin(view->shape, ", "),
-                                              "] but config.json implies [",
-                                              absl::StrJoin(shape, ", "), "]"));
+      return absl::DataLossError(absl::StrCat(
+          view->file, ": tensor '", full, "' has shape [", absl::StrJoin(view->shape, ", "),
+          "] but config.json implies [", absl::StrJoin(shape, ", "), "]"));
     }
     torch::Tensor raw = torch::empty(shape, torch::TensorOptions().dtype(TorchType(view->dtype)));
     std::memcpy(raw.data_ptr(), view->data, view->size_bytes);
@@ -83,12 +82,12 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
   Binder bind(checkpoint, *prefix, dtype);
   const int64_t h = config.hidden_size;
   EncoderWeights w;
-  ASSIGN_OR_RETURN(w.word_embeddings, bind.Take(spec.word_embeddings + ".weight",
-                                                {config.vocab_size, h}));
+  ASSIGN_OR_RETURN(w.word_embeddings,
+                   bind.Take(spec.word_embeddings + ".weight", {config.vocab_size, h}));
   ASSIGN_OR_RETURN(w.position_embeddings, bind.Take(spec.position_embeddings + ".weight",
                                                     {config.max_position_embeddings, h}));
-  ASSIGN_OR_RETURN(w.token_type_embeddings, bind.Take(spec.token_type_embeddings + ".weight",
-                                                      {config.type_vocab_size, h}));
+  ASSIGN_OR_RETURN(w.token_type_embeddings,
+                   bind.Take(spec.token_type_embeddings + ".weight", {config.type_vocab_size, h}));
   ASSIGN_OR_RETURN(w.embeddings_norm, bind.Norm(spec.embeddings_norm, h));
   for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
     const std::string p = absl::StrCat(spec.layer_prefix, i, ".");

@@ -19,19 +19,19 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
   ASSIGN_OR_RETURN(const ArchitectureSpec* spec, FindArchitecture(config.model_type));
   ASSIGN_OR_RETURN(model->tokenizer_, Tokenizer::Load(model_dir));
   if (static_cast<int64_t>(model->tokenizer_->vocab_size()) > config.vocab_size) {
-    return absl::DataLossError(absl::StrCat(model_dir, ": tokenizer has ",
-                                            model->tokenizer_->vocab_size(),
-                                            " tokens but config.json vocab_size is ",
-                                            config.vocab_size));
+    return absl::DataLossError(
+        absl::StrCat(model_dir, ": tokenizer has ", model->tokenizer_->vocab_size(),
+                     " tokens but config.json vocab_size is ", config.vocab_size));
   }
   ASSIGN_OR_RETURN(model->st_config_, LoadSentenceTransformersConfig(model_dir));
   // The encoder copies the weights out, so the mapping is released when Load returns.
   ASSIGN_OR_RETURN(auto checkpoint, Checkpoint::Open(model_dir));
   ASSIGN_OR_RETURN(model->encoder_, Encoder::Create(config, *spec, *checkpoint, options.encoder));
-  model->pooling_ = options.pooling_override.value_or(
-      model->st_config_.pooling.value_or(PoolingMode::kCls));
+  model->pooling_ =
+      options.pooling_override.value_or(model->st_config_.pooling.value_or(PoolingMode::kCls));
   if (model->max_content_tokens() < 1) {
-    return absl::DataLossError(absl::StrCat(model_dir, ": max_position_embeddings leaves no room "
+    return absl::DataLossError(absl::StrCat(model_dir,
+                                            ": max_position_embeddings leaves no room "
                                             "for text after the special tokens"));
   }
   return model;

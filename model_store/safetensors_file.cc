@@ -35,8 +35,8 @@ absl::StatusOr<DType> ParseDType(const std::string& file, const std::string& ten
 }
 
 absl::Status ParseTensor(const std::string& file, const std::string& name,
-                         const nlohmann::json& info, const uint8_t* data_area,
-                         uint64_t data_size, TensorView* out) {
+                         const nlohmann::json& info, const uint8_t* data_area, uint64_t data_size,
+                         TensorView* out) {
   const std::string where = absl::StrCat("tensor '", name, "'");
   if (!info.is_object()) return Corrupt(file, where + ": entry is not an object");
   auto dtype_it = info.find("dtype");
@@ -135,8 +135,8 @@ absl::StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::FromBytes(
   for (size_t i = 1; i < by_offset.size(); ++i) {
     const TensorView* prev = by_offset[i - 1];
     if (by_offset[i]->data < prev->data + prev->size_bytes) {
-      return Corrupt(label, absl::StrCat("tensors '", prev->name, "' and '", by_offset[i]->name,
-                                         "' overlap"));
+      return Corrupt(
+          label, absl::StrCat("tensors '", prev->name, "' and '", by_offset[i]->name, "' overlap"));
     }
   }
   return file;

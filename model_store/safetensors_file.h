@@ -39,8 +39,8 @@ class SafetensorsFile {
 
   // Same validation over bytes already in memory (the caller keeps them alive).
   static absl::StatusOr<std::unique_ptr<SafetensorsFile>> FromBytes(const std::string& label,
-                                                                     const uint8_t* bytes,
-                                                                     size_t size);
+                                                                    const uint8_t* bytes,
+                                                                    size_t size);
 
   ~SafetensorsFile();
   SafetensorsFile(const SafetensorsFile&) = delete;

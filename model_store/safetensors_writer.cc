@@ -13,7 +13,8 @@ std::string SerializeSafetensors(const std::map<std::string, F32Tensor>& tensors
   uint64_t offset = 0;
   for (const auto& [name, tensor] : tensors) {
     const uint64_t bytes = tensor.values.size() * sizeof(float);
-    header[name] = {{"dtype", "F32"}, {"shape", tensor.shape}, {"data_offsets", {offset, offset + bytes}}};
+    header[name] = {
+        {"dtype", "F32"}, {"shape", tensor.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   header["__metadata__"] = {{"format", "pt"}};

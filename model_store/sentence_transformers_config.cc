@@ -73,8 +73,8 @@ absl::StatusOr<SentenceTransformersConfig> LoadSentenceTransformersConfig(
         config.default_prompt_name = it->get<std::string>();
     }
   } catch (const Json::exception& e) {
-    return absl::DataLossError(absl::StrCat(model_dir, ": malformed sentence-transformers file: ",
-                                            e.what()));
+    return absl::DataLossError(
+        absl::StrCat(model_dir, ": malformed sentence-transformers file: ", e.what()));
   }
   return config;
 }

@@ -9,10 +9,10 @@
 #define EMB_CONCAT_(a, b) EMB_CONCAT_INNER_(a, b)
 
 // Returns the status from the enclosing function when `expr` is not OK.
-#define RETURN_IF_ERROR(expr)                          \
-  do {                                                 \
-    const ::absl::Status emb_status_ = (expr);         \
-    if (!emb_status_.ok()) return emb_status_;         \
+#define RETURN_IF_ERROR(expr)                  \
+  do {                                         \
+    const ::absl::Status emb_status_ = (expr); \
+    if (!emb_status_.ok()) return emb_status_; \
   } while (0)
 
 // Evaluates a StatusOr expression; on error returns its status, else moves the value into `lhs`.

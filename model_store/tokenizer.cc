@@ -40,10 +40,9 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(
   // Longest added tokens first, so "[SEP]" never hides inside a shorter match at one position.
   std::stable_sort(config.added_tokens.begin(), config.added_tokens.end(),
                    [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
-  config.added_tokens.erase(
-      std::remove_if(config.added_tokens.begin(), config.added_tokens.end(),
-                     [](const auto& t) { return t.first.empty(); }),
-      config.added_tokens.end());
+  config.added_tokens.erase(std::remove_if(config.added_tokens.begin(), config.added_tokens.end(),
+                                           [](const auto& t) { return t.first.empty(); }),
+                            config.added_tokens.end());
   tokenizer->config_ = std::move(config);
   tokenizer->vocab_ = std::move(vocab);
   return tokenizer;
@@ -67,7 +66,8 @@ absl::StatusOr<TokenizedText> Tokenizer::Tokenize(std::string_view text,
     size_t best_at = std::string_view::npos;
     size_t best = 0;
     for (size_t i = 0; i < added.size(); ++i) {
-      if (next[i] != std::string_view::npos && next[i] < pos) next[i] = text.find(added[i].first, pos);
+      if (next[i] != std::string_view::npos && next[i] < pos)
+        next[i] = text.find(added[i].first, pos);
       if (next[i] < best_at) {
         best_at = next[i];
         best = i;

@@ -74,8 +74,8 @@ absl::Status ParsePostProcessor(const std::string& label, const Json& post, cons
     for (const char* key : {"cls", "sep"}) {
       const Json& pair = post.value(key, Json());
       if (!pair.is_array() || pair.size() != 2 || !pair[1].is_number_integer())
-        return absl::DataLossError(absl::StrCat(label, ": post_processor.", key,
-                                                " must be [token, id]"));
+        return absl::DataLossError(
+            absl::StrCat(label, ": post_processor.", key, " must be [token, id]"));
       (std::string(key) == "cls" ? config->prefix_ids : config->suffix_ids)
           .push_back(pair[1].get<int32_t>());
     }
@@ -121,8 +121,8 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizerJson(const fs::path& pat
   }
   const Json& pre = json.value("pre_tokenizer", Json());
   if (pre.is_null() || pre.value("type", "") != "BertPreTokenizer") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        label, ": pre_tokenizer must be BertPreTokenizer for a WordPiece model"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(label, ": pre_tokenizer must be BertPreTokenizer for a WordPiece model"));
   }
   TokenizerConfig config;
   RETURN_IF_ERROR(ParseNormalizer(label, json.value("normalizer", Json()), &config));
@@ -159,8 +159,9 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizerJson(const fs::path& pat
 absl::StatusOr<std::unique_ptr<Tokenizer>> LoadVocabTxt(const fs::path& dir) {
   const fs::path vocab_path = dir / "vocab.txt";
   std::ifstream in(vocab_path);
-  if (!in) return absl::NotFoundError(absl::StrCat(dir.string(),
-                                                   ": neither tokenizer.json nor vocab.txt exists"));
+  if (!in)
+    return absl::NotFoundError(
+        absl::StrCat(dir.string(), ": neither tokenizer.json nor vocab.txt exists"));
   Vocab vocab;
   std::string line;
   int32_t id = 0;

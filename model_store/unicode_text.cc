@@ -45,8 +45,7 @@ void AppendUtf8(char32_t cp, std::string* out) {
 bool IsUnicodeWhitespace(char32_t cp) {
   if ((cp >= 0x09 && cp <= 0x0D) || cp == 0x85) return true;
   const auto cat = Category(cp);
-  return cat == UTF8PROC_CATEGORY_ZS || cat == UTF8PROC_CATEGORY_ZL ||
-         cat == UTF8PROC_CATEGORY_ZP;
+  return cat == UTF8PROC_CATEGORY_ZS || cat == UTF8PROC_CATEGORY_ZL || cat == UTF8PROC_CATEGORY_ZP;
 }
 
 bool IsBertWhitespace(char32_t cp) {

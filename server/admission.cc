@@ -7,9 +7,10 @@ namespace embedding::server {
 absl::Status Admission::AdmitRequest() {
   if (requests_.fetch_add(1) >= max_requests_) {
     requests_.fetch_sub(1);
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "server busy: ", max_requests_, " requests in flight (--max-concurrent-requests); retry "
-        "with backoff"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("server busy: ", max_requests_,
+                     " requests in flight (--max-concurrent-requests); retry "
+                     "with backoff"));
   }
   return absl::OkStatus();
 }

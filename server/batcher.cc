@@ -101,9 +101,8 @@ std::vector<SequenceTask> Batcher::CutBatch(std::vector<SequenceTask>* dropped) 
   }
 
   // Take the chosen tasks out (highest index first per job keeps indices valid).
-  std::sort(chosen.begin(), chosen.end(), [&](size_t a, size_t b) {
-    return candidates[a].index > candidates[b].index;
-  });
+  std::sort(chosen.begin(), chosen.end(),
+            [&](size_t a, size_t b) { return candidates[a].index > candidates[b].index; });
   std::vector<SequenceTask> batch;
   std::set<JobQueue*> touched;
   for (size_t i : chosen) {

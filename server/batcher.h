@@ -54,7 +54,6 @@ class Batcher {
   // Queues one job's sequences (all of them, in order). Thread-safe; never blocks on the model.
   void Submit(std::vector<SequenceTask> tasks);
 
-
  private:
   struct JobQueue {
     std::deque<SequenceTask> tasks;
@@ -73,7 +72,7 @@ class Batcher {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::list<JobQueue> jobs_;  // round-robin order: the front job anchors the next batch
+  std::list<JobQueue> jobs_;   // round-robin order: the front job anchors the next batch
   int64_t queued_ = 0;         // sequences
   int64_t queued_tokens_ = 0;  // their tokens, unpadded
   bool stopping_ = false;

@@ -57,10 +57,11 @@ absl::StatusOr<ChunkPlan> PlanChunks(uint32_t tokens, uint32_t window, const Emb
   switch (params.strategy) {
     case Strategy::kReject:
       if (tokens > window) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            field, ": ", tokens, " tokens exceed the model's window of ", window,
-            " tokens; strategy REJECT allows [0, ", window, "] (choose TRUNCATE or a CHUNK_ "
-            "strategy for long text)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ": ", tokens, " tokens exceed the model's window of ", window,
+                         " tokens; strategy REJECT allows [0, ", window,
+                         "] (choose TRUNCATE or a CHUNK_ "
+                         "strategy for long text)"));
       }
       plan.chunks = {{0, tokens}};
       break;
@@ -69,7 +70,8 @@ absl::StatusOr<ChunkPlan> PlanChunks(uint32_t tokens, uint32_t window, const Emb
       if (!plan.truncated) {
         plan.chunks = {{0, tokens}};
       } else {
-        plan.chunks = {params.keep_end ? TokenRange{tokens - window, tokens} : TokenRange{0, window}};
+        plan.chunks = {params.keep_end ? TokenRange{tokens - window, tokens}
+                                       : TokenRange{0, window}};
       }
       break;
     case Strategy::kChunkMean:

@@ -48,9 +48,9 @@ std::vector<SequenceTask> EmbedJob::Prepare() {
     doc.tokens = *std::move(tokens);
     const auto count = static_cast<uint32_t>(doc.tokens.ids.size());
     if (count > limits_.max_tokens_per_document) {
-      Fail(absl::InvalidArgumentError(absl::StrCat(
-          field, ": ", count, " tokens exceed the per-document bound; allowed [0, ",
-          limits_.max_tokens_per_document, "] (--max-tokens-per-document)")));
+      Fail(absl::InvalidArgumentError(
+          absl::StrCat(field, ": ", count, " tokens exceed the per-document bound; allowed [0, ",
+                       limits_.max_tokens_per_document, "] (--max-tokens-per-document)")));
       return {};
     }
     auto plan = PlanChunks(count, window, params_, field);
@@ -116,7 +116,8 @@ void EmbedJob::OnSequenceDone(uint32_t document, uint32_t sequence, std::vector<
   doc.hidden[sequence] = std::move(hidden_states);
   doc.hf_ratio[sequence] = high_frequency_ratio;
   // Give the sequence's queue space back, unless completion already returned all of it.
-  const int64_t tokens = doc.plan.sequences[sequence].size() + model_.tokenizer().num_special_tokens();
+  const int64_t tokens =
+      doc.plan.sequences[sequence].size() + model_.tokenizer().num_special_tokens();
   int64_t current = reserved_tokens_.load();
   while (current >= tokens && !reserved_tokens_.compare_exchange_weak(current, current - tokens)) {
   }

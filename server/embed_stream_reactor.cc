@@ -35,12 +35,13 @@ void EmbedStreamReactor::OnReadDone(bool ok) {
   v1::EmbedStreamRequest item;
   const absl::Status parsed = ParseRawRequest(request_, {2}, &item);
   const std::string id = parsed.ok() ? item.request_id() : ReadTopLevelString(request_, 1);
-  auto pending = parsed.ok() ? service_->CreateJob(
-                                   item.request(), CallDeadline(context_),
-                                   [this, id](const grpc::Status& status, v1::EmbedResponse response) {
-                                     OnJobDone(id, status, std::move(response));
-                                   })
-                             : absl::StatusOr<EmbeddingService::PendingJob>(parsed);
+  auto pending =
+      parsed.ok()
+          ? service_->CreateJob(item.request(), CallDeadline(context_),
+                                [this, id](const grpc::Status& status, v1::EmbedResponse response) {
+                                  OnJobDone(id, status, std::move(response));
+                                })
+          : absl::StatusOr<EmbeddingService::PendingJob>(parsed);
   if (!pending.ok()) {
     EnqueueLocked(ErrorItem(id, ToGrpcStatus(pending.status())));
   } else {
@@ -120,9 +121,9 @@ void EmbedStreamReactor::OnCancel() {
 }
 
 void EmbedStreamReactor::OnDone() {
-  service_->CallDone("EmbedStream", finished_ && !write_failed_ ? grpc::StatusCode::OK
-                                                                 : grpc::StatusCode::CANCELLED,
-                     started_);
+  service_->CallDone(
+      "EmbedStream",
+      finished_ && !write_failed_ ? grpc::StatusCode::OK : grpc::StatusCode::CANCELLED, started_);
   delete this;
 }
 

@@ -16,7 +16,8 @@
 
 namespace embedding::server {
 
-class EmbedStreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+class EmbedStreamReactor final
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   static constexpr int kMaxOutstanding = 64;
 
@@ -41,7 +42,7 @@ class EmbedStreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer
   grpc::ByteBuffer request_;
 
   std::mutex mu_;
-  std::deque<grpc::ByteBuffer> writes_;  // front is in flight while writing_
+  std::deque<grpc::ByteBuffer> writes_;          // front is in flight while writing_
   std::vector<std::shared_ptr<EmbedJob>> jobs_;  // for cancellation
   int outstanding_ = 0;
   bool writing_ = false;

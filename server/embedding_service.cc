@@ -20,14 +20,17 @@ EmbeddingService::EmbeddingService(const ServerOptions& options, WorkerPool* poo
     : options_(options), pool_(pool), admission_(admission), observer_(std::move(observer)) {}
 
 void EmbeddingService::CallDone(const char* method, grpc::StatusCode code, absl::Time started) {
-  if (observer_.on_rpc_done) observer_.on_rpc_done(method, code, absl::ToDoubleSeconds(absl::Now() - started));
+  if (observer_.on_rpc_done)
+    observer_.on_rpc_done(method, code, absl::ToDoubleSeconds(absl::Now() - started));
   active_calls_.fetch_sub(1);
 }
 
 absl::StatusOr<const ModelRegistry*> EmbeddingService::ServingRegistry() const {
-  if (draining_.load()) return absl::UnavailableError("server is draining; retry on another replica");
+  if (draining_.load())
+    return absl::UnavailableError("server is draining; retry on another replica");
   const ModelRegistry* registry = registry_.load();
-  if (registry == nullptr) return absl::UnavailableError("server is loading its models; retry shortly");
+  if (registry == nullptr)
+    return absl::UnavailableError("server is loading its models; retry shortly");
   return registry;
 }
 
@@ -43,8 +46,8 @@ absl::StatusOr<EmbeddingService::PendingJob> EmbeddingService::CreateJob(
 
   const ServedModel* model = *served;
   const EmbedParams job_params = *params;
-  auto on_done = [this, model, job_params, done = std::move(done)](
-                     absl::StatusOr<EmbedResult> result) {
+  auto on_done = [this, model, job_params,
+                  done = std::move(done)](absl::StatusOr<EmbedResult> result) {
     v1::EmbedResponse response;
     if (!result.ok()) {
       done(ToGrpcStatus(result.status()), std::move(response));
@@ -80,11 +83,12 @@ grpc::ServerUnaryReactor* EmbeddingService::Embed(grpc::CallbackServerContext* c
     call->FinishOnce(ToGrpcStatus(parsed));
     return call;
   }
-  auto job = CreateJob(request, CallDeadline(context),
-                       [call, response_bytes](const grpc::Status& status, v1::EmbedResponse result) {
-                         if (status.ok()) SerializeToBuffer(result, response_bytes);
-                         call->FinishOnce(status);
-                       });
+  auto job =
+      CreateJob(request, CallDeadline(context),
+                [call, response_bytes](const grpc::Status& status, v1::EmbedResponse result) {
+                  if (status.ok()) SerializeToBuffer(result, response_bytes);
+                  call->FinishOnce(status);
+                });
   if (!job.ok()) {
     call->FinishOnce(ToGrpcStatus(job.status()));
     return call;

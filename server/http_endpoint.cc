@@ -9,12 +9,13 @@
 namespace embedding::server {
 
 absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& address,
-                                                                 Metrics* metrics,
-                                                                 std::function<bool()> serving) {
+                                                                  Metrics* metrics,
+                                                                  std::function<bool()> serving) {
   const size_t colon = address.rfind(':');
   int port = 0;
   if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port)) {
-    return absl::InvalidArgumentError(absl::StrCat("--http-listen=", address, ": expected HOST:PORT"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--http-listen=", address, ": expected HOST:PORT"));
   }
   const std::string host = address.substr(0, colon);
   auto endpoint = std::unique_ptr<HttpEndpoint>(new HttpEndpoint());
@@ -31,7 +32,8 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::str
     res.status = ready ? 200 : 503;
     res.set_content(ready ? "SERVING\n" : "NOT_SERVING\n", "text/plain");
   });
-  endpoint->port_ = port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);
+  endpoint->port_ =
+      port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);
   if (endpoint->port_ <= 0) {
     return absl::UnavailableError(absl::StrCat("--http-listen=", address, ": cannot bind"));
   }

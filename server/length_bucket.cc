@@ -3,9 +3,9 @@
 namespace embedding::server {
 
 const std::vector<std::string>& AllLengthBuckets() {
-  static const auto* const kBuckets = new std::vector<std::string>{
-      "0-63",      "64-127",    "128-255",   "256-511", "512-1023",
-      "1024-2047", "2048-4095", "4096-8191", "8192+"};
+  static const auto* const kBuckets =
+      new std::vector<std::string>{"0-63",      "64-127",    "128-255",   "256-511", "512-1023",
+                                   "1024-2047", "2048-4095", "4096-8191", "8192+"};
   return *kBuckets;
 }
 

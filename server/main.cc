@@ -74,7 +74,8 @@ int Run(int argc, char** argv) {
   std::atomic<bool> serving{false};
   std::unique_ptr<HttpEndpoint> http;
   if (!options->http_listen.empty()) {
-    auto started = HttpEndpoint::Start(options->http_listen, &metrics, [&serving] { return serving.load(); });
+    auto started =
+        HttpEndpoint::Start(options->http_listen, &metrics, [&serving] { return serving.load(); });
     if (!started.ok()) {
       std::cerr << "embedding_server: " << started.status().message() << "\n";
       server->Shutdown();
@@ -117,9 +118,11 @@ int Run(int argc, char** argv) {
   serving.store(false);
   service.StartDraining();
   const absl::Time give_up = absl::Now() + options->drain_timeout;
-  while (service.active_calls() > 0 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(20));
+  while (service.active_calls() > 0 && absl::Now() < give_up)
+    absl::SleepFor(absl::Milliseconds(20));
   if (service.active_calls() > 0)
-    std::cerr << "embedding_server: drain timeout with " << service.active_calls() << " calls left\n";
+    std::cerr << "embedding_server: drain timeout with " << service.active_calls()
+              << " calls left\n";
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   // Prepared work goes to the batchers before they stop (and fail what is left).
   pool.reset();

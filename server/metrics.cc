@@ -14,14 +14,14 @@ using prometheus::BuildHistogram;
 using prometheus::Histogram;
 
 const Histogram::BucketBoundaries& CosineBuckets() {
-  static const auto* const kBuckets = new Histogram::BucketBoundaries{
-      0, .5, .7, .8, .85, .9, .925, .95, .975, .99, .995, 1};
+  static const auto* const kBuckets =
+      new Histogram::BucketBoundaries{0, .5, .7, .8, .85, .9, .925, .95, .975, .99, .995, 1};
   return *kBuckets;
 }
 
 const Histogram::BucketBoundaries& RatioBuckets() {
-  static const auto* const kBuckets = new Histogram::BucketBoundaries{
-      0, .05, .1, .2, .3, .4, .5, .6, .7, .8, .9, .95, 1};
+  static const auto* const kBuckets =
+      new Histogram::BucketBoundaries{0, .05, .1, .2, .3, .4, .5, .6, .7, .8, .9, .95, 1};
   return *kBuckets;
 }
 
@@ -32,8 +32,8 @@ const Histogram::BucketBoundaries& SecondsBuckets() {
 }
 
 const Histogram::BucketBoundaries& TemperatureBuckets() {
-  static const auto* const kBuckets = new Histogram::BucketBoundaries{
-      .05, .1, .25, .5, .6, .7, .8, .9, .95, 1, 1.25, 1.5, 2, 4};
+  static const auto* const kBuckets =
+      new Histogram::BucketBoundaries{.05, .1, .25, .5, .6, .7, .8, .9, .95, 1, 1.25, 1.5, 2, 4};
   return *kBuckets;
 }
 
@@ -218,14 +218,17 @@ void Metrics::ObserveEmbedded(const ServedModel& model, const EmbedParams& param
     {
       std::lock_guard<std::mutex> lock(mu_);
       CollapseSeries& series = Series(name, doc.length_bucket, tempscale);
-      if (auto cosine = series.window.Add(doc.collapse_vector)) series.centroid_cosine->Observe(*cosine);
+      if (auto cosine = series.window.Add(doc.collapse_vector))
+        series.centroid_cosine->Observe(*cosine);
       series.window_size->Set(static_cast<double>(series.window.size()));
       // Absent until two vectors exist: a NaN would poison dashboards.
       if (auto mean = series.window.MeanCosine()) series.mean_cosine->Set(*mean);
       for (float r : doc.high_frequency_ratios) series.hf_ratio->Observe(r);
     }
     documents_
-        .Add({{"model", name}, {"length_bucket", doc.length_bucket}, {"tempscale", tempscale},
+        .Add({{"model", name},
+              {"length_bucket", doc.length_bucket},
+              {"tempscale", tempscale},
               {"strategy", strategy}})
         .Increment();
     temperature_.Add({{"model", name}, {"length_bucket", doc.length_bucket}}, TemperatureBuckets())

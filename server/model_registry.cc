@@ -28,12 +28,13 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
   for (const auto& source : options.sources) {
     for (const auto& existing : registry->models_) {
       if (existing->name == source.name)
-        return absl::InvalidArgumentError(absl::StrCat("--model: name '", source.name, "' given twice"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("--model: name '", source.name, "' given twice"));
     }
     auto model = model_store::Model::Load(source.directory, load_options);
     if (!model.ok()) {
-      return absl::Status(model.status().code(), absl::StrCat("model '", source.name, "': ",
-                                                              model.status().message()));
+      return absl::Status(model.status().code(),
+                          absl::StrCat("model '", source.name, "': ", model.status().message()));
     }
     auto served = std::make_unique<ServedModel>();
     served->name = source.name;
@@ -62,8 +63,8 @@ absl::StatusOr<const ServedModel*> ModelRegistry::Find(const std::string& name) 
   }
   std::vector<std::string> names;
   for (const auto& m : models_) names.push_back(m->name);
-  return absl::NotFoundError(absl::StrCat("model: '", wanted, "' is not served; available: ",
-                                          absl::StrJoin(names, ", ")));
+  return absl::NotFoundError(
+      absl::StrCat("model: '", wanted, "' is not served; available: ", absl::StrJoin(names, ", ")));
 }
 
 }  // namespace embedding::server

@@ -79,9 +79,8 @@ absl::Status FindBadInput(absl::string_view bytes, const std::vector<int>& nesti
       continue;
     }
     if (field != 2) continue;
-    absl::Status status =
-        model_store::ValidateUtf8(std::string_view(payload.data(), payload.size()),
-                                  absl::StrCat("inputs[", index++, "]"));
+    absl::Status status = model_store::ValidateUtf8(
+        std::string_view(payload.data(), payload.size()), absl::StrCat("inputs[", index++, "]"));
     if (!status.ok()) return status;
   }
   return absl::OkStatus();

@@ -70,7 +70,8 @@ void FillModelInfo(const ServedModel& served, const RequestLimits& limits, v1::M
   info->set_default_strategy(ToProto(limits.default_strategy));
   info->set_vocab_size(static_cast<uint32_t>(model.config().vocab_size));
   info->set_layers(static_cast<uint32_t>(model.config().num_hidden_layers));
-  for (const auto& [name, text] : model.sentence_transformers().prompts) info->add_prompt_names(name);
+  for (const auto& [name, text] : model.sentence_transformers().prompts)
+    info->add_prompt_names(name);
   info->set_demo(served.demo);
 }
 

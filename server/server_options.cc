@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include "absl/strings/string_view.h"
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -12,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "model_store/status_macros.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC address (port 0 picks a free port).");
@@ -47,12 +47,28 @@ ABSL_FLAG(int, collapse_window, 512,
 namespace embedding::server {
 namespace {
 
-constexpr const char* kEnvFlags[] = {
-    "listen", "http_listen", "model_store", "default_model", "dtype", "threads",
-    "tokenizer_threads", "max_batch_tokens", "max_batch_sequences", "max_batch_padding", "max_queue_delay_ms",
-    "max_concurrent_requests", "max_queued_tokens", "max_inputs_per_request",
-    "max_request_bytes", "max_tokens_per_document", "min_temperature", "max_temperature",
-    "default_temperature", "default_strategy", "drain_timeout_s", "collapse_window"};
+constexpr const char* kEnvFlags[] = {"listen",
+                                     "http_listen",
+                                     "model_store",
+                                     "default_model",
+                                     "dtype",
+                                     "threads",
+                                     "tokenizer_threads",
+                                     "max_batch_tokens",
+                                     "max_batch_sequences",
+                                     "max_batch_padding",
+                                     "max_queue_delay_ms",
+                                     "max_concurrent_requests",
+                                     "max_queued_tokens",
+                                     "max_inputs_per_request",
+                                     "max_request_bytes",
+                                     "max_tokens_per_document",
+                                     "min_temperature",
+                                     "max_temperature",
+                                     "default_temperature",
+                                     "default_strategy",
+                                     "drain_timeout_s",
+                                     "collapse_window"};
 
 std::string EnvName(absl::string_view flag) {
   return absl::StrCat("EMBEDDING_", absl::AsciiStrToUpper(std::string(flag)));
@@ -78,7 +94,8 @@ absl::StatusOr<ModelSource> ParseModelSource(absl::string_view spec) {
     // A bare directory is served under its directory name.
     parts.second = parts.first;
     parts.first = std::filesystem::path(parts.first).filename().string();
-    if (parts.first.empty()) parts.first = std::filesystem::path(parts.second).parent_path().filename().string();
+    if (parts.first.empty())
+      parts.first = std::filesystem::path(parts.second).parent_path().filename().string();
   }
   if (parts.first.empty() || parts.second.empty())
     return absl::InvalidArgumentError(absl::StrCat("--model=", spec, ": expected NAME=DIR or DIR"));
@@ -93,14 +110,15 @@ absl::Status Positive(const char* flag, double value) {
 }  // namespace
 
 absl::StatusOr<Strategy> ParseStrategyName(const std::string& name) {
-  for (Strategy s : {Strategy::kReject, Strategy::kTruncate, Strategy::kChunkMean,
-                     Strategy::kChunkWeightedMean, Strategy::kChunkMax, Strategy::kChunkAll,
-                     Strategy::kLateChunking}) {
+  for (Strategy s :
+       {Strategy::kReject, Strategy::kTruncate, Strategy::kChunkMean, Strategy::kChunkWeightedMean,
+        Strategy::kChunkMax, Strategy::kChunkAll, Strategy::kLateChunking}) {
     if (name == StrategyName(s)) return s;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--default_strategy=", name, ": allowed reject, truncate, chunk_mean, chunk_weighted_mean, "
-      "chunk_max, chunk_all, late_chunking"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--default_strategy=", name,
+                   ": allowed reject, truncate, chunk_mean, chunk_weighted_mean, "
+                   "chunk_max, chunk_all, late_chunking"));
 }
 
 absl::StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv) {
@@ -147,7 +165,8 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv) {
       if (std::filesystem::exists(entry.path() / "config.json"))
         options.models.sources.push_back({entry.path().filename().string(), entry.path().string()});
     }
-    if (ec) return absl::InvalidArgumentError(absl::StrCat("--model_store=", store, ": ", ec.message()));
+    if (ec)
+      return absl::InvalidArgumentError(absl::StrCat("--model_store=", store, ": ", ec.message()));
   }
   if (options.models.sources.empty())
     return absl::InvalidArgumentError("--model: at least one model is required (NAME=DIR)");
@@ -202,11 +221,12 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv) {
     return absl::InvalidArgumentError("--max_temperature: must be finite and >= --min_temperature");
   if (!(limits.default_temperature >= limits.min_temperature &&
         limits.default_temperature <= limits.max_temperature)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--default_temperature: must lie in [", limits.min_temperature, ", ",
-        limits.max_temperature, "]"));
+    return absl::InvalidArgumentError(absl::StrCat("--default_temperature: must lie in [",
+                                                   limits.min_temperature, ", ",
+                                                   limits.max_temperature, "]"));
   }
-  ASSIGN_OR_RETURN(limits.default_strategy, ParseStrategyName(absl::GetFlag(FLAGS_default_strategy)));
+  ASSIGN_OR_RETURN(limits.default_strategy,
+                   ParseStrategyName(absl::GetFlag(FLAGS_default_strategy)));
   const double drain = absl::GetFlag(FLAGS_drain_timeout_s);
   RETURN_IF_ERROR(Positive("drain_timeout_s", drain));
   options.drain_timeout = absl::Milliseconds(static_cast<int64_t>(drain * 1000));

@@ -23,7 +23,7 @@ struct ModelOptions {
   std::vector<ModelSource> sources;  // --model NAME=DIR (repeatable) and --model-store DIR
   std::string default_model;         // empty: the first model
   model_store::ComputeDType dtype = model_store::ComputeDType::kFloat32;
-  int intra_op_threads = 0;          // 0: all cores
+  int intra_op_threads = 0;  // 0: all cores
 };
 
 struct RequestLimits {

@@ -15,9 +15,9 @@ namespace {
 // The buckets the server reports, with the token count a cut document aims for in each.
 const std::vector<std::pair<std::string, uint32_t>>& BucketTargets() {
   static const auto* const kTargets = new std::vector<std::pair<std::string, uint32_t>>{
-      {"0-63", 48},       {"64-127", 96},       {"128-255", 192},   {"256-511", 384},
-      {"512-1023", 768},  {"1024-2047", 1536},  {"2048-4095", 3072}, {"4096-8191", 6144},
-      {"8192+", 12288}};
+      {"0-63", 48},        {"64-127", 96},      {"128-255", 192},
+      {"256-511", 384},    {"512-1023", 768},   {"1024-2047", 1536},
+      {"2048-4095", 3072}, {"4096-8191", 6144}, {"8192+", 12288}};
   return *kTargets;
 }
 
@@ -80,7 +80,8 @@ absl::StatusOr<CollapseReport> RunCollapseReport(EmbeddingClient& client,
   const size_t total = batches_per_tau * report.temperatures.size();
   size_t done = 0;
   // (bucket, tau) -> vectors and high-frequency ratios.
-  std::map<std::pair<std::string, float>, std::pair<std::vector<std::vector<float>>, double>> groups;
+  std::map<std::pair<std::string, float>, std::pair<std::vector<std::vector<float>>, double>>
+      groups;
   for (float tau : report.temperatures) {
     for (size_t start = 0; start < documents.size(); start += batch) {
       EmbedOptions embed;
@@ -104,8 +105,9 @@ absl::StatusOr<CollapseReport> RunCollapseReport(EmbeddingClient& client,
     if (std::find(report.buckets.begin(), report.buckets.end(), key.first) == report.buckets.end())
       report.buckets.push_back(key.first);
   }
-  std::sort(report.buckets.begin(), report.buckets.end(),
-            [](const std::string& a, const std::string& b) { return BucketRank(a) < BucketRank(b); });
+  std::sort(
+      report.buckets.begin(), report.buckets.end(),
+      [](const std::string& a, const std::string& b) { return BucketRank(a) < BucketRank(b); });
   for (const auto& bucket : report.buckets) {
     for (float tau : report.temperatures) {
       auto it = groups.find({bucket, tau});
@@ -195,10 +197,10 @@ std::string CollapseChartSvg(const CollapseReport& report, const std::string& mo
     }
     series.push_back(std::move(s));
   }
-  return RenderLineChartSvg(
-      absl::StrCat("Length collapse: mean pairwise cosine by length",
-                   model.empty() ? "" : absl::StrCat(" (", model, ")")),
-      "document length (tokens)", "mean pairwise cosine", report.buckets, series);
+  return RenderLineChartSvg(absl::StrCat("Length collapse: mean pairwise cosine by length",
+                                         model.empty() ? "" : absl::StrCat(" (", model, ")")),
+                            "document length (tokens)", "mean pairwise cosine", report.buckets,
+                            series);
 }
 
 }  // namespace embedding::client

@@ -26,18 +26,22 @@
 #include "client/embedding_client.h"
 #include "nlohmann/json.hpp"
 
-ABSL_FLAG(std::string, address, "", "Server address(es), comma-separated (env EMBEDCTL_ADDRESS; "
-                                    "default 127.0.0.1:50051).");
-ABSL_FLAG(double, timeout_s, 0, "Per-call deadline in seconds (env EMBEDCTL_TIMEOUT_S; default 60).");
+ABSL_FLAG(std::string, address, "",
+          "Server address(es), comma-separated (env EMBEDCTL_ADDRESS; "
+          "default 127.0.0.1:50051).");
+ABSL_FLAG(double, timeout_s, 0,
+          "Per-call deadline in seconds (env EMBEDCTL_TIMEOUT_S; default 60).");
 ABSL_FLAG(bool, tls, false, "Use TLS (implied by the certificate flags).");
 ABSL_FLAG(std::string, ca_cert, "", "PEM CA bundle for TLS (env EMBEDCTL_CA_CERT).");
-ABSL_FLAG(std::string, client_cert, "", "PEM client certificate for mTLS (env EMBEDCTL_CLIENT_CERT).");
+ABSL_FLAG(std::string, client_cert, "",
+          "PEM client certificate for mTLS (env EMBEDCTL_CLIENT_CERT).");
 ABSL_FLAG(std::string, client_key, "", "PEM client key for mTLS (env EMBEDCTL_CLIENT_KEY).");
 ABSL_FLAG(std::string, token, "", "Bearer token (env EMBEDCTL_TOKEN).");
 ABSL_FLAG(std::string, model, "", "Model name; empty is the server's default.");
 ABSL_FLAG(std::string, temperature, "", "Attention temperature tau; empty is the model default.");
-ABSL_FLAG(std::string, strategy, "", "reject|truncate|chunk_mean|chunk_weighted_mean|chunk_max|"
-                                     "chunk_all|late_chunking; empty is the server default.");
+ABSL_FLAG(std::string, strategy, "",
+          "reject|truncate|chunk_mean|chunk_weighted_mean|chunk_max|"
+          "chunk_all|late_chunking; empty is the server default.");
 ABSL_FLAG(std::string, truncation_side, "", "start|end (TRUNCATE).");
 ABSL_FLAG(std::string, chunk_tokens, "", "Tokens per chunk.");
 ABSL_FLAG(std::string, chunk_overlap_tokens, "", "Tokens shared by neighbouring chunks.");
@@ -83,13 +87,14 @@ std::vector<std::string> NormalizeDashes(int argc, char** argv) {
 }
 
 int Fail(const absl::Status& status) {
-  std::cerr << "embedctl: " << absl::StatusCodeToString(status.code()) << ": "
-            << status.message() << "\n";
+  std::cerr << "embedctl: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
+            << "\n";
   return 1;
 }
 
 template <typename T>
-absl::Status ParseOptional(const std::string& flag, const std::string& text, std::optional<T>* out) {
+absl::Status ParseOptional(const std::string& flag, const std::string& text,
+                           std::optional<T>* out) {
   if (text.empty()) return absl::OkStatus();
   T value;
   bool ok;
@@ -100,7 +105,8 @@ absl::Status ParseOptional(const std::string& flag, const std::string& text, std
   } else {
     ok = absl::SimpleAtoi(text, &value);
   }
-  if (!ok) return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", text, ": not a valid value"));
+  if (!ok)
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", text, ": not a valid value"));
   *out = value;
   return absl::OkStatus();
 }
@@ -110,23 +116,35 @@ absl::StatusOr<EmbedOptions> OptionsFromFlags() {
   options.model = absl::GetFlag(FLAGS_model);
   options.prompt_name = absl::GetFlag(FLAGS_prompt_name);
   absl::Status s;
-  if (!(s = ParseOptional("temperature", absl::GetFlag(FLAGS_temperature), &options.temperature)).ok()) return s;
-  if (!(s = ParseOptional("chunk_tokens", absl::GetFlag(FLAGS_chunk_tokens), &options.chunk_tokens)).ok()) return s;
+  if (!(s = ParseOptional("temperature", absl::GetFlag(FLAGS_temperature), &options.temperature))
+           .ok())
+    return s;
+  if (!(s = ParseOptional("chunk_tokens", absl::GetFlag(FLAGS_chunk_tokens), &options.chunk_tokens))
+           .ok())
+    return s;
   if (!(s = ParseOptional("chunk_overlap_tokens", absl::GetFlag(FLAGS_chunk_overlap_tokens),
-                          &options.chunk_overlap_tokens)).ok()) return s;
-  if (!(s = ParseOptional("normalize", absl::GetFlag(FLAGS_normalize), &options.normalize)).ok()) return s;
-  if (!(s = ParseOptional("dimensions", absl::GetFlag(FLAGS_dimensions), &options.dimensions)).ok()) return s;
+                          &options.chunk_overlap_tokens))
+           .ok())
+    return s;
+  if (!(s = ParseOptional("normalize", absl::GetFlag(FLAGS_normalize), &options.normalize)).ok())
+    return s;
+  if (!(s = ParseOptional("dimensions", absl::GetFlag(FLAGS_dimensions), &options.dimensions)).ok())
+    return s;
   const std::string strategy = absl::GetFlag(FLAGS_strategy);
   if (!strategy.empty()) {
     std::string name = "LONG_TEXT_STRATEGY_" + strategy;
     for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     if (!v1::LongTextStrategy_Parse(name, &options.strategy))
-      return absl::InvalidArgumentError(absl::StrCat("--strategy=", strategy, ": unknown strategy"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--strategy=", strategy, ": unknown strategy"));
   }
   const std::string side = absl::GetFlag(FLAGS_truncation_side);
-  if (side == "start") options.truncation_side = v1::TRUNCATION_SIDE_KEEP_START;
-  else if (side == "end") options.truncation_side = v1::TRUNCATION_SIDE_KEEP_END;
-  else if (!side.empty()) return absl::InvalidArgumentError("--truncation_side: start or end");
+  if (side == "start")
+    options.truncation_side = v1::TRUNCATION_SIDE_KEEP_START;
+  else if (side == "end")
+    options.truncation_side = v1::TRUNCATION_SIDE_KEEP_END;
+  else if (!side.empty())
+    return absl::InvalidArgumentError("--truncation_side: start or end");
   return options;
 }
 
@@ -160,15 +178,16 @@ int Embed(EmbeddingClient& client, const std::vector<char*>& positional) {
   if (!response.ok()) return Fail(response.status());
   for (int i = 0; i < response->documents_size(); ++i) {
     const auto& doc = response->documents(i);
-    nlohmann::json line = {{"index", i},
-                           {"model", response->model()},
-                           {"token_count", doc.token_count()},
-                           {"chunk_count", doc.chunk_count()},
-                           {"truncated", doc.truncated()},
-                           {"temperature", doc.temperature()},
-                           {"length_bucket", doc.length_bucket()},
-                           {"high_frequency_ratio", doc.high_frequency_ratio()},
-                           {"vector", std::vector<float>(doc.vector().begin(), doc.vector().end())}};
+    nlohmann::json line = {
+        {"index", i},
+        {"model", response->model()},
+        {"token_count", doc.token_count()},
+        {"chunk_count", doc.chunk_count()},
+        {"truncated", doc.truncated()},
+        {"temperature", doc.temperature()},
+        {"length_bucket", doc.length_bucket()},
+        {"high_frequency_ratio", doc.high_frequency_ratio()},
+        {"vector", std::vector<float>(doc.vector().begin(), doc.vector().end())}};
     for (const auto& chunk : doc.chunks()) {
       line["chunks"].push_back(
           {{"vector", std::vector<float>(chunk.vector().begin(), chunk.vector().end())},
@@ -191,7 +210,8 @@ int Tokenize(EmbeddingClient& client, const std::vector<char*>& positional) {
   for (const auto& input : response->inputs()) {
     nlohmann::json line = nlohmann::json::array();
     for (const auto& t : input.tokens()) {
-      line.push_back({{"id", t.id()}, {"token", t.text()},
+      line.push_back({{"id", t.id()},
+                      {"token", t.text()},
                       {"char_span", {t.char_span().start(), t.char_span().end()}}});
     }
     std::cout << line.dump() << "\n";
@@ -203,12 +223,12 @@ int Models(EmbeddingClient& client) {
   auto response = client.ListModels();
   if (!response.ok()) return Fail(response.status());
   for (const auto& m : response->models()) {
-    std::printf("%s%s version=%s arch=%s dims=%u window=%u pooling=%s dtype=%s tau=%.2f [%.2f, %.2f]%s\n",
-                m.name().c_str(), m.name() == response->default_model() ? " (default)" : "",
-                m.version().c_str(), m.architecture().c_str(), m.dimensions(),
-                m.max_window_tokens(), m.pooling().c_str(), m.dtype().c_str(),
-                m.default_temperature(), m.min_temperature(), m.max_temperature(),
-                m.demo() ? " DEMO (vectors not meaningful)" : "");
+    std::printf(
+        "%s%s version=%s arch=%s dims=%u window=%u pooling=%s dtype=%s tau=%.2f [%.2f, %.2f]%s\n",
+        m.name().c_str(), m.name() == response->default_model() ? " (default)" : "",
+        m.version().c_str(), m.architecture().c_str(), m.dimensions(), m.max_window_tokens(),
+        m.pooling().c_str(), m.dtype().c_str(), m.default_temperature(), m.min_temperature(),
+        m.max_temperature(), m.demo() ? " DEMO (vectors not meaningful)" : "");
   }
   return 0;
 }
@@ -231,9 +251,11 @@ int CollapseReportCommand(EmbeddingClient& client) {
   options.model = embed->model;
   options.strategy = embed->strategy;
   options.cut_to_buckets = absl::GetFlag(FLAGS_cut_to_buckets);
-  for (absl::string_view t : absl::StrSplit(absl::GetFlag(FLAGS_temperatures), ',', absl::SkipEmpty())) {
+  for (absl::string_view t :
+       absl::StrSplit(absl::GetFlag(FLAGS_temperatures), ',', absl::SkipEmpty())) {
     float tau;
-    if (!absl::SimpleAtof(t, &tau)) return Fail(absl::InvalidArgumentError("--temperatures: bad value"));
+    if (!absl::SimpleAtof(t, &tau))
+      return Fail(absl::InvalidArgumentError("--temperatures: bad value"));
     options.temperatures.push_back(tau);
   }
   const bool tty = isatty(STDERR_FILENO);
@@ -269,7 +291,8 @@ absl::StatusOr<std::vector<v1::LongTextStrategy>> StrategyList(const std::string
 int Bench(EmbeddingClient& client) {
   BenchOptions options;
   options.requests = absl::GetFlag(FLAGS_requests);
-  options.duration = absl::Milliseconds(static_cast<int64_t>(absl::GetFlag(FLAGS_duration_s) * 1000));
+  options.duration =
+      absl::Milliseconds(static_cast<int64_t>(absl::GetFlag(FLAGS_duration_s) * 1000));
   options.concurrency = absl::GetFlag(FLAGS_concurrency);
   options.rate = absl::GetFlag(FLAGS_rate);
   options.documents_per_request = absl::GetFlag(FLAGS_docs_per_request);
@@ -294,7 +317,8 @@ int Bench(EmbeddingClient& client) {
   }
   if (isatty(STDERR_FILENO)) {
     options.progress = [](int64_t finished, double seconds) {
-      std::fprintf(stderr, "\rbench: %lld requests in %.1f s", static_cast<long long>(finished), seconds);
+      std::fprintf(stderr, "\rbench: %lld requests in %.1f s", static_cast<long long>(finished),
+                   seconds);
     };
   }
   const std::string metrics_address = absl::GetFlag(FLAGS_metrics_address);
@@ -314,19 +338,22 @@ int Bench(EmbeddingClient& client) {
     const double batches = (*after)["embedding_batch_padding_ratio_count"] -
                            (*before)["embedding_batch_padding_ratio_count"];
     const double padding = batches > 0 ? ((*after)["embedding_batch_padding_ratio_sum"] -
-                                          (*before)["embedding_batch_padding_ratio_sum"]) / batches
+                                          (*before)["embedding_batch_padding_ratio_sum"]) /
+                                             batches
                                        : 0;
     const double padded = batches > 0 ? ((*after)["embedding_batch_padded_tokens_sum"] -
-                                         (*before)["embedding_batch_padded_tokens_sum"]) / batches
+                                         (*before)["embedding_batch_padded_tokens_sum"]) /
+                                            batches
                                       : 0;
     std::printf("server       %10.0f batches, mean padded tokens %.1f, mean padding share %.4f\n",
                 batches, padded, padding);
     auto parsed = nlohmann::json::parse(json);
-    parsed["server"] = {{"batches", batches}, {"mean_padded_tokens", padded},
-                        {"mean_padding_share", padding}};
+    parsed["server"] = {
+        {"batches", batches}, {"mean_padded_tokens", padded}, {"mean_padding_share", padding}};
     json = parsed.dump(2) + "\n";
   }
-  if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) std::ofstream(path) << json;
+  if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty())
+    std::ofstream(path) << json;
   return 0;
 }
 
@@ -348,10 +375,11 @@ int Run(int argc, char** argv) {
   };
   ClientOptions connect;
   const std::string address = flag_or_env(absl::GetFlag(FLAGS_address), "EMBEDCTL_ADDRESS");
-  connect.addresses = absl::StrSplit(address.empty() ? "127.0.0.1:50051" : address, ',',
-                                     absl::SkipEmpty());
+  connect.addresses =
+      absl::StrSplit(address.empty() ? "127.0.0.1:50051" : address, ',', absl::SkipEmpty());
   double timeout = absl::GetFlag(FLAGS_timeout_s);
-  if (timeout <= 0 && std::getenv("EMBEDCTL_TIMEOUT_S")) timeout = std::atof(std::getenv("EMBEDCTL_TIMEOUT_S"));
+  if (timeout <= 0 && std::getenv("EMBEDCTL_TIMEOUT_S"))
+    timeout = std::atof(std::getenv("EMBEDCTL_TIMEOUT_S"));
   if (timeout > 0) connect.timeout = absl::Milliseconds(static_cast<int64_t>(timeout * 1000));
   connect.tls = absl::GetFlag(FLAGS_tls);
   connect.ca_cert_file = flag_or_env(absl::GetFlag(FLAGS_ca_cert), "EMBEDCTL_CA_CERT");
@@ -368,7 +396,8 @@ int Run(int argc, char** argv) {
   if (command == "health") return Health(**client);
   if (command == "collapse-report") return CollapseReportCommand(**client);
   if (command == "bench") return Bench(**client);
-  std::cerr << "embedctl: unknown command '" << command << "'\n" << absl::ProgramUsageMessage() << "\n";
+  std::cerr << "embedctl: unknown command '" << command << "'\n"
+            << absl::ProgramUsageMessage() << "\n";
   return 2;
 }
 

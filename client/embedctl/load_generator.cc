@@ -18,9 +18,10 @@
 namespace embedding::client {
 namespace {
 
-const char* const kWords[] = {"the", "of", "and", "to", "in", "is", "it", "that", "was", "for",
-                              "on", "are", "with", "as", "his", "they", "at", "be", "this",
-                              "from", "have", "or", "by", "one", "had", "not", "but", "what"};
+const char* const kWords[] = {"the",  "of",   "and", "to",  "in",   "is",   "it",
+                              "that", "was",  "for", "on",  "are",  "with", "as",
+                              "his",  "they", "at",  "be",  "this", "from", "have",
+                              "or",   "by",   "one", "had", "not",  "but",  "what"};
 
 struct Call {
   grpc::ClientContext context;
@@ -203,8 +204,8 @@ absl::StatusOr<BenchReport> RunBench(EmbeddingClient& client, const BenchOptions
   Recorder recorder;
   std::atomic<int64_t> issued{0};
   const absl::Time start = absl::Now();
-  const absl::Time end = options.duration > absl::ZeroDuration() ? start + options.duration
-                                                                 : absl::InfiniteFuture();
+  const absl::Time end =
+      options.duration > absl::ZeroDuration() ? start + options.duration : absl::InfiniteFuture();
   auto claim = [&] {
     if (absl::Now() >= end) return false;
     return options.requests <= 0 || issued.fetch_add(1) < options.requests;
@@ -285,25 +286,25 @@ std::string FormatBenchTable(const BenchReport& r) {
       "throughput   %10.2f req/s %10.2f docs/s %12.1f tokens/s\n"
       "latency (ok) p50 %.4f s  p90 %.4f s  p99 %.4f s  max %.4f s\n",
       static_cast<long long>(r.requests), static_cast<long long>(r.ok), r.seconds,
-      r.requests_per_second(), r.documents_per_second(), r.tokens_per_second(), r.p50, r.p90,
-      r.p99, r.max);
+      r.requests_per_second(), r.documents_per_second(), r.tokens_per_second(), r.p50, r.p90, r.p99,
+      r.max);
   for (const auto& [code, count] : r.errors)
     absl::StrAppendFormat(&out, "errors %-20s %lld\n", code, static_cast<long long>(count));
   return out;
 }
 
 std::string BenchReportJson(const BenchReport& r) {
-  nlohmann::json json = {{"requests", r.requests},
-                         {"ok", r.ok},
-                         {"documents", r.documents},
-                         {"tokens", r.tokens},
-                         {"seconds", r.seconds},
-                         {"requests_per_second", r.requests_per_second()},
-                         {"documents_per_second", r.documents_per_second()},
-                         {"tokens_per_second", r.tokens_per_second()},
-                         {"latency_seconds", {{"p50", r.p50}, {"p90", r.p90}, {"p99", r.p99},
-                                              {"max", r.max}}},
-                         {"errors", r.errors}};
+  nlohmann::json json = {
+      {"requests", r.requests},
+      {"ok", r.ok},
+      {"documents", r.documents},
+      {"tokens", r.tokens},
+      {"seconds", r.seconds},
+      {"requests_per_second", r.requests_per_second()},
+      {"documents_per_second", r.documents_per_second()},
+      {"tokens_per_second", r.tokens_per_second()},
+      {"latency_seconds", {{"p50", r.p50}, {"p90", r.p90}, {"p99", r.p99}, {"max", r.max}}},
+      {"errors", r.errors}};
   return json.dump(2) + "\n";
 }
 

@@ -17,24 +17,24 @@
 namespace embedding::client {
 
 struct BenchOptions {
-  int64_t requests = 0;                  // 0: bounded by duration only
+  int64_t requests = 0;                            // 0: bounded by duration only
   absl::Duration duration = absl::ZeroDuration();  // zero: bounded by requests only
-  int concurrency = 1;                   // closed loop
-  double rate = 0;                       // > 0: open loop at this many requests per second
+  int concurrency = 1;                             // closed loop
+  double rate = 0;  // > 0: open loop at this many requests per second
   int documents_per_request = 1;
-  std::vector<std::string> corpus;       // empty: synthetic documents
+  std::vector<std::string> corpus;  // empty: synthetic documents
   // Synthetic lengths in words (about one token each): log-normal with this median and sigma,
   // clipped to [1, max_words].
   double median_words = 200;
   double sigma = 1.0;
   int max_words = 20000;
-  double tempscale_share = 0.5;          // share of requests with tau = tempscale_tau
+  double tempscale_share = 0.5;  // share of requests with tau = tempscale_tau
   float tempscale_tau = 0.7f;
   std::vector<v1::LongTextStrategy> strategies = {v1::LONG_TEXT_STRATEGY_CHUNK_MEAN};
   std::string model;
-  double deadline_share = 0;             // share of requests sent with `injected_deadline`
+  double deadline_share = 0;  // share of requests sent with `injected_deadline`
   absl::Duration injected_deadline = absl::Milliseconds(2);
-  double cancel_share = 0;               // share cancelled after a random 0-20 ms
+  double cancel_share = 0;  // share cancelled after a random 0-20 ms
   absl::Duration timeout = absl::Seconds(60);
   uint64_t seed = 1;
   // Called about twice a second with requests finished so far.
@@ -47,7 +47,7 @@ struct BenchReport {
   int64_t documents = 0;
   int64_t tokens = 0;
   double seconds = 0;
-  std::map<std::string, int64_t> errors;  // gRPC code name (or WRONG_ANSWER) -> count
+  std::map<std::string, int64_t> errors;      // gRPC code name (or WRONG_ANSWER) -> count
   double p50 = 0, p90 = 0, p99 = 0, max = 0;  // latency of OK requests, seconds
   double requests_per_second() const { return seconds > 0 ? ok / seconds : 0; }
   double documents_per_second() const { return seconds > 0 ? documents / seconds : 0; }

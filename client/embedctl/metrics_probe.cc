@@ -14,7 +14,8 @@ absl::StatusOr<std::map<std::string, double>> ScrapeSums(const std::string& addr
   const size_t colon = address.rfind(':');
   int port = 0;
   if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port))
-    return absl::InvalidArgumentError(absl::StrCat("metrics address '", address, "': need HOST:PORT"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("metrics address '", address, "': need HOST:PORT"));
   httplib::Client http(address.substr(0, colon), port);
   auto response = http.Get("/metrics");
   if (!response || response->status != 200)

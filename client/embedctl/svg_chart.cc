@@ -11,16 +11,20 @@ namespace {
 
 constexpr double kWidth = 760, kHeight = 420;
 constexpr double kLeft = 70, kRight = 170, kTop = 40, kBottom = 70;
-const char* const kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
-                               "#8c564b", "#e377c2", "#17becf"};
+const char* const kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
+                               "#9467bd", "#8c564b", "#e377c2", "#17becf"};
 
 std::string Escape(const std::string& text) {
   std::string out;
   for (char c : text) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
   }
   return out;
 }
@@ -28,8 +32,7 @@ std::string Escape(const std::string& text) {
 }  // namespace
 
 std::string RenderLineChartSvg(const std::string& title, const std::string& x_title,
-                               const std::string& y_title,
-                               const std::vector<std::string>& x_labels,
+                               const std::string& y_title, const std::vector<std::string>& x_labels,
                                const std::vector<ChartSeries>& series) {
   double lo = INFINITY, hi = -INFINITY;
   for (const auto& s : series)
@@ -64,11 +67,11 @@ std::string RenderLineChartSvg(const std::string& title, const std::string& x_ti
                           x_at(i), kTop + plot_h + 16, x_at(i), kTop + plot_h + 16,
                           Escape(x_labels[i]));
   }
-  absl::StrAppendFormat(&svg,
-                        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>"
-                        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n",
-                        kLeft, kTop, kLeft, kTop + plot_h, kLeft, kTop + plot_h, kLeft + plot_w,
-                        kTop + plot_h);
+  absl::StrAppendFormat(
+      &svg,
+      "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>"
+      "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n",
+      kLeft, kTop, kLeft, kTop + plot_h, kLeft, kTop + plot_h, kLeft + plot_w, kTop + plot_h);
   absl::StrAppendFormat(&svg, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
                         kLeft + plot_w / 2, kHeight - 8, Escape(x_title));
   absl::StrAppendFormat(&svg,
@@ -85,12 +88,13 @@ std::string RenderLineChartSvg(const std::string& title, const std::string& x_ti
       absl::StrAppendFormat(&svg, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n",
                             x_at(i), y_at(v), color);
     }
-    absl::StrAppendFormat(&svg,
-                          "<polyline points=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"/>\n"
-                          "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"3\" fill=\"%s\"/>"
-                          "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n",
-                          points, color, kWidth - kRight + 20, kTop + 20 * s + 6, color,
-                          kWidth - kRight + 40, kTop + 20 * s + 11, Escape(series[s].label));
+    absl::StrAppendFormat(
+        &svg,
+        "<polyline points=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"/>\n"
+        "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"3\" fill=\"%s\"/>"
+        "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n",
+        points, color, kWidth - kRight + 20, kTop + 20 * s + 6, color, kWidth - kRight + 40,
+        kTop + 20 * s + 11, Escape(series[s].label));
   }
   return svg + "</svg>\n";
 }

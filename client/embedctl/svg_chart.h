@@ -14,8 +14,7 @@ struct ChartSeries {
 
 // Lines over categorical x labels, with axes, grid, and a legend.
 std::string RenderLineChartSvg(const std::string& title, const std::string& x_title,
-                               const std::string& y_title,
-                               const std::vector<std::string>& x_labels,
+                               const std::string& y_title, const std::vector<std::string>& x_labels,
                                const std::vector<ChartSeries>& series);
 
 }  // namespace embedding::client

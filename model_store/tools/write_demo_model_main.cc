@@ -19,9 +19,10 @@ ABSL_FLAG(std::string, pooling, "mean", "cls | mean | max.");
 ABSL_FLAG(std::string, word_list, "/usr/share/dict/words", "Word list for the vocabulary.");
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("Writes a demo BERT model directory. Example:\n"
-                               "  write_demo_model --out=/tmp/demo --layers=12 --hidden=768 "
-                               "--heads=12");
+  absl::SetProgramUsageMessage(
+      "Writes a demo BERT model directory. Example:\n"
+      "  write_demo_model --out=/tmp/demo --layers=12 --hidden=768 "
+      "--heads=12");
   absl::ParseCommandLine(argc, argv);
   if (absl::GetFlag(FLAGS_out).empty()) {
     std::cerr << "--out is required\n";
@@ -37,7 +38,8 @@ int main(int argc, char** argv) {
   spec.seed = absl::GetFlag(FLAGS_seed);
   spec.pooling = absl::GetFlag(FLAGS_pooling);
   spec.word_list = absl::GetFlag(FLAGS_word_list);
-  const absl::Status status = embedding::model_store::WriteDemoModel(absl::GetFlag(FLAGS_out), spec);
+  const absl::Status status =
+      embedding::model_store::WriteDemoModel(absl::GetFlag(FLAGS_out), spec);
   if (!status.ok()) {
     std::cerr << "write_demo_model: " << status << "\n";
     return 1;

@@ -42,7 +42,8 @@ void BM_Encode512(benchmark::State& state, ComputeDType dtype) {
   const int batch_size = static_cast<int>(state.range(0));
   const int length = static_cast<int>(model->encoder().max_sequence_length());
   std::mt19937 rng(7);
-  std::uniform_int_distribution<int32_t> id(5, static_cast<int32_t>(model->config().vocab_size - 1));
+  std::uniform_int_distribution<int32_t> id(5,
+                                            static_cast<int32_t>(model->config().vocab_size - 1));
   EncodeBatch batch;
   batch.pooling = model->pooling();
   for (int b = 0; b < batch_size; ++b) {
@@ -60,8 +61,16 @@ void BM_Encode512(benchmark::State& state, ComputeDType dtype) {
                                                 benchmark::Counter::kIsIterationInvariantRate);
 }
 
-BENCHMARK_CAPTURE(BM_Encode512, fp32, ComputeDType::kFloat32)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Encode512, bf16, ComputeDType::kBFloat16)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Encode512, fp32, ComputeDType::kFloat32)
+    ->Arg(1)
+    ->Arg(8)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Encode512, bf16, ComputeDType::kBFloat16)
+    ->Arg(1)
+    ->Arg(8)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace embedding::model_store

@@ -31,8 +31,8 @@ double EmbedCalls(const testing::ServerProcess& server, const std::string& code)
 std::vector<std::unique_ptr<testing::ServerProcess>> StartThree() {
   std::vector<std::unique_ptr<testing::ServerProcess>> servers;
   for (int i = 0; i < 3; ++i) {
-    servers.push_back(std::make_unique<testing::ServerProcess>(
-        std::vector<std::string>{"--model=small=" + testing::SmallModelDir(), "--drain-timeout-s=60"}));
+    servers.push_back(std::make_unique<testing::ServerProcess>(std::vector<std::string>{
+        "--model=small=" + testing::SmallModelDir(), "--drain-timeout-s=60"}));
     EXPECT_TRUE(servers.back()->ok()) << servers.back()->Log();
   }
   return servers;

@@ -38,7 +38,8 @@ done
 )sh");
     ASSERT_EQ(std::system(("cd " + dir_ + " && sh make_pki.sh >/dev/null 2>&1").c_str()), 0)
         << "openssl failed";
-    grpc::SslServerCredentialsOptions ssl(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    grpc::SslServerCredentialsOptions ssl(
+        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
     ssl.pem_root_certs = testing::ReadFile(dir_ + "/ca.pem");
     ssl.pem_key_cert_pairs.push_back(
         {testing::ReadFile(dir_ + "/server.key"), testing::ReadFile(dir_ + "/server.pem")});

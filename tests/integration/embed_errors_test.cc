@@ -17,10 +17,9 @@ using ::testing::HasSubstr;
 class EmbedErrorsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    server_ = new testing::ServerProcess({"--model=tiny=" + testing::TinyModelDir(),
-                                          "--max-inputs-per-request=4",
-                                          "--max-request-bytes=100000",
-                                          "--max-tokens-per-document=3000"});
+    server_ = new testing::ServerProcess(
+        {"--model=tiny=" + testing::TinyModelDir(), "--max-inputs-per-request=4",
+         "--max-request-bytes=100000", "--max-tokens-per-document=3000"});
     ASSERT_TRUE(server_->ok()) << server_->Log();
     client_ = client::EmbeddingClient::Connect({{server_->grpc_address()}}).value().release();
   }
@@ -31,8 +30,8 @@ class EmbedErrorsTest : public ::testing::Test {
 
   // A valid request changed by `edit` must fail with `code` and a message containing all of
   // `fragments`.
-  static void ExpectError(const std::function<void(v1::EmbedRequest*)>& edit,
-                          absl::StatusCode code, std::vector<std::string> fragments) {
+  static void ExpectError(const std::function<void(v1::EmbedRequest*)>& edit, absl::StatusCode code,
+                          std::vector<std::string> fragments) {
     v1::EmbedRequest request;
     request.add_inputs("a valid input");
     edit(&request);
@@ -54,8 +53,11 @@ TEST_F(EmbedErrorsTest, NoInputs) {
 }
 
 TEST_F(EmbedErrorsTest, TooManyInputs) {
-  ExpectError([](v1::EmbedRequest* r) { for (int i = 0; i < 4; ++i) r->add_inputs("x"); },
-              kInvalid, {"inputs", "[1, 4]", "--max-inputs-per-request"});
+  ExpectError(
+      [](v1::EmbedRequest* r) {
+        for (int i = 0; i < 4; ++i) r->add_inputs("x");
+      },
+      kInvalid, {"inputs", "[1, 4]", "--max-inputs-per-request"});
 }
 
 TEST_F(EmbedErrorsTest, TooManyBytes) {
@@ -71,8 +73,12 @@ TEST_F(EmbedErrorsTest, TooManyTokensInOneDocument) {
 }
 
 TEST_F(EmbedErrorsTest, InvalidUtf8NamesTheInput) {
-  ExpectError([](v1::EmbedRequest* r) { r->add_inputs("fine"); r->add_inputs("bad \xC3\x28"); },
-              kInvalid, {"inputs[2]", "invalid UTF-8 at byte 4"});
+  ExpectError(
+      [](v1::EmbedRequest* r) {
+        r->add_inputs("fine");
+        r->add_inputs("bad \xC3\x28");
+      },
+      kInvalid, {"inputs[2]", "invalid UTF-8 at byte 4"});
 }
 
 TEST_F(EmbedErrorsTest, TemperatureMustBeFiniteAndInRange) {
@@ -83,10 +89,12 @@ TEST_F(EmbedErrorsTest, TemperatureMustBeFiniteAndInRange) {
 }
 
 TEST_F(EmbedErrorsTest, OverlapMustBeBelowChunkSize) {
-  ExpectError([](v1::EmbedRequest* r) {
-    r->set_chunk_tokens(100);
-    r->set_chunk_overlap_tokens(100);
-  }, kInvalid, {"chunk_overlap_tokens", "less than chunk_tokens", "[0, 99]"});
+  ExpectError(
+      [](v1::EmbedRequest* r) {
+        r->set_chunk_tokens(100);
+        r->set_chunk_overlap_tokens(100);
+      },
+      kInvalid, {"chunk_overlap_tokens", "less than chunk_tokens", "[0, 99]"});
   ExpectError([](v1::EmbedRequest* r) { r->set_chunk_overlap_tokens(600); }, kInvalid,
               {"chunk_overlap_tokens", "[0, 509]"});
 }
@@ -108,27 +116,31 @@ TEST_F(EmbedErrorsTest, DimensionsWithinTheHiddenSize) {
 TEST_F(EmbedErrorsTest, UnknownEnumValues) {
   ExpectError([](v1::EmbedRequest* r) { r->set_strategy(static_cast<v1::LongTextStrategy>(42)); },
               kInvalid, {"strategy", "42", "0..7"});
-  ExpectError([](v1::EmbedRequest* r) {
-    r->set_truncation_side(static_cast<v1::TruncationSide>(9));
-  }, kInvalid, {"truncation_side", "9", "0..2"});
+  ExpectError(
+      [](v1::EmbedRequest* r) { r->set_truncation_side(static_cast<v1::TruncationSide>(9)); },
+      kInvalid, {"truncation_side", "9", "0..2"});
 }
 
 TEST_F(EmbedErrorsTest, RejectNamesTheDocumentAndTheWindow) {
   std::string doc;
   for (int i = 0; i < 600; ++i) doc += "cat ";
-  ExpectError([&](v1::EmbedRequest* r) {
-    r->add_inputs(doc);
-    r->set_strategy(v1::LONG_TEXT_STRATEGY_REJECT);
-  }, kInvalid, {"inputs[1]", "600 tokens", "window of 510", "[0, 510]"});
+  ExpectError(
+      [&](v1::EmbedRequest* r) {
+        r->add_inputs(doc);
+        r->set_strategy(v1::LONG_TEXT_STRATEGY_REJECT);
+      },
+      kInvalid, {"inputs[1]", "600 tokens", "window of 510", "[0, 510]"});
 }
 
 TEST_F(EmbedErrorsTest, PromptErrors) {
   ExpectError([](v1::EmbedRequest* r) { r->set_prompt_name("nope"); }, kInvalid,
               {"prompt_name", "nope", "passage, query"});
-  ExpectError([](v1::EmbedRequest* r) {
-    r->set_prompt_name("query");
-    r->set_prompt("x: ");
-  }, kInvalid, {"prompt_name", "not both"});
+  ExpectError(
+      [](v1::EmbedRequest* r) {
+        r->set_prompt_name("query");
+        r->set_prompt("x: ");
+      },
+      kInvalid, {"prompt_name", "not both"});
 }
 
 TEST_F(EmbedErrorsTest, UnknownModelIsNotFound) {

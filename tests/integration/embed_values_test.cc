@@ -37,8 +37,8 @@ class EmbedValuesTest : public ::testing::Test {
 
   // `n` words that are single tokens in the demo vocabulary, seeded.
   static std::string Words(int n, int seed) {
-    static const char* kWords[] = {"the", "cat", "sat", "on", "a", "mat", "and", "dog", "ran",
-                                   "to", "big", "red", "sun", "in", "sky", "of", "we", "go"};
+    static const char* kWords[] = {"the", "cat", "sat", "on",  "a",  "mat", "and", "dog", "ran",
+                                   "to",  "big", "red", "sun", "in", "sky", "of",  "we",  "go"};
     std::mt19937 rng(seed);
     std::string out;
     for (int i = 0; i < n; ++i) {
@@ -190,7 +190,8 @@ TEST_F(EmbedValuesTest, TruncateEqualsTheFirstOrLastWindowAlone) {
   const auto first = Embed(join(0, window), plain).documents(0);
   const auto last = Embed(join(words.size() - window, words.size()), plain).documents(0);
   EXPECT_FALSE(first.truncated());
-  ExpectClose(Vec(start.vector()), std::vector<double>(first.vector().begin(), first.vector().end()));
+  ExpectClose(Vec(start.vector()),
+              std::vector<double>(first.vector().begin(), first.vector().end()));
   ExpectClose(Vec(end.vector()), std::vector<double>(last.vector().begin(), last.vector().end()));
 }
 
@@ -227,8 +228,8 @@ TEST_F(EmbedValuesTest, LateChunkingAcrossWindowsTakesEachTokenFromItsMostCentra
   size_t dim = 0;
   for (size_t s : starts) {
     std::vector<int32_t> piece(content.begin() + s, content.begin() + s + window);
-    model_store::EncodeBatch batch{{tokenizer.AddSpecialTokens(piece)}, {1.0f},
-                                   model_store::PoolingMode::kMean, false, true};
+    model_store::EncodeBatch batch{
+        {tokenizer.AddSpecialTokens(piece)}, {1.0f}, model_store::PoolingMode::kMean, false, true};
     auto r = model_->encoder().Encode(batch);
     ASSERT_TRUE(r.ok());
     dim = r->dim;

@@ -39,9 +39,9 @@ Started Start(std::vector<std::string> flags) {
   return s;
 }
 
-std::future<absl::StatusOr<v1::EmbedResponse>> EmbedAsync(client::EmbeddingClient* client,
-                                                          std::string text,
-                                                          absl::Duration timeout = absl::Seconds(120)) {
+std::future<absl::StatusOr<v1::EmbedResponse>> EmbedAsync(
+    client::EmbeddingClient* client, std::string text,
+    absl::Duration timeout = absl::Seconds(120)) {
   return std::async(std::launch::async, [client, text = std::move(text), timeout] {
     return client->Embed(client::MakeEmbedRequest({text}, {}), timeout);
   });
@@ -84,8 +84,8 @@ TEST(ServerLifecycle, QueuedTokenBoundAnswersResourceExhausted) {
 
 TEST(ServerLifecycle, ExpiredDeadlineIsDroppedBeforeTheModel) {
   auto s = Start({"--max-concurrent-requests=1"});
-  auto expired = s.client->Embed(client::MakeEmbedRequest({Words(100000)}, {}),
-                                 absl::Milliseconds(200));
+  auto expired =
+      s.client->Embed(client::MakeEmbedRequest({Words(100000)}, {}), absl::Milliseconds(200));
   EXPECT_EQ(expired.status().code(), absl::StatusCode::kDeadlineExceeded);
   ExpectSlotReturnedSoon(s.client.get());
 }

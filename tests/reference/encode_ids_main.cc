@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   batch.sequences = input["sequences"].get<std::vector<std::vector<int32_t>>>();
   batch.temperatures = input["temperatures"].get<std::vector<float>>();
   const std::string pooling = input.value("pooling", "mean");
-  batch.pooling = pooling == "cls" ? PoolingMode::kCls
+  batch.pooling = pooling == "cls"   ? PoolingMode::kCls
                   : pooling == "max" ? PoolingMode::kMax
                                      : PoolingMode::kMean;
   batch.normalize = false;

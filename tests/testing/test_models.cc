@@ -30,9 +30,9 @@ std::string SmallModelDir() {
 
 std::string MakeScratchDir(const std::string& name) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  fs::path dir = fs::path(::testing::TempDir()) /
-                 (std::string(info ? info->test_suite_name() : "suite") + "." +
-                  (info ? info->name() : "test") + "." + name);
+  fs::path dir =
+      fs::path(::testing::TempDir()) / (std::string(info ? info->test_suite_name() : "suite") +
+                                        "." + (info ? info->name() : "test") + "." + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir.string();

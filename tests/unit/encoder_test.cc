@@ -30,7 +30,8 @@ class EncoderTest : public ::testing::Test {
   // [CLS] + `length - 2` seeded random ids + [SEP].
   static std::vector<int32_t> RandomSequence(int length, int seed) {
     std::mt19937 rng(seed);
-    std::uniform_int_distribution<int32_t> id(5, static_cast<int32_t>(model_->config().vocab_size - 1));
+    std::uniform_int_distribution<int32_t> id(
+        5, static_cast<int32_t>(model_->config().vocab_size - 1));
     std::vector<int32_t> content(std::max(0, length - 2));
     for (auto& v : content) v = id(rng);
     return model_->tokenizer().AddSpecialTokens(content);
@@ -52,7 +53,8 @@ class EncoderTest : public ::testing::Test {
   static float MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
     EXPECT_EQ(a.size(), b.size());
     float worst = 0;
-    for (size_t i = 0; i < a.size() && i < b.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+    for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+      worst = std::max(worst, std::abs(a[i] - b[i]));
     return worst;
   }
 

@@ -78,13 +78,15 @@ TEST(ModelLoad, ShardedCheckpointLoadsLikeTheSingleFile) {
   nlohmann::json weight_map;
   for (auto& [name, t] : tensors) {
     const bool first = name.find("encoder.layer.1.") == std::string::npos;
-    weight_map[name] = first ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors";
+    weight_map[name] =
+        first ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors";
     (first ? shard1 : shard2)[name] = std::move(t);
   }
   ASSERT_TRUE(WriteSafetensors(dir + "/model-00001-of-00002.safetensors", shard1).ok());
   ASSERT_TRUE(WriteSafetensors(dir + "/model-00002-of-00002.safetensors", shard2).ok());
-  testing::WriteFile(dir + "/model.safetensors.index.json",
-                     nlohmann::json{{"metadata", nlohmann::json::object()}, {"weight_map", weight_map}}.dump());
+  testing::WriteFile(
+      dir + "/model.safetensors.index.json",
+      nlohmann::json{{"metadata", nlohmann::json::object()}, {"weight_map", weight_map}}.dump());
   auto plain = Model::Load(testing::TinyModelDir(), {});
   auto sharded = Model::Load(dir, {});
   ASSERT_TRUE(plain.ok() && sharded.ok()) << sharded.status();

@@ -38,9 +38,8 @@ std::string ValidFile() {
 
 TEST(SafetensorsFile, ReadsWhatTheWriterWrote) {
   const std::string bytes = ValidFile();
-  auto file = SafetensorsFile::FromBytes("ok.safetensors",
-                                         reinterpret_cast<const uint8_t*>(bytes.data()),
-                                         bytes.size());
+  auto file = SafetensorsFile::FromBytes(
+      "ok.safetensors", reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   ASSERT_TRUE(file.ok()) << file.status();
   const auto& a = (*file)->tensors().at("a.weight");
   EXPECT_EQ(a.shape, (std::vector<int64_t>{2, 3}));
@@ -103,25 +102,23 @@ TEST(SafetensorsFile, MalformedJson) {
 }
 
 TEST(SafetensorsFile, UnknownDtypeNamesTensorAndDtype) {
-  const auto status =
-      Parse(WithHeader(R"({"w": {"dtype": "F64", "shape": [1], "data_offsets": [0, 8]}})",
-                       std::string(8, '\0')));
+  const auto status = Parse(WithHeader(
+      R"({"w": {"dtype": "F64", "shape": [1], "data_offsets": [0, 8]}})", std::string(8, '\0')));
   EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(status.message(), AllOf(HasSubstr("'w'"), HasSubstr("F64"), HasSubstr("BF16")));
 }
 
 TEST(SafetensorsFile, OffsetsOutOfRange) {
-  const auto status =
-      Parse(WithHeader(R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [8, 24]}})",
-                       std::string(16, '\0')));
+  const auto status = Parse(WithHeader(
+      R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [8, 24]}})", std::string(16, '\0')));
   EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(status.message(), AllOf(HasSubstr("'w'"), HasSubstr("[8, 24]"), HasSubstr("outside")));
+  EXPECT_THAT(status.message(),
+              AllOf(HasSubstr("'w'"), HasSubstr("[8, 24]"), HasSubstr("outside")));
 }
 
 TEST(SafetensorsFile, ReversedOffsets) {
-  const auto status =
-      Parse(WithHeader(R"({"w": {"dtype": "F32", "shape": [0], "data_offsets": [8, 4]}})",
-                       std::string(16, '\0')));
+  const auto status = Parse(WithHeader(
+      R"({"w": {"dtype": "F32", "shape": [0], "data_offsets": [8, 4]}})", std::string(16, '\0')));
   EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(status.message(), HasSubstr("'w'"));
 }
@@ -153,10 +150,10 @@ TEST(SafetensorsFile, OverflowingShapeIsRefused) {
 }
 
 TEST(SafetensorsFile, NegativeShapeAndMissingFields) {
-  EXPECT_THAT(Parse(WithHeader(R"({"w": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 0]}})",
-                               ""))
-                  .message(),
-              HasSubstr("shape entries must be >= 0"));
+  EXPECT_THAT(
+      Parse(WithHeader(R"({"w": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 0]}})", ""))
+          .message(),
+      HasSubstr("shape entries must be >= 0"));
   EXPECT_THAT(Parse(WithHeader(R"({"w": {"dtype": "F32", "shape": [1]}})", "")).message(),
               HasSubstr("data_offsets"));
   EXPECT_THAT(Parse(WithHeader(R"({"w": 3})", "")).message(), HasSubstr("not an object"));

@@ -96,8 +96,8 @@ TEST(Tokenizer, InvalidUtf8IsAnErrorNamingTheFieldAndByte) {
   auto tokenizer = Tokenizer::Load(testing::TinyModelDir());
   ASSERT_TRUE(tokenizer.ok());
   for (const std::string& bad : {std::string("ok \xC3"), std::string("\xFF\xFE"),
-                                std::string("a\xED\xA0\x80z"),  // an encoded surrogate
-                                std::string("\xC0\xAF")}) {    // overlong '/'
+                                 std::string("a\xED\xA0\x80z"),  // an encoded surrogate
+                                 std::string("\xC0\xAF")}) {     // overlong '/'
     auto tokens = (*tokenizer)->Tokenize(bad, "inputs[3]");
     EXPECT_EQ(tokens.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(tokens.status().message(), HasSubstr("inputs[3]"));
