@@ -201,7 +201,6 @@ Metrics::CollapseSeries& Metrics::Series(const std::string& model, const std::st
     const prometheus::Labels labels = {
         {"model", model}, {"length_bucket", bucket}, {"tempscale", tempscale}};
     slot = std::make_unique<CollapseSeries>(collapse_window_);
-    slot->mean_cosine = &collapse_mean_cosine_.Add(labels);
     slot->window_size = &collapse_window_size_.Add(labels);
     slot->centroid_cosine = &collapse_centroid_cosine_.Add(labels, CosineBuckets());
     slot->hf_ratio = &token_hf_ratio_.Add(labels, RatioBuckets());
@@ -221,8 +220,14 @@ void Metrics::ObserveEmbedded(const ServedModel& model, const EmbedParams& param
       if (auto cosine = series.window.Add(doc.collapse_vector))
         series.centroid_cosine->Observe(*cosine);
       series.window_size->Set(static_cast<double>(series.window.size()));
-      // Absent until two vectors exist: a NaN would poison dashboards.
-      if (auto mean = series.window.MeanCosine()) series.mean_cosine->Set(*mean);
+      // Absent until two vectors exist: a placeholder 0 (or NaN) would read as a real value.
+      if (auto mean = series.window.MeanCosine()) {
+        if (series.mean_cosine == nullptr) {
+          series.mean_cosine = &collapse_mean_cosine_.Add(
+              {{"model", name}, {"length_bucket", doc.length_bucket}, {"tempscale", tempscale}});
+        }
+        series.mean_cosine->Set(*mean);
+      }
       for (float r : doc.high_frequency_ratios) series.hf_ratio->Observe(r);
     }
     documents_

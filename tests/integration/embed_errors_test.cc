@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <set>
+#include <thread>
 
 #include "client/embedding_client.h"
 #include "tests/testing/server_process.h"
@@ -192,6 +194,31 @@ TEST_F(EmbedErrorsTest, StreamAnswersEachRequestByIdWithErrorsInBand) {
   }
   EXPECT_TRUE(stream->Finish().ok());
   EXPECT_EQ(seen, expected_code);
+}
+
+TEST_F(EmbedErrorsTest, StreamPastItsOutstandingBoundLosesNothing) {
+  // 200 requests written at once: the server stops reading at 64 in flight and resumes as
+  // they finish, so every request still gets exactly one answer.
+  auto context = client_->NewContext();
+  auto stream = client_->stub().EmbedStream(context.get());
+  std::thread writer([&] {
+    for (int i = 0; i < 200; ++i) {
+      v1::EmbedStreamRequest item;
+      item.set_request_id(std::to_string(i));
+      item.mutable_request()->add_inputs("document number " + std::to_string(i));
+      if (!stream->Write(item)) break;
+    }
+    stream->WritesDone();
+  });
+  std::set<std::string> answered;
+  v1::EmbedStreamResponse response;
+  while (stream->Read(&response)) {
+    EXPECT_FALSE(response.has_error()) << response.error().message();
+    EXPECT_TRUE(answered.insert(response.request_id()).second) << "answered twice";
+  }
+  writer.join();
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_EQ(answered.size(), 200u);
 }
 
 }  // namespace
