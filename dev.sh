@@ -94,5 +94,5 @@ case "$cmd" in
     build
     cd "$BUILD_DIR" && ctest --output-on-failure -L bench -V "$@"
     ;;
-  *) echo "usage: $0 run|test|build|deps|bench" >&2; exit 2 ;;
+  *) echo "usage: $0 run|test|build|deps|build-deps|bench|docker" >&2; exit 2 ;;
 esac

@@ -1,6 +1,5 @@
 #include "client/embedding_client.h"
 
-#include <grpcpp/generic/generic_stub.h>
 
 #include <condition_variable>
 #include <fstream>
@@ -10,21 +9,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 
 namespace embedding::client {
 namespace {
-
-// grpc.health.v1 without generated code: the request is field 1 (service, a string), the
-// response field 1 (status enum, SERVING = 1). Generic stubs keep the client dependency-free.
-std::string EncodeHealthRequest(const std::string& service) {
-  std::string bytes;
-  if (!service.empty()) {
-    bytes.push_back(0x0A);
-    bytes.push_back(static_cast<char>(service.size()));  // services names are < 128 bytes
-    bytes += service;
-  }
-  return bytes;
-}
 
 absl::StatusOr<std::string> ReadPem(const std::string& field, const std::string& path) {
   if (path.empty()) return std::string();
@@ -172,31 +160,14 @@ absl::StatusOr<v1::ModelInfo> EmbeddingClient::GetModelInfo(const std::string& m
 }
 
 absl::StatusOr<bool> EmbeddingClient::IsServing(const std::string& service) {
-  grpc::GenericStub generic(channel_);
   auto context = NewContext();
-  const std::string request_bytes = EncodeHealthRequest(service);
-  grpc::Slice slice(request_bytes);
-  grpc::ByteBuffer request(&slice, 1), response;
-  grpc::Status result;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  generic.UnaryCall(context.get(), "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request,
-                    &response, [&](grpc::Status status) {
-                      std::lock_guard<std::mutex> lock(mu);
-                      result = std::move(status);
-                      done = true;
-                      cv.notify_one();
-                    });
-  std::unique_lock<std::mutex> lock(mu);
-  cv.wait(lock, [&] { return done; });
-  if (!result.ok()) return FromGrpc(result);
-  std::vector<grpc::Slice> slices;
-  response.Dump(&slices);
-  std::string bytes;
-  for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  // An empty message means status 0 (UNKNOWN); otherwise expect "08 <status>".
-  return bytes.size() >= 2 && bytes[0] == 0x08 && bytes[1] == 1;
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  grpc::health::v1::HealthCheckResponse response;
+  grpc::Status status =
+      grpc::health::v1::Health::NewStub(channel_)->Check(context.get(), request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response.status() == grpc::health::v1::HealthCheckResponse::SERVING;
 }
 
 }  // namespace embedding::client

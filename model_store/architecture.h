@@ -13,8 +13,6 @@ struct ArchitectureSpec {
   std::string model_type;
   // Checkpoints save weights with or without the base-model prefix; tried in order.
   std::vector<std::string> weight_prefixes;
-  // RoBERTa-style models number positions from pad_token_id + 1; BERT from 0.
-  bool positions_start_after_pad = false;
 
   std::string word_embeddings;
   std::string position_embeddings;

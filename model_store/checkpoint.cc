@@ -4,7 +4,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
-#include "model_store/status_macros.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace embedding::model_store {
@@ -63,12 +63,6 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& 
 const TensorView* Checkpoint::Find(const std::string& name) const {
   auto it = index_.find(name);
   return it == index_.end() ? nullptr : it->second;
-}
-
-std::vector<std::string> Checkpoint::Names() const {
-  std::vector<std::string> names;
-  for (const auto& [name, view] : index_) names.push_back(name);
-  return names;
 }
 
 }  // namespace embedding::model_store

@@ -20,8 +20,6 @@ class Checkpoint {
 
   // The tensor named `name`, or nullptr.
   const TensorView* Find(const std::string& name) const;
-  // Every tensor name, sorted.
-  std::vector<std::string> Names() const;
 
  private:
   std::vector<std::unique_ptr<SafetensorsFile>> files_;

@@ -31,6 +31,4 @@ const std::string& Bf16Flags() {
 
 bool CpuHasNativeBf16() { return !Bf16Flags().empty(); }
 
-std::string CpuBf16Flags() { return Bf16Flags().empty() ? "none" : Bf16Flags(); }
-
 }  // namespace embedding::model_store

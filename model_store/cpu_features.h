@@ -9,7 +9,4 @@ namespace embedding::model_store {
 // emulated and slower than fp32, so the encoder refuses it.
 bool CpuHasNativeBf16();
 
-// The flags that decided it, for log lines and errors ("avx512_bf16 amx_bf16" or "none").
-std::string CpuBf16Flags();
-
 }  // namespace embedding::model_store

@@ -7,15 +7,18 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "model_store/architecture.h"
 #include "model_store/demo_vocabulary.h"
 #include "model_store/safetensors_writer.h"
-#include "model_store/status_macros.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace embedding::model_store {
 namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
+
+constexpr char kDemoModelType[] = "bert";
 
 absl::Status WriteText(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::trunc);
@@ -75,25 +78,25 @@ class WeightFactory {
   std::mt19937_64 rng_;
 };
 
-std::map<std::string, F32Tensor> MakeWeights(const DemoModelSpec& spec, int64_t vocab_size,
+// Every weight the architecture names, shaped for `spec` (saved without the base prefix).
+std::map<std::string, F32Tensor> MakeWeights(const DemoModelSpec& spec,
+                                             const ArchitectureSpec& arch, int64_t vocab_size,
                                              int64_t intermediate) {
   WeightFactory f(spec.seed);
   const int64_t h = spec.hidden_size;
   std::map<std::string, F32Tensor> w;
-  w["embeddings.word_embeddings.weight"] = f.Normal({vocab_size, h}, 0.5);
-  w["embeddings.position_embeddings.weight"] = f.Normal({spec.max_positions, h}, 0.5);
-  w["embeddings.token_type_embeddings.weight"] = f.Normal({2, h}, 0.5);
-  f.Norm(&w, "embeddings.LayerNorm", h);
+  w[arch.word_embeddings + ".weight"] = f.Normal({vocab_size, h}, 0.5);
+  w[arch.position_embeddings + ".weight"] = f.Normal({spec.max_positions, h}, 0.5);
+  w[arch.token_type_embeddings + ".weight"] = f.Normal({2, h}, 0.5);
+  f.Norm(&w, arch.embeddings_norm, h);
   for (int i = 0; i < spec.num_layers; ++i) {
-    const std::string p = absl::StrCat("encoder.layer.", i, ".");
-    f.Linear(&w, p + "attention.self.query", h, h);
-    f.Linear(&w, p + "attention.self.key", h, h);
-    f.Linear(&w, p + "attention.self.value", h, h);
-    f.Linear(&w, p + "attention.output.dense", h, h);
-    f.Norm(&w, p + "attention.output.LayerNorm", h);
-    f.Linear(&w, p + "intermediate.dense", intermediate, h);
-    f.Linear(&w, p + "output.dense", h, intermediate);
-    f.Norm(&w, p + "output.LayerNorm", h);
+    const std::string layer = absl::StrCat(arch.layer_prefix, i, ".");
+    for (const std::string* square : {&arch.query, &arch.key, &arch.value, &arch.attention_output})
+      f.Linear(&w, layer + *square, h, h);
+    f.Norm(&w, layer + arch.attention_norm, h);
+    f.Linear(&w, layer + arch.intermediate, intermediate, h);
+    f.Linear(&w, layer + arch.output, h, intermediate);
+    f.Norm(&w, layer + arch.output_norm, h);
   }
   return w;
 }
@@ -153,6 +156,7 @@ Json TokenizerJson(const std::vector<std::string>& vocab) {
 
 absl::Status WriteDemoModel(const std::string& dir, const DemoModelSpec& spec) {
   RETURN_IF_ERROR(ValidateSpec(spec));
+  ASSIGN_OR_RETURN(const ArchitectureSpec* arch, FindArchitecture(kDemoModelType));
   ASSIGN_OR_RETURN(std::vector<std::string> vocab,
                    BuildDemoVocabulary(spec.word_list, spec.vocab_size));
   const int64_t intermediate =
@@ -164,7 +168,7 @@ absl::Status WriteDemoModel(const std::string& dir, const DemoModelSpec& spec) {
   if (ec) return absl::InternalError(absl::StrCat(dir, ": ", ec.message()));
 
   const Json config = {{"architectures", {"BertModel"}},
-                       {"model_type", "bert"},
+                       {"model_type", arch->model_type},
                        {"vocab_size", vocab.size()},
                        {"hidden_size", spec.hidden_size},
                        {"num_hidden_layers", spec.num_layers},
@@ -215,7 +219,7 @@ absl::Status WriteDemoModel(const std::string& dir, const DemoModelSpec& spec) {
                 "by write_demo_model. Its vectors are NOT semantically meaningful: use it "
                 "to try, test and benchmark the service, never for retrieval.\n"));
   return WriteSafetensors((root / "model.safetensors").string(),
-                          MakeWeights(spec, static_cast<int64_t>(vocab.size()), intermediate));
+                          MakeWeights(spec, *arch, static_cast<int64_t>(vocab.size()), intermediate));
 }
 
 }  // namespace embedding::model_store

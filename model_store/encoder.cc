@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "model_store/cpu_features.h"
 #include "model_store/encoder_weights.h"
-#include "model_store/status_macros.h"
+#include "common/status_macros.h"
 
 namespace embedding::model_store {
 
@@ -49,18 +49,6 @@ const char* ComputeDTypeName(ComputeDType dtype) {
   return dtype == ComputeDType::kBFloat16 ? "bf16" : "fp32";
 }
 
-const char* PoolingModeName(PoolingMode mode) {
-  switch (mode) {
-    case PoolingMode::kCls:
-      return "cls";
-    case PoolingMode::kMean:
-      return "mean";
-    case PoolingMode::kMax:
-      return "max";
-  }
-  return "?";
-}
-
 Encoder::Encoder(EncoderConfig config, EncoderOptions options)
     : config_(std::move(config)), options_(options) {}
 
@@ -77,8 +65,7 @@ absl::StatusOr<std::unique_ptr<Encoder>> Encoder::Create(const EncoderConfig& co
   }
   if (options.intra_op_threads > 0) torch::set_num_threads(options.intra_op_threads);
   auto encoder = std::unique_ptr<Encoder>(new Encoder(config, options));
-  encoder->position_offset_ = spec.positions_start_after_pad ? config.pad_token_id + 1 : 0;
-  encoder->max_sequence_length_ = config.max_position_embeddings - encoder->position_offset_;
+  encoder->max_sequence_length_ = config.max_position_embeddings;
   if (encoder->max_sequence_length_ < 2) {
     return absl::DataLossError("config.json: max_position_embeddings leaves no room for tokens");
   }
@@ -148,7 +135,7 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
         torch::from_blob(valid_data.data(), {batch_size, max_len}, torch::kUInt8).to(torch::kBool);
 
     // Embeddings: word + position + token type (single-segment input: type 0).
-    torch::Tensor positions = torch::arange(max_len, torch::kInt64) + position_offset_;
+    torch::Tensor positions = torch::arange(max_len, torch::kInt64);
     torch::Tensor x =
         w.word_embeddings.index_select(0, ids.view({-1})).view({batch_size, max_len, -1});
     x = x + w.position_embeddings.index_select(0, positions).unsqueeze(0) +

@@ -12,14 +12,13 @@
 #include "model_store/architecture.h"
 #include "model_store/checkpoint.h"
 #include "model_store/encoder_config.h"
+#include "model_store/pooling.h"
 
 namespace embedding::model_store {
 
 enum class ComputeDType { kFloat32, kBFloat16 };
-enum class PoolingMode { kCls, kMean, kMax };
 
 const char* ComputeDTypeName(ComputeDType dtype);
-const char* PoolingModeName(PoolingMode mode);
 
 struct EncoderOptions {
   ComputeDType dtype = ComputeDType::kFloat32;
@@ -78,7 +77,6 @@ class Encoder {
 
   EncoderConfig config_;
   EncoderOptions options_;
-  int64_t position_offset_ = 0;
   int64_t max_sequence_length_ = 0;
   std::unique_ptr<Weights> weights_;
 };

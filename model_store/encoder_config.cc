@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "model_store/status_macros.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace embedding::model_store {
@@ -54,6 +54,8 @@ absl::StatusOr<EncoderConfig> ParseEncoderConfig(const std::string& label,
   RETURN_IF_ERROR(
       ReadPositive(label, json, "max_position_embeddings", true, &config.max_position_embeddings));
   RETURN_IF_ERROR(ReadPositive(label, json, "type_vocab_size", false, &config.type_vocab_size));
+  if (auto it = json.find("demo_model"); it != json.end() && it->is_boolean())
+    config.demo_model = it->get<bool>();
   if (auto it = json.find("pad_token_id"); it != json.end() && it->is_number_integer())
     config.pad_token_id = it->get<int64_t>();
   if (auto it = json.find("layer_norm_eps"); it != json.end()) {

@@ -22,6 +22,8 @@ struct EncoderConfig {
   int64_t pad_token_id = 0;
   double layer_norm_eps = 1e-12;
   Activation hidden_act = Activation::kGeluErf;
+  // Written by write_demo_model: seeded random weights.
+  bool demo_model = false;
 
   int64_t head_dim() const { return hidden_size / num_attention_heads; }
 };

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "model_store/architecture.h"
 #include "model_store/checkpoint.h"
-#include "model_store/status_macros.h"
+#include "common/status_macros.h"
 
 namespace embedding::model_store {
 
@@ -14,7 +14,6 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
   if (!std::filesystem::is_directory(model_dir))
     return absl::NotFoundError(absl::StrCat(model_dir, ": not a directory"));
   auto model = std::unique_ptr<Model>(new Model());
-  model->directory_ = model_dir;
   ASSIGN_OR_RETURN(EncoderConfig config, LoadEncoderConfig(model_dir + "/config.json"));
   ASSIGN_OR_RETURN(const ArchitectureSpec* spec, FindArchitecture(config.model_type));
   ASSIGN_OR_RETURN(model->tokenizer_, Tokenizer::Load(model_dir));

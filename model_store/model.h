@@ -29,7 +29,11 @@ class Model {
   static absl::StatusOr<std::unique_ptr<Model>> Load(const std::string& model_dir,
                                                      const ModelOptions& options);
 
-  const std::string& directory() const { return directory_; }
+  // Written by write_demo_model (config.json says "demo_model"): its vectors carry no meaning.
+  bool is_demo() const { return config().demo_model; }
+  // The special tokens the post-processor puts before and after a sequence's content.
+  const std::vector<int32_t>& special_prefix() const { return tokenizer_->config().prefix_ids; }
+  const std::vector<int32_t>& special_suffix() const { return tokenizer_->config().suffix_ids; }
   const EncoderConfig& config() const { return encoder_->config(); }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const Encoder& encoder() const { return *encoder_; }
@@ -43,7 +47,6 @@ class Model {
  private:
   Model() = default;
 
-  std::string directory_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<Encoder> encoder_;
   SentenceTransformersConfig st_config_;

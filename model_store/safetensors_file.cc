@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "model_store/status_macros.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace embedding::model_store {
@@ -86,17 +86,6 @@ absl::Status ParseTensor(const std::string& file, const std::string& name,
 
 size_t DTypeSize(DType dtype) { return dtype == DType::kF32 ? 4 : 2; }
 
-const char* DTypeName(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-      return "F32";
-    case DType::kF16:
-      return "F16";
-    case DType::kBF16:
-      return "BF16";
-  }
-  return "?";
-}
 
 absl::StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::FromBytes(
     const std::string& label, const uint8_t* bytes, size_t size) {

@@ -17,7 +17,6 @@ enum class DType { kF32, kF16, kBF16 };
 
 // Bytes per element of `dtype`.
 size_t DTypeSize(DType dtype);
-const char* DTypeName(DType dtype);
 
 // A tensor inside a mapped file. `data` stays valid while its SafetensorsFile lives.
 struct TensorView {

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "model_store/status_macros.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace embedding::model_store {
@@ -53,7 +53,6 @@ absl::StatusOr<SentenceTransformersConfig> LoadSentenceTransformersConfig(
       for (const Json& module : modules) {
         const std::string type = module.value("type", "");
         if (type.find("Pooling") != std::string::npos) pooling_dir = module.value("path", "");
-        if (type.find("Normalize") != std::string::npos) config.normalize = true;
       }
     }
     if (pooling_dir.find("..") != std::string::npos)

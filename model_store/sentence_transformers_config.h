@@ -7,15 +7,13 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "model_store/encoder.h"
+#include "model_store/pooling.h"
 
 namespace embedding::model_store {
 
 struct SentenceTransformersConfig {
   // Unset when the directory declares no pooling (then the model's default applies).
   std::optional<PoolingMode> pooling;
-  // modules.json lists a Normalize module.
-  bool normalize = false;
   std::map<std::string, std::string> prompts;
   std::string default_prompt_name;
 };

@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "model_store/status_macros.h"
+#include "common/status_macros.h"
 #include "model_store/unicode_text.h"
 
 namespace embedding::model_store {

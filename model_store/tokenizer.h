@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/span.h"
 
 namespace embedding::model_store {
 
@@ -36,10 +37,7 @@ struct TokenizerConfig {
 };
 
 // Byte span [begin, end) in the original UTF-8 text.
-struct TextSpan {
-  uint32_t begin = 0;
-  uint32_t end = 0;
-};
+using TextSpan = ::embedding::Span;
 
 struct TokenizedText {
   std::vector<int32_t> ids;  // content tokens only, no special tokens

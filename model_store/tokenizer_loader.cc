@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "model_store/status_macros.h"
+#include "common/status_macros.h"
 #include "model_store/tokenizer.h"
 #include "nlohmann/json.hpp"
 

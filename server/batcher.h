@@ -1,8 +1,9 @@
-// The one thread that owns a model's queue: it cuts batches at a padded-token budget, a
-// sequence count, a padding share or a queue delay, groups similar lengths, interleaves jobs
-// round-robin so a
-// huge document never holds the machine, and drops work whose caller cancelled or whose
-// deadline passed before it reaches the model.
+// A model's batch queue: one thread that cuts batches at a padded-token budget, a sequence
+// count, a padding share or a queue delay, and runs them. Submissions take turns round-robin
+// so a huge document never holds the machine; tasks whose caller is gone are dropped before
+// they reach the model. The batcher knows nothing of requests, jobs or protobuf: a task is
+// token ids, a temperature, a liveness check and a completion callback, and completions run
+// on the executor the owner passes in, never on the batcher thread.
 #pragma once
 
 #include <condition_variable>
@@ -10,7 +11,6 @@
 #include <deque>
 #include <functional>
 #include <list>
-#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -18,7 +18,6 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "model_store/encoder.h"
-#include "server/embed_job.h"
 
 namespace embedding::server {
 
@@ -29,6 +28,30 @@ struct BatcherOptions {
   // Largest share of a batch's padded tokens that may be padding.
   double max_padding_share = 0.2;
   absl::Duration max_queue_delay = absl::Milliseconds(2);
+};
+
+// What the model produced for one task.
+struct SequenceOutput {
+  std::vector<float> pooled;
+  std::vector<float> hidden_states;  // row-major [tokens x dim]; empty unless asked for
+  float high_frequency_ratio = 0;
+  // The forward pass it ran in: numbered, so a caller with several tasks in one pass can
+  // count that pass once.
+  uint64_t batch_id = 0;
+  absl::Time batch_start;
+  double batch_seconds = 0;
+};
+
+struct BatchTask {
+  std::vector<int32_t> ids;  // special tokens included
+  float temperature = 1.0f;
+  bool want_hidden_states = false;
+  // OK while the caller still wants the result; otherwise why not (cancelled, deadline
+  // passed), and the task is dropped without reaching the model.
+  std::function<absl::Status()> liveness;
+  // Runs exactly once, on the completion executor: with the output, the model's error, the
+  // drop reason, or UNAVAILABLE when the batcher shuts down.
+  std::function<void(absl::StatusOr<SequenceOutput>)> done;
 };
 
 // What one forward pass looked like, for metrics.
@@ -43,38 +66,47 @@ class Batcher {
  public:
   using EncodeFn =
       std::function<absl::StatusOr<model_store::EncodeResult>(const model_store::EncodeBatch&)>;
+  using Executor = std::function<void(std::function<void()>)>;
   using BatchObserver = std::function<void(const BatchStats&)>;
 
-  // `encode` runs the model (the real encoder, or a fake in tests); `pooling` is passed on.
+  // `encode` runs the model (the real encoder, or a fake in tests) with `pooling`;
+  // `completions` runs task callbacks and must outlive the batcher.
   Batcher(EncodeFn encode, model_store::PoolingMode pooling, BatcherOptions options,
-          BatchObserver observer = nullptr);
-  // Stops the thread; queued work fails with UNAVAILABLE.
+          Executor completions, BatchObserver observer = nullptr);
+  // Stops the thread after the batch in progress; every task still queued completes with
+  // UNAVAILABLE on the destroying thread.
   ~Batcher();
 
-  // Queues one job's sequences (all of them, in order). Thread-safe; never blocks on the model.
-  void Submit(std::vector<SequenceTask> tasks);
+  // Queues `tasks` as one submission: they are served in order, taking turns with other
+  // submissions. Thread-safe; never blocks on the model.
+  void Submit(std::vector<BatchTask> tasks);
+
+  // Tasks queued and not yet cut into a batch.
+  int64_t queued_tasks() const;
 
  private:
-  struct JobQueue {
-    std::deque<SequenceTask> tasks;
+  struct Submission {
+    std::deque<BatchTask> tasks;
     absl::Time enqueued;
   };
 
   void Loop();
-  // Picks the next batch under the lock; drops dead work into `dropped`.
-  std::vector<SequenceTask> CutBatch(std::vector<SequenceTask>* dropped);
-  void Run(std::vector<SequenceTask> batch);
+  // Picks the next batch; moves dead tasks into `dropped`. Requires mu_.
+  std::vector<BatchTask> CutBatchLocked(std::vector<std::pair<BatchTask, absl::Status>>* dropped);
+  void Run(std::vector<BatchTask> batch);
 
   const EncodeFn encode_;
   const model_store::PoolingMode pooling_;
   const BatcherOptions options_;
+  const Executor completions_;
   const BatchObserver observer_;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::list<JobQueue> jobs_;   // round-robin order: the front job anchors the next batch
-  int64_t queued_ = 0;         // sequences
-  int64_t queued_tokens_ = 0;  // their tokens, unpadded
+  std::list<Submission> queue_;  // round-robin order: the front anchors the next batch
+  int64_t queued_ = 0;           // tasks
+  int64_t queued_tokens_ = 0;    // their tokens, unpadded
+  uint64_t batches_ = 0;
   bool stopping_ = false;
   std::thread thread_;
 };

@@ -7,9 +7,9 @@
 
 namespace embedding::server {
 
-std::vector<TokenRange> SplitRanges(uint32_t tokens, uint32_t size, uint32_t overlap) {
+std::vector<Span> SplitRanges(uint32_t tokens, uint32_t size, uint32_t overlap) {
   if (tokens <= size) return {{0, tokens}};
-  std::vector<TokenRange> ranges;
+  std::vector<Span> ranges;
   const uint32_t stride = size - overlap;
   for (uint32_t start = 0;; start += stride) {
     ranges.push_back({start, std::min(start + size, tokens)});
@@ -55,7 +55,7 @@ absl::StatusOr<ChunkPlan> PlanChunks(uint32_t tokens, uint32_t window, const Emb
                                      const std::string& field) {
   ChunkPlan plan;
   switch (params.strategy) {
-    case Strategy::kReject:
+    case v1::LONG_TEXT_STRATEGY_REJECT:
       if (tokens > window) {
         return absl::InvalidArgumentError(
             absl::StrCat(field, ": ", tokens, " tokens exceed the model's window of ", window,
@@ -65,25 +65,28 @@ absl::StatusOr<ChunkPlan> PlanChunks(uint32_t tokens, uint32_t window, const Emb
       }
       plan.chunks = {{0, tokens}};
       break;
-    case Strategy::kTruncate:
+    case v1::LONG_TEXT_STRATEGY_TRUNCATE:
       plan.truncated = tokens > window;
       if (!plan.truncated) {
         plan.chunks = {{0, tokens}};
       } else {
-        plan.chunks = {params.keep_end ? TokenRange{tokens - window, tokens}
-                                       : TokenRange{0, window}};
+        plan.chunks = {params.keep_end ? Span{tokens - window, tokens}
+                                       : Span{0, window}};
       }
       break;
-    case Strategy::kChunkMean:
-    case Strategy::kChunkWeightedMean:
-    case Strategy::kChunkMax:
-    case Strategy::kChunkAll:
+    case v1::LONG_TEXT_STRATEGY_CHUNK_MEAN:
+    case v1::LONG_TEXT_STRATEGY_CHUNK_WEIGHTED_MEAN:
+    case v1::LONG_TEXT_STRATEGY_CHUNK_MAX:
+    case v1::LONG_TEXT_STRATEGY_CHUNK_ALL:
       plan.chunks = SplitRanges(tokens, params.chunk_tokens, params.overlap_tokens);
       break;
-    case Strategy::kLateChunking:
+    case v1::LONG_TEXT_STRATEGY_LATE_CHUNKING:
       plan.chunks = SplitRanges(tokens, params.chunk_tokens, params.overlap_tokens);
       PlanLateChunkingWindows(tokens, window, &plan);
       return plan;
+    default:  // validation resolves UNSPECIFIED to the server's default
+      return absl::InvalidArgumentError(
+          absl::StrCat("strategy: ", StrategyName(params.strategy), " is not resolved"));
   }
   plan.sequences = plan.chunks;
   return plan;

@@ -2,26 +2,21 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/span.h"
 #include "server/embed_params.h"
 
 namespace embedding::server {
 
-// Half-open range of content-token indices.
-struct TokenRange {
-  uint32_t begin = 0;
-  uint32_t end = 0;
-  uint32_t size() const { return end - begin; }
-};
-
 struct ChunkPlan {
   // What the caller returns a vector for.
-  std::vector<TokenRange> chunks;
+  std::vector<Span> chunks;
   // What goes through the model: equal to `chunks`, except for late chunking, where these
   // are the (overlapping) windows and chunks are pooled from their token states.
-  std::vector<TokenRange> sequences;
+  std::vector<Span> sequences;
   // Late chunking: for each content token, the window whose states it takes (the window in
   // which it sits most centrally, so every token gets the most context on both sides).
   std::vector<uint32_t> token_window;
@@ -37,6 +32,6 @@ absl::StatusOr<ChunkPlan> PlanChunks(uint32_t tokens, uint32_t window, const Emb
 
 // Fixed-size ranges of `size` tokens advancing by size - overlap, the last one ending at
 // `tokens` (it may be shorter). One empty range for an empty document.
-std::vector<TokenRange> SplitRanges(uint32_t tokens, uint32_t size, uint32_t overlap);
+std::vector<Span> SplitRanges(uint32_t tokens, uint32_t size, uint32_t overlap);
 
 }  // namespace embedding::server

@@ -3,226 +3,174 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "model_store/unicode_text.h"
-#include "server/length_bucket.h"
-#include "server/vector_math.h"
 
 namespace embedding::server {
 
-EmbedJob::EmbedJob(const model_store::Model& model, EmbedParams params,
-                   std::vector<std::string> inputs, absl::Time deadline, JobLimits limits,
-                   Admission* admission, DoneCallback done)
-    : model_(model),
-      params_(std::move(params)),
-      deadline_(deadline),
-      limits_(limits),
-      admission_(admission),
-      done_callback_(std::move(done)),
-      created_(absl::Now()) {
-  prompt_bytes_ = static_cast<uint32_t>(params_.prompt.size());
-  documents_.resize(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    documents_[i].text = params_.prompt.empty() ? std::move(inputs[i]) : params_.prompt + inputs[i];
+std::shared_ptr<EmbedJob> EmbedJob::Start(Request request, WorkerPool* pool, DoneCallback done) {
+  std::shared_ptr<EmbedJob> job(new EmbedJob(std::move(request), std::move(done)));
+  pool->Schedule([job] { job->Prepare(); });
+  return job;
+}
+
+EmbedJob::EmbedJob(Request request, DoneCallback done)
+    : request_(std::move(request)), created_(absl::Now()), done_callback_(std::move(done)) {
+  const std::string& prompt = request_.params.prompt;
+  documents_.resize(request_.inputs.size());
+  for (size_t i = 0; i < documents_.size(); ++i) {
+    std::string& input = request_.inputs[i];
+    documents_[i].text = prompt.empty() ? std::move(input) : prompt + input;
+    documents_[i].prompt_bytes = static_cast<uint32_t>(prompt.size());
   }
+  request_.inputs.clear();
 }
 
 EmbedJob::~EmbedJob() {
-  // A job dropped without completing (e.g. server shutdown) still answers its caller.
-  if (!done_.load()) Complete(absl::UnavailableError("server shutting down"));
+  // A job dropped without completing (it never reached a batcher) still answers its caller.
+  Complete(absl::UnavailableError("server shutting down"));
 }
 
-std::vector<SequenceTask> EmbedJob::Prepare() {
+void EmbedJob::Prepare() {
+  if (!Liveness().ok()) return;  // cancelled while queued for preparation
   const absl::Time start = absl::Now();
-  const auto window = static_cast<uint32_t>(model_.max_content_tokens());
-  const auto& tokenizer = model_.tokenizer();
+  const model_store::Model& model = *request_.model;
+  const auto window = static_cast<uint32_t>(model.max_content_tokens());
+  const int specials = model.tokenizer().num_special_tokens();
   int64_t total_tokens = 0;
-  int64_t sequences = 0;
+  size_t sequences = 0;
   for (size_t i = 0; i < documents_.size(); ++i) {
-    Document& doc = documents_[i];
+    EncodedDocument& doc = documents_[i];
     const std::string field = absl::StrCat("inputs[", i, "]");
-    auto tokens = tokenizer.Tokenize(doc.text, field);
-    if (!tokens.ok()) {
-      Fail(tokens.status());
-      return {};
-    }
+    auto tokens = model.tokenizer().Tokenize(doc.text, field);
+    if (!tokens.ok()) return Complete(tokens.status());
     doc.tokens = *std::move(tokens);
     const auto count = static_cast<uint32_t>(doc.tokens.ids.size());
-    if (count > limits_.max_tokens_per_document) {
-      Fail(absl::InvalidArgumentError(
+    if (count > request_.max_tokens_per_document) {
+      return Complete(absl::InvalidArgumentError(
           absl::StrCat(field, ": ", count, " tokens exceed the per-document bound; allowed [0, ",
-                       limits_.max_tokens_per_document, "] (--max-tokens-per-document)")));
-      return {};
+                       request_.max_tokens_per_document, "] (--max-tokens-per-document)")));
     }
-    auto plan = PlanChunks(count, window, params_, field);
-    if (!plan.ok()) {
-      Fail(plan.status());
-      return {};
-    }
+    auto plan = PlanChunks(count, window, request_.params, field);
+    if (!plan.ok()) return Complete(plan.status());
     doc.plan = *std::move(plan);
-    doc.pooled.resize(doc.plan.sequences.size());
-    doc.hidden.resize(doc.plan.sequences.size());
-    doc.hf_ratio.resize(doc.plan.sequences.size());
-    for (const auto& range : doc.plan.sequences)
-      total_tokens += range.size() + tokenizer.num_special_tokens();
-    sequences += static_cast<int64_t>(doc.plan.sequences.size());
+    const size_t n = doc.plan.sequences.size();
+    doc.pooled.resize(n);
+    doc.hidden.resize(n);
+    doc.hf_ratio.resize(n);
+    for (const auto& range : doc.plan.sequences) total_tokens += range.size() + specials;
+    sequences += n;
   }
+
+  std::vector<BatchTask> tasks;
+  tasks.reserve(sequences);
+  auto self = shared_from_this();
+  const bool late = request_.params.strategy == v1::LONG_TEXT_STRATEGY_LATE_CHUNKING;
+  for (size_t d = 0; d < documents_.size(); ++d) {
+    const EncodedDocument& doc = documents_[d];
+    for (size_t s = 0; s < doc.plan.sequences.size(); ++s) {
+      const Span& range = doc.plan.sequences[s];
+      std::vector<int32_t> content(doc.tokens.ids.begin() + range.begin,
+                                   doc.tokens.ids.begin() + range.end);
+      BatchTask task;
+      task.ids = model.tokenizer().AddSpecialTokens(content);
+      task.temperature = request_.params.temperature;
+      task.want_hidden_states = late;
+      task.liveness = [self] { return self->Liveness(); };
+      task.done = [self, d, s](absl::StatusOr<SequenceOutput> output) {
+        self->OnSequenceDone(d, s, std::move(output));
+      };
+      tasks.push_back(std::move(task));
+    }
+  }
+  absl::Status refused;
   {
     std::lock_guard<std::mutex> lock(mu_);
     tokenize_seconds_ = absl::ToDoubleSeconds(absl::Now() - start);
-  }
-  if (absl::Status status = admission_->ReserveTokens(total_tokens); !status.ok()) {
-    Fail(status);
-    return {};
-  }
-  reserved_tokens_.store(total_tokens);
-  pending_sequences_.store(sequences);
-
-  std::vector<SequenceTask> tasks;
-  tasks.reserve(sequences);
-  const bool late = params_.strategy == Strategy::kLateChunking;
-  for (size_t d = 0; d < documents_.size(); ++d) {
-    const Document& doc = documents_[d];
-    for (size_t s = 0; s < doc.plan.sequences.size(); ++s) {
-      const TokenRange& range = doc.plan.sequences[s];
-      std::vector<int32_t> content(doc.tokens.ids.begin() + range.begin,
-                                   doc.tokens.ids.begin() + range.end);
-      tasks.push_back({shared_from_this(), static_cast<uint32_t>(d), static_cast<uint32_t>(s),
-                       tokenizer.AddSpecialTokens(content), params_.temperature, late});
+    if (done_) return;  // cancelled while tokenising: reserve nothing
+    auto reserved = request_.permit.ReserveTokens(total_tokens);
+    if (reserved.ok()) {
+      reserved_tokens_ = *std::move(reserved);
+      pending_sequences_ = static_cast<int64_t>(sequences);
+    } else {
+      refused = reserved.status();
     }
   }
-  return tasks;
+  if (!refused.ok()) return Complete(refused);
+  request_.batcher->Submit(std::move(tasks));
 }
 
-absl::Status EmbedJob::DropReason(absl::Time now) const {
-  if (done_.load()) return absl::AbortedError("job already completed");
-  if (cancelled_.load()) return absl::CancelledError("client cancelled the call");
-  if (now > deadline_) {
+absl::Status EmbedJob::Liveness() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cancelled_) return absl::CancelledError("client cancelled the call");
+  if (done_) return absl::AbortedError("request already completed");
+  if (absl::Now() > request_.deadline)
     return absl::DeadlineExceededError("deadline passed while the request was queued");
-  }
   return absl::OkStatus();
 }
 
-void EmbedJob::OnBatch(absl::Time start, double seconds) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (start < first_batch_) first_batch_ = start;
-  inference_seconds_ += seconds;
-}
-
-void EmbedJob::OnSequenceDone(uint32_t document, uint32_t sequence, std::vector<float> pooled,
-                              std::vector<float> hidden_states, float high_frequency_ratio) {
-  if (done_.load()) return;
-  Document& doc = documents_[document];
-  doc.pooled[sequence] = std::move(pooled);
-  doc.hidden[sequence] = std::move(hidden_states);
-  doc.hf_ratio[sequence] = high_frequency_ratio;
-  // Give the sequence's queue space back, unless completion already returned all of it.
-  const int64_t tokens =
-      doc.plan.sequences[sequence].size() + model_.tokenizer().num_special_tokens();
-  int64_t current = reserved_tokens_.load();
-  while (current >= tokens && !reserved_tokens_.compare_exchange_weak(current, current - tokens)) {
-  }
-  if (current >= tokens) admission_->ReleaseTokens(tokens);
-  if (pending_sequences_.fetch_sub(1) != 1) return;
-
-  EmbedResult result;
-  for (const Document& d : documents_) {
-    result.documents.push_back(MergeDocument(d));
-    result.tokens += d.tokens.ids.size();
-    result.sequences += d.plan.sequences.size();
-    for (const auto& r : d.plan.sequences)
-      result.sequence_tokens += r.size() + model_.tokenizer().num_special_tokens();
-  }
+void EmbedJob::Cancel() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    result.tokenize_seconds = tokenize_seconds_;
-    result.inference_seconds = inference_seconds_;
-    result.queue_seconds = absl::ToDoubleSeconds(first_batch_ - created_) - tokenize_seconds_;
-    if (result.queue_seconds < 0) result.queue_seconds = 0;
+    cancelled_ = true;
   }
-  result.total_seconds = absl::ToDoubleSeconds(absl::Now() - created_);
-  Complete(std::move(result));
+  Complete(absl::Now() > request_.deadline ? absl::DeadlineExceededError("deadline passed")
+                                           : absl::CancelledError("client cancelled the call"));
 }
 
-void EmbedJob::Fail(const absl::Status& status) { Complete(status); }
+void EmbedJob::OnSequenceDone(size_t document, size_t sequence,
+                              absl::StatusOr<SequenceOutput> output) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    EncodedDocument& doc = documents_[document];
+    reserved_tokens_.Return(doc.plan.sequences[sequence].size() +
+                            request_.model->tokenizer().num_special_tokens());
+    if (done_) return;
+    if (output.ok()) {
+      doc.pooled[sequence] = std::move(output->pooled);
+      doc.hidden[sequence] = std::move(output->hidden_states);
+      doc.hf_ratio[sequence] = output->high_frequency_ratio;
+      if (batches_seen_.insert(output->batch_id).second) {
+        inference_seconds_ += output->batch_seconds;
+        first_batch_ = std::min(first_batch_, output->batch_start);
+      }
+      if (--pending_sequences_ > 0) return;
+    }
+  }
+  // One sequence failed, or the last one arrived: merge outside the lock.
+  if (!output.ok()) return Complete(output.status());
+  Complete(Merge());
+}
 
-void EmbedJob::Cancel() {
-  cancelled_.store(true);
-  Complete(absl::Now() > deadline_ ? absl::DeadlineExceededError("deadline passed")
-                                   : absl::CancelledError("client cancelled the call"));
+EmbedResult EmbedJob::Merge() const {
+  const model_store::Model& model = *request_.model;
+  const auto dim = static_cast<size_t>(model.config().hidden_size);
+  const int specials = model.tokenizer().num_special_tokens();
+  EmbedResult result;
+  for (const EncodedDocument& doc : documents_) {
+    result.documents.push_back(
+        MergeDocument(doc, request_.params, dim, model.special_prefix().size()));
+    result.tokens += doc.tokens.ids.size();
+    result.sequences += doc.plan.sequences.size();
+    for (const auto& range : doc.plan.sequences) result.sequence_tokens += range.size() + specials;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  result.tokenize_seconds = tokenize_seconds_;
+  result.inference_seconds = inference_seconds_;
+  result.queue_seconds =
+      std::max(0.0, absl::ToDoubleSeconds(first_batch_ - created_) - tokenize_seconds_);
+  result.total_seconds = absl::ToDoubleSeconds(absl::Now() - created_);
+  return result;
 }
 
 void EmbedJob::Complete(absl::StatusOr<EmbedResult> result) {
-  if (done_.exchange(true)) return;
-  admission_->ReleaseTokens(reserved_tokens_.exchange(0));
-  admission_->ReleaseRequest();
-  DoneCallback done = std::move(done_callback_);
+  DoneCallback done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_) return;
+    done_ = true;
+    request_.permit.Reset();
+    done = std::move(done_callback_);
+  }
   done(std::move(result));
-}
-
-std::vector<float> EmbedJob::LateChunkVector(const Document& doc, const TokenRange& chunk) const {
-  const auto dim = static_cast<size_t>(model_.config().hidden_size);
-  const size_t prefix = model_.tokenizer().config().prefix_ids.size();
-  std::vector<double> sum(dim, 0.0);
-  size_t rows = 0;
-  auto add_row = [&](const std::vector<float>& hidden, size_t row) {
-    for (size_t d = 0; d < dim; ++d) sum[d] += hidden[row * dim + d];
-    ++rows;
-  };
-  if (chunk.size() == 0) {
-    // An empty document: its one window holds only special tokens; pool all of them.
-    const auto& hidden = doc.hidden[0];
-    for (size_t row = 0; row < hidden.size() / dim; ++row) add_row(hidden, row);
-  }
-  for (uint32_t t = chunk.begin; t < chunk.end; ++t) {
-    const uint32_t w = doc.plan.token_window[t];
-    add_row(doc.hidden[w], prefix + (t - doc.plan.sequences[w].begin));
-  }
-  std::vector<float> out(dim);
-  for (size_t d = 0; d < dim; ++d) out[d] = static_cast<float>(sum[d] / std::max<size_t>(rows, 1));
-  return out;
-}
-
-DocumentResult EmbedJob::MergeDocument(const Document& doc) const {
-  DocumentResult out;
-  out.token_count = static_cast<uint32_t>(doc.tokens.ids.size());
-  out.chunk_count = static_cast<uint32_t>(doc.plan.chunks.size());
-  out.truncated = doc.plan.truncated;
-  out.temperature = params_.temperature;
-  out.length_bucket = LengthBucket(out.token_count);
-  out.high_frequency_ratios = doc.hf_ratio;
-
-  const bool late = params_.strategy == Strategy::kLateChunking;
-  std::vector<std::vector<float>> chunk_vectors;
-  std::vector<uint32_t> weights;
-  for (size_t c = 0; c < doc.plan.chunks.size(); ++c) {
-    chunk_vectors.push_back(late ? LateChunkVector(doc, doc.plan.chunks[c]) : doc.pooled[c]);
-    if (params_.normalize) L2Normalize(&chunk_vectors.back());
-    weights.push_back(doc.plan.chunks[c].size());
-  }
-  std::vector<float> merged = MergeChunkVectors(params_.strategy, chunk_vectors, weights);
-  if (params_.normalize) L2Normalize(&merged);
-  out.collapse_vector = merged;
-  L2Normalize(&out.collapse_vector);
-  out.vector = TruncateDimensions(merged, params_.dimensions, params_.normalize);
-
-  if (params_.strategy == Strategy::kChunkAll || late) {
-    const std::string_view input = std::string_view(doc.text).substr(prompt_bytes_);
-    model_store::CodePointIndex chars(input);
-    auto to_input = [&](uint32_t byte) { return byte > prompt_bytes_ ? byte - prompt_bytes_ : 0; };
-    for (size_t c = 0; c < doc.plan.chunks.size(); ++c) {
-      const TokenRange& range = doc.plan.chunks[c];
-      ChunkResult chunk;
-      chunk.vector = TruncateDimensions(chunk_vectors[c], params_.dimensions, params_.normalize);
-      chunk.tokens = range;
-      if (range.size() > 0) {
-        chunk.bytes = {to_input(doc.tokens.spans[range.begin].begin),
-                       to_input(doc.tokens.spans[range.end - 1].end)};
-        chunk.chars = {chars.CharsBefore(chunk.bytes.begin), chars.CharsBefore(chunk.bytes.end)};
-      }
-      out.chunks.push_back(std::move(chunk));
-    }
-  }
-  return out;
 }
 
 }  // namespace embedding::server

@@ -1,25 +1,29 @@
-// A validated Embed request's options, in server terms (no protobuf, no torch).
+// A validated Embed request's options, in the server's terms: what the request path after
+// validation (planning, batching, merging) needs, whichever endpoint the request came from.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "embedding/v1/embedding.pb.h"
 
 namespace embedding::server {
 
-enum class Strategy {
-  kReject,
-  kTruncate,
-  kChunkMean,
-  kChunkWeightedMean,
-  kChunkMax,
-  kChunkAll,
-  kLateChunking,
-};
+// The long-text strategies are the generated enum: one definition, in the .proto.
+using Strategy = v1::LongTextStrategy;
 
-const char* StrategyName(Strategy strategy);
+// "chunk_mean" for LONG_TEXT_STRATEGY_CHUNK_MEAN: the spelling of flags and metric labels.
+std::string StrategyName(Strategy strategy);
+// The strategy spelled `name`; INVALID_ARGUMENT naming `field` and listing every name.
+absl::StatusOr<Strategy> ParseStrategyName(absl::string_view name, absl::string_view field);
+// Every strategy a request may choose (all but UNSPECIFIED), in .proto order.
+std::vector<Strategy> AllStrategies();
 
 struct EmbedParams {
-  Strategy strategy = Strategy::kChunkMean;
+  Strategy strategy = v1::LONG_TEXT_STRATEGY_CHUNK_MEAN;
   // TRUNCATE keeps the last window instead of the first.
   bool keep_end = false;
   // Content tokens per chunk and shared between neighbours; chunk_tokens <= window.

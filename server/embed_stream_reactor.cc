@@ -1,8 +1,6 @@
 #include "server/embed_stream_reactor.h"
 
-#include <algorithm>
-
-#include "server/raw_messages.h"
+#include "server/request_parsing.h"
 #include "server/status_mapping.h"
 
 namespace embedding::server {
@@ -26,28 +24,27 @@ EmbedStreamReactor::EmbedStreamReactor(EmbeddingService* service,
 }
 
 void EmbedStreamReactor::OnReadDone(bool ok) {
-  std::unique_lock<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (!ok) {  // the client half-closed, or the call is over
     reads_done_ = true;
     MaybeFinishLocked();
     return;
   }
+  ++outstanding_;
   v1::EmbedStreamRequest item;
-  const absl::Status parsed = ParseRawRequest(request_, {2}, &item);
-  const std::string id = parsed.ok() ? item.request_id() : ReadTopLevelString(request_, 1);
-  auto pending =
-      parsed.ok()
-          ? service_->CreateJob(item.request(), CallDeadline(context_),
-                                [this, id](const grpc::Status& status, v1::EmbedResponse response) {
-                                  OnJobDone(id, status, std::move(response));
-                                })
-          : absl::StatusOr<EmbeddingService::PendingJob>(parsed);
-  if (!pending.ok()) {
-    EnqueueLocked(ErrorItem(id, ToGrpcStatus(pending.status())));
+  const absl::Status parsed = ParseRequest(request_, &item);
+  const std::string id = parsed.ok() ? item.request_id() : StreamRequestId(request_);
+  const uint64_t key = next_key_++;
+  auto job = parsed.ok() ? service_->StartEmbed(
+                               item.request(), CallDeadline(context_),
+                               [this, key, id](const grpc::Status& status, v1::EmbedResponse r) {
+                                 OnJobDone(key, id, status, std::move(r));
+                               })
+                         : absl::StatusOr<std::shared_ptr<EmbedJob>>(parsed);
+  if (job.ok()) {
+    jobs_[key] = *std::move(job);
   } else {
-    ++outstanding_;
-    jobs_.push_back(pending->job);
-    service_->LaunchJob(*std::move(pending));
+    EnqueueLocked(ErrorItem(id, ToGrpcStatus(job.status())));
   }
   if (outstanding_ < kMaxOutstanding) {
     StartRead(&request_);
@@ -56,13 +53,10 @@ void EmbedStreamReactor::OnReadDone(bool ok) {
   }
 }
 
-void EmbedStreamReactor::OnJobDone(const std::string& request_id, const grpc::Status& status,
-                                   v1::EmbedResponse response) {
+void EmbedStreamReactor::OnJobDone(uint64_t key, const std::string& request_id,
+                                   const grpc::Status& status, v1::EmbedResponse response) {
   std::lock_guard<std::mutex> lock(mu_);
-  --outstanding_;
-  jobs_.erase(std::remove_if(jobs_.begin(), jobs_.end(),
-                             [](const std::shared_ptr<EmbedJob>& job) { return job->done(); }),
-              jobs_.end());
+  jobs_.erase(key);
   if (status.ok()) {
     v1::EmbedStreamResponse out;
     out.set_request_id(request_id);
@@ -71,17 +65,15 @@ void EmbedStreamReactor::OnJobDone(const std::string& request_id, const grpc::St
   } else {
     EnqueueLocked(ErrorItem(request_id, status));
   }
-  if (read_paused_ && !reads_done_) {
-    read_paused_ = false;
-    StartRead(&request_);
-  }
-  MaybeFinishLocked();
 }
 
 void EmbedStreamReactor::EnqueueLocked(const v1::EmbedStreamResponse& response) {
-  if (write_failed_) return;  // the client is gone; nobody will read it
+  if (write_failed_) {  // the client is gone; nobody will read it
+    ItemDoneLocked();
+    return;
+  }
   writes_.emplace_back();
-  SerializeToBuffer(response, &writes_.back());
+  SerializeResponse(response, &writes_.back());
   if (!writing_) {
     writing_ = true;
     StartWrite(&writes_.front());
@@ -91,14 +83,27 @@ void EmbedStreamReactor::EnqueueLocked(const v1::EmbedStreamResponse& response) 
 void EmbedStreamReactor::OnWriteDone(bool ok) {
   std::lock_guard<std::mutex> lock(mu_);
   writes_.pop_front();
+  ItemDoneLocked();
   if (!ok) {
     write_failed_ = true;
-    writes_.clear();
+    while (!writes_.empty()) {
+      writes_.pop_front();
+      ItemDoneLocked();
+    }
   }
   if (!writes_.empty()) {
     StartWrite(&writes_.front());
   } else {
     writing_ = false;
+  }
+  MaybeFinishLocked();
+}
+
+void EmbedStreamReactor::ItemDoneLocked() {
+  --outstanding_;
+  if (read_paused_ && !reads_done_ && outstanding_ < kMaxOutstanding) {
+    read_paused_ = false;
+    StartRead(&request_);
   }
   MaybeFinishLocked();
 }
@@ -111,13 +116,13 @@ void EmbedStreamReactor::MaybeFinishLocked() {
 }
 
 void EmbedStreamReactor::OnCancel() {
-  std::vector<std::shared_ptr<EmbedJob>> jobs;
+  std::map<uint64_t, std::shared_ptr<EmbedJob>> jobs;
   {
     std::lock_guard<std::mutex> lock(mu_);
     jobs = jobs_;
   }
   // Outside the lock: a cancelled job completes at once and calls back into OnJobDone.
-  for (const auto& job : jobs) job->Cancel();
+  for (const auto& [key, job] : jobs) job->Cancel();
 }
 
 void EmbedStreamReactor::OnDone() {

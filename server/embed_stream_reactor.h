@@ -1,15 +1,16 @@
 // EmbedStream: many Embed requests over one bidirectional stream. Each response goes out as
-// soon as its request is done, tagged with the client's request id. At most
-// kMaxOutstanding requests run at once per stream; past that the reactor stops reading
-// (gRPC flow control pushes back on the client) instead of refusing work.
+// soon as its request is done, tagged with the client's request id. At most kMaxOutstanding
+// items per stream are between being read and being written out (running, or answered and
+// waiting for the client to read); past that the reactor stops reading, so gRPC flow control
+// pushes back on a client that sends faster than it reads, instead of the server buffering.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
-#include <vector>
 
 #include "absl/time/time.h"
 #include "server/embedding_service.h"
@@ -31,9 +32,12 @@ class EmbedStreamReactor final
  private:
   // Queues a response and starts writing if idle. Requires mu_.
   void EnqueueLocked(const v1::EmbedStreamResponse& response);
-  // Finishes once reading ended, no request is outstanding and every write is out.
+  // One item fewer outstanding: resumes reading if it was paused, finishes if all is done.
+  // Requires mu_.
+  void ItemDoneLocked();
+  // Finishes once reading ended, nothing is outstanding and every write is out.
   void MaybeFinishLocked();
-  void OnJobDone(const std::string& request_id, const grpc::Status& status,
+  void OnJobDone(uint64_t key, const std::string& request_id, const grpc::Status& status,
                  v1::EmbedResponse response);
 
   EmbeddingService* const service_;
@@ -42,9 +46,10 @@ class EmbedStreamReactor final
   grpc::ByteBuffer request_;
 
   std::mutex mu_;
-  std::deque<grpc::ByteBuffer> writes_;          // front is in flight while writing_
-  std::vector<std::shared_ptr<EmbedJob>> jobs_;  // for cancellation
-  int outstanding_ = 0;
+  std::deque<grpc::ByteBuffer> writes_;                   // front is in flight while writing_
+  std::map<uint64_t, std::shared_ptr<EmbedJob>> jobs_;  // running, for cancellation
+  uint64_t next_key_ = 0;
+  int outstanding_ = 0;  // items read and not yet written (or dropped)
   bool writing_ = false;
   bool write_failed_ = false;
   bool reads_done_ = false;

@@ -2,13 +2,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/embed_stream_reactor.h"
-#include "server/raw_messages.h"
+#include "server/request_parsing.h"
 #include "server/request_validation.h"
 #include "server/response_builder.h"
 #include "server/status_mapping.h"
 #include "server/unary_call.h"
 
 namespace embedding::server {
+
 absl::Time CallDeadline(const grpc::CallbackServerContext* context) {
   const auto deadline = context->deadline();
   if (deadline == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
@@ -34,67 +35,63 @@ absl::StatusOr<const ModelRegistry*> EmbeddingService::ServingRegistry() const {
   return registry;
 }
 
-absl::StatusOr<EmbeddingService::PendingJob> EmbeddingService::CreateJob(
-    const v1::EmbedRequest& request, absl::Time deadline, EmbedDone done) {
+absl::StatusOr<const ServedModel*> EmbeddingService::FindModel(const std::string& name) const {
   auto registry = ServingRegistry();
   if (!registry.ok()) return registry.status();
-  auto served = (*registry)->Find(request.model());
-  if (!served.ok()) return served.status();
-  auto params = ValidateEmbedRequest(request, *(*served)->model, options_.limits);
-  if (!params.ok()) return params.status();
-  if (absl::Status admitted = admission_->AdmitRequest(); !admitted.ok()) return admitted;
-
-  const ServedModel* model = *served;
-  const EmbedParams job_params = *params;
-  auto on_done = [this, model, job_params,
-                  done = std::move(done)](absl::StatusOr<EmbedResult> result) {
-    v1::EmbedResponse response;
-    if (!result.ok()) {
-      done(ToGrpcStatus(result.status()), std::move(response));
-      return;
-    }
-    if (observer_.on_embedded) observer_.on_embedded(*model, job_params, *result);
-    FillEmbedResponse(*model, job_params.strategy, *result, &response);
-    done(grpc::Status::OK, std::move(response));
-  };
-  std::vector<std::string> inputs(request.inputs().begin(), request.inputs().end());
-  JobLimits limits;
-  limits.max_tokens_per_document = options_.limits.max_tokens_per_document;
-  return PendingJob{std::make_shared<EmbedJob>(*model->model, job_params, std::move(inputs),
-                                               deadline, limits, admission_, std::move(on_done)),
-                    model->batcher.get()};
+  return (*registry)->Find(name);
 }
 
-void EmbeddingService::LaunchJob(PendingJob pending) {
-  pool_->Schedule([pending = std::move(pending)] {
-    std::vector<SequenceTask> tasks = pending.job->Prepare();
-    // No tasks: Prepare already completed the job with its error.
-    if (!tasks.empty()) pending.batcher->Submit(std::move(tasks));
-  });
+absl::StatusOr<std::shared_ptr<EmbedJob>> EmbeddingService::StartEmbed(
+    const v1::EmbedRequest& request, absl::Time deadline, Responder respond) {
+  auto served = FindModel(request.model());
+  if (!served.ok()) return served.status();
+  const ServedModel* model = *served;
+  auto params = ValidateEmbedRequest(request, *model->model, options_.limits);
+  if (!params.ok()) return params.status();
+  auto permit = admission_->Admit();
+  if (!permit.ok()) return permit.status();
+
+  EmbedJob::Request job;
+  job.model = model->model.get();
+  job.batcher = model->batcher.get();
+  job.params = *params;
+  job.inputs.assign(request.inputs().begin(), request.inputs().end());
+  job.deadline = deadline;
+  job.max_tokens_per_document = options_.limits.max_tokens_per_document;
+  job.permit = *std::move(permit);
+  return EmbedJob::Start(
+      std::move(job), pool_,
+      [this, model, params = *params,
+       respond = std::move(respond)](absl::StatusOr<EmbedResult> result) {
+        v1::EmbedResponse response;
+        if (result.ok()) {
+          if (observer_.on_embedded) observer_.on_embedded(*model, params, *result);
+          FillEmbedResponse(*model, params.strategy, *result, &response);
+        }
+        respond(ToGrpcStatus(result.status()), std::move(response));
+      });
 }
 
 grpc::ServerUnaryReactor* EmbeddingService::Embed(grpc::CallbackServerContext* context,
                                                   const grpc::ByteBuffer* request_bytes,
                                                   grpc::ByteBuffer* response_bytes) {
-  auto* call = new UnaryCall(this, "Embed");
+  auto* call = new UnaryCall(this, "Embed", CallDeadline(context));
   v1::EmbedRequest request;
-  absl::Status parsed = ParseRawRequest(*request_bytes, {}, &request);
+  absl::Status parsed = ParseRequest(*request_bytes, &request);
   if (!parsed.ok()) {
     call->FinishOnce(ToGrpcStatus(parsed));
     return call;
   }
-  auto job =
-      CreateJob(request, CallDeadline(context),
-                [call, response_bytes](const grpc::Status& status, v1::EmbedResponse result) {
-                  if (status.ok()) SerializeToBuffer(result, response_bytes);
-                  call->FinishOnce(status);
-                });
+  auto job = StartEmbed(request, CallDeadline(context),
+                        [call, response_bytes](const grpc::Status& status, v1::EmbedResponse r) {
+                          if (status.ok()) SerializeResponse(r, response_bytes);
+                          call->FinishOnce(status);
+                        });
   if (!job.ok()) {
     call->FinishOnce(ToGrpcStatus(job.status()));
     return call;
   }
-  call->set_on_cancel([job = job->job] { job->Cancel(); });
-  LaunchJob(*std::move(job));
+  call->SetOnCancel([job = *std::move(job)] { job->Cancel(); });
   return call;
 }
 
@@ -106,21 +103,22 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* EmbeddingService::E
 grpc::ServerUnaryReactor* EmbeddingService::Tokenize(grpc::CallbackServerContext* context,
                                                      const grpc::ByteBuffer* request_bytes,
                                                      grpc::ByteBuffer* response_bytes) {
-  auto* call = new UnaryCall(this, "Tokenize");
+  auto* call = new UnaryCall(this, "Tokenize", CallDeadline(context));
   auto request = std::make_shared<v1::TokenizeRequest>();
-  absl::Status status = ParseRawRequest(*request_bytes, {}, request.get());
-  auto registry = ServingRegistry();
-  absl::StatusOr<const ServedModel*> served =
-      registry.ok() ? (*registry)->Find(request->model()) : registry.status();
+  absl::Status status = ParseRequest(*request_bytes, request.get());
+  absl::StatusOr<const ServedModel*> served = status.ok() ? FindModel(request->model()) : status;
   if (status.ok()) status = served.status();
   if (status.ok()) status = ValidateInputCount(request->inputs_size(), options_.limits);
-  if (status.ok()) status = admission_->AdmitRequest();
-  if (!status.ok()) {
-    call->FinishOnce(ToGrpcStatus(status));
+  absl::StatusOr<AdmissionPermit> permit = status;
+  if (status.ok()) permit = admission_->Admit();
+  if (!permit.ok()) {
+    call->FinishOnce(ToGrpcStatus(permit.status()));
     return call;
   }
+  // Held until the answer is built: the slot comes back on every path.
+  auto slot = std::make_shared<AdmissionPermit>(*std::move(permit));
   const ServedModel* model = *served;
-  pool_->Schedule([this, call, request, response_bytes, model] {
+  pool_->Schedule([call, request, response_bytes, model, slot] {
     const auto& tokenizer = model->model->tokenizer();
     const bool specials = !request->has_add_special_tokens() || request->add_special_tokens();
     v1::TokenizeResponse response;
@@ -132,10 +130,11 @@ grpc::ServerUnaryReactor* EmbeddingService::Tokenize(grpc::CallbackServerContext
         result = ToGrpcStatus(tokens.status());
         break;
       }
-      FillTokenizedInput(tokenizer, request->inputs(i), *tokens, specials, response.add_inputs());
+      FillTokenizedInput(*model->model, request->inputs(i), *tokens, specials,
+                         response.add_inputs());
     }
-    admission_->ReleaseRequest();
-    if (result.ok()) SerializeToBuffer(response, response_bytes);
+    slot->Reset();
+    if (result.ok()) SerializeResponse(response, response_bytes);
     call->FinishOnce(result);
   });
   return call;
@@ -144,7 +143,7 @@ grpc::ServerUnaryReactor* EmbeddingService::Tokenize(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* EmbeddingService::ListModels(grpc::CallbackServerContext* context,
                                                        const v1::ListModelsRequest* request,
                                                        v1::ListModelsResponse* response) {
-  auto* call = new UnaryCall(this, "ListModels");
+  auto* call = new UnaryCall(this, "ListModels", CallDeadline(context));
   auto registry = ServingRegistry();
   if (!registry.ok()) {
     call->FinishOnce(ToGrpcStatus(registry.status()));
@@ -158,13 +157,17 @@ grpc::ServerUnaryReactor* EmbeddingService::ListModels(grpc::CallbackServerConte
 }
 
 grpc::ServerUnaryReactor* EmbeddingService::GetModelInfo(grpc::CallbackServerContext* context,
-                                                         const v1::GetModelInfoRequest* request,
-                                                         v1::ModelInfo* response) {
-  auto* call = new UnaryCall(this, "GetModelInfo");
-  auto registry = ServingRegistry();
-  absl::StatusOr<const ServedModel*> served =
-      registry.ok() ? (*registry)->Find(request->model()) : registry.status();
-  if (served.ok()) FillModelInfo(**served, options_.limits, response);
+                                                         const grpc::ByteBuffer* request_bytes,
+                                                         grpc::ByteBuffer* response_bytes) {
+  auto* call = new UnaryCall(this, "GetModelInfo", CallDeadline(context));
+  v1::GetModelInfoRequest request;
+  absl::Status parsed = ParseRequest(*request_bytes, &request);
+  absl::StatusOr<const ServedModel*> served = parsed.ok() ? FindModel(request.model()) : parsed;
+  if (served.ok()) {
+    v1::ModelInfo info;
+    FillModelInfo(**served, options_.limits, &info);
+    SerializeResponse(info, response_bytes);
+  }
   call->FinishOnce(ToGrpcStatus(served.status()));
   return call;
 }

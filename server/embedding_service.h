@@ -1,5 +1,7 @@
-// The gRPC EmbeddingService (callback API). Handlers validate, admit and enqueue; the
-// worker pool tokenises and the batchers run the model. Every RPC finishes exactly once.
+// The gRPC EmbeddingService (callback API): where the request path starts and ends.
+//   Embed → ParseRequest → StartEmbed [ValidateEmbedRequest → Admission::Admit →
+//   EmbedJob::Start] … EmbedJob completes → FillEmbedResponse → UnaryCall::FinishOnce.
+// Handlers only parse, validate, admit and enqueue; every RPC finishes exactly once.
 #pragma once
 
 #include <atomic>
@@ -30,13 +32,13 @@ struct ServiceObserver {
       on_embedded;
 };
 
-// Embed, EmbedStream and Tokenize take raw bytes so that a string that is not UTF-8 gets
-// INVALID_ARGUMENT naming the input (see raw_messages.h); the others are typed.
+// The methods that carry text take raw bytes, so a string that is not UTF-8 gets
+// INVALID_ARGUMENT naming the field (request_parsing.h); ListModels carries none.
 using EmbeddingServiceBase = v1::EmbeddingService::WithRawCallbackMethod_Embed<
     v1::EmbeddingService::WithRawCallbackMethod_EmbedStream<
         v1::EmbeddingService::WithRawCallbackMethod_Tokenize<
             v1::EmbeddingService::WithCallbackMethod_ListModels<
-                v1::EmbeddingService::WithCallbackMethod_GetModelInfo<
+                v1::EmbeddingService::WithRawCallbackMethod_GetModelInfo<
                     v1::EmbeddingService::Service>>>>>;
 
 class EmbeddingService final : public EmbeddingServiceBase {
@@ -65,30 +67,27 @@ class EmbeddingService final : public EmbeddingServiceBase {
                                        const v1::ListModelsRequest* request,
                                        v1::ListModelsResponse* response) override;
   grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* context,
-                                         const v1::GetModelInfoRequest* request,
-                                         v1::ModelInfo* response) override;
+                                         const grpc::ByteBuffer* request,
+                                         grpc::ByteBuffer* response) override;
 
-  // Shared by Embed and EmbedStream. Validates and admits `request` and creates its job;
-  // `done` receives the final status and response exactly once after Launch. The job is not
-  // started until LaunchJob, so the caller can store it first.
-  using EmbedDone = std::function<void(const grpc::Status&, v1::EmbedResponse)>;
-  struct PendingJob {
-    std::shared_ptr<EmbedJob> job;
-    Batcher* batcher = nullptr;
-  };
-  absl::StatusOr<PendingJob> CreateJob(const v1::EmbedRequest& request, absl::Time deadline,
-                                       EmbedDone done);
-  // Tokenises and plans on the worker pool, then queues the sequences on the model's batcher.
-  void LaunchJob(PendingJob pending);
-
-  // Checks readiness and draining. UNAVAILABLE when not serving.
-  absl::StatusOr<const ModelRegistry*> ServingRegistry() const;
+  // Validates and admits one Embed request and starts its job; shared by Embed and
+  // EmbedStream. `respond` runs exactly once with the final status and response. Returns the
+  // job (for cancellation), or the validation/admission error, in which case `respond` never
+  // runs.
+  using Responder = std::function<void(const grpc::Status&, v1::EmbedResponse)>;
+  absl::StatusOr<std::shared_ptr<EmbedJob>> StartEmbed(const v1::EmbedRequest& request,
+                                                       absl::Time deadline, Responder respond);
 
   // Bookkeeping for reactors.
   void CallStarted() { active_calls_.fetch_add(1); }
   void CallDone(const char* method, grpc::StatusCode code, absl::Time started);
 
  private:
+  // Checks readiness and draining. UNAVAILABLE when not serving.
+  absl::StatusOr<const ModelRegistry*> ServingRegistry() const;
+  // The served model `name` ("" for the default); UNAVAILABLE or NOT_FOUND.
+  absl::StatusOr<const ServedModel*> FindModel(const std::string& name) const;
+
   const ServerOptions options_;
   WorkerPool* const pool_;
   Admission* const admission_;

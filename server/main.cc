@@ -72,10 +72,18 @@ int Run(int argc, char** argv) {
   std::cout << "embedding_server: grpc listening on " << host << ":" << port << std::endl;
 
   std::atomic<bool> serving{false};
+  // Ready while serving, unless admission's books say the server would refuse work forever.
+  std::atomic<bool> reported_inconsistent{false};
+  auto ready = [&serving, &admission, &reported_inconsistent] {
+    if (!serving.load()) return false;
+    const absl::Status consistent = admission.Consistency();
+    if (!consistent.ok() && !reported_inconsistent.exchange(true))
+      std::cerr << "embedding_server: not ready: " << consistent.message() << std::endl;
+    return consistent.ok();
+  };
   std::unique_ptr<HttpEndpoint> http;
   if (!options->http_listen.empty()) {
-    auto started =
-        HttpEndpoint::Start(options->http_listen, &metrics, [&serving] { return serving.load(); });
+    auto started = HttpEndpoint::Start(options->http_listen, &metrics, ready);
     if (!started.ok()) {
       std::cerr << "embedding_server: " << started.status().message() << "\n";
       server->Shutdown();
@@ -89,6 +97,7 @@ int Run(int argc, char** argv) {
 
   auto registry = ModelRegistry::Load(
       options->models, options->batching,
+      [pool = pool.get()](std::function<void()> work) { pool->Schedule(std::move(work)); },
       [&metrics](const ServedModel& model) { return metrics.BatchHook(model.name); });
   if (!registry.ok()) {
     std::cerr << "embedding_server: " << registry.status().message() << "\n";
@@ -100,7 +109,7 @@ int Run(int argc, char** argv) {
               << m->model->config().model_type << ", " << m->model->config().hidden_size
               << " dims, window " << m->model->max_content_tokens() << " tokens, "
               << model_store::ComputeDTypeName(m->model->encoder().dtype()) << ")"
-              << (m->demo ? " -- DEMO model: random weights, vectors are not semantically "
+              << (m->model->is_demo() ? " -- DEMO model: random weights, vectors are not semantically "
                             "meaningful"
                           : "")
               << "\n";
@@ -124,9 +133,12 @@ int Run(int argc, char** argv) {
     std::cerr << "embedding_server: drain timeout with " << service.active_calls()
               << " calls left\n";
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
-  // Prepared work goes to the batchers before they stop (and fail what is left).
-  pool.reset();
+  // Every call is finished, so nothing new is prepared. Let what was scheduled reach the
+  // batchers, then stop them (what is left fails with UNAVAILABLE), then run the last
+  // completions they posted.
+  pool->WaitIdle();
   registry->reset();
+  pool.reset();
   std::cerr << "embedding_server: stopped\n";
   return 0;
 }

@@ -146,7 +146,7 @@ Metrics::Metrics(size_t collapse_window)
       .Name("embedding_build_info")
       .Help("Build of this server; value 1")
       .Register(*registry_)
-      .Add({{"version", "0.1.0"}})
+      .Add({{"version", EMBEDDING_VERSION}})  // the CMake project version
       .Set(1);
 }
 

@@ -17,7 +17,7 @@
 
 #include "server/batcher.h"
 #include "server/collapse_window.h"
-#include "server/embed_job.h"
+#include "server/embed_result.h"
 #include "server/embedding_service.h"
 
 namespace embedding::server {

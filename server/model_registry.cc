@@ -1,25 +1,12 @@
 #include "server/model_registry.h"
 
-#include <fstream>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "model_store/model_version.h"
-#include "nlohmann/json.hpp"
 
 namespace embedding::server {
-namespace {
-
-bool IsDemoModel(const std::string& dir) {
-  std::ifstream in(dir + "/config.json");
-  auto json = nlohmann::json::parse(in, nullptr, false);
-  return json.is_object() && json.value("demo_model", false);
-}
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
-    const ModelOptions& options, const BatcherOptions& batching,
+    const ModelOptions& options, const BatcherOptions& batching, Batcher::Executor completions,
     const BatchObserverFactory& observers) {
   auto registry = std::make_unique<ModelRegistry>();
   model_store::ModelOptions load_options;
@@ -39,12 +26,12 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
     auto served = std::make_unique<ServedModel>();
     served->name = source.name;
     served->version = model_store::ComputeModelVersion(source.directory);
-    served->demo = IsDemoModel(source.directory);
     served->model = *std::move(model);
     const model_store::Encoder* encoder = &served->model->encoder();
     served->batcher = std::make_unique<Batcher>(
         [encoder](const model_store::EncodeBatch& batch) { return encoder->Encode(batch); },
-        served->model->pooling(), batching, observers ? observers(*served) : nullptr);
+        served->model->pooling(), batching, completions,
+        observers ? observers(*served) : nullptr);
     registry->models_.push_back(std::move(served));
   }
   registry->default_name_ =

@@ -15,7 +15,6 @@ namespace embedding::server {
 struct ServedModel {
   std::string name;
   std::string version;
-  bool demo = false;  // written by write_demo_model: vectors carry no meaning
   std::unique_ptr<model_store::Model> model;
   std::unique_ptr<Batcher> batcher;
 };
@@ -25,10 +24,11 @@ class ModelRegistry {
   // Observer for every forward pass of model `name` (metrics).
   using BatchObserverFactory = std::function<Batcher::BatchObserver(const ServedModel&)>;
 
-  // Loads every source. Errors name the model and its directory.
+  // Loads every source; each model's batcher runs completions on `completions`. Errors
+  // name the model and its directory.
   static absl::StatusOr<std::unique_ptr<ModelRegistry>> Load(
       const ModelOptions& options, const BatcherOptions& batching,
-      const BatchObserverFactory& observers = nullptr);
+      Batcher::Executor completions, const BatchObserverFactory& observers = nullptr);
 
   // `name`, or the default model for "". NOT_FOUND listing the served names otherwise.
   absl::StatusOr<const ServedModel*> Find(const std::string& name) const;

@@ -4,57 +4,27 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 
 namespace embedding::server {
 namespace {
 
 absl::Status Invalid(const std::string& message) { return absl::InvalidArgumentError(message); }
 
-absl::StatusOr<Strategy> FromProto(v1::LongTextStrategy strategy, Strategy fallback) {
-  switch (strategy) {
-    case v1::LONG_TEXT_STRATEGY_UNSPECIFIED:
-      return fallback;
-    case v1::LONG_TEXT_STRATEGY_REJECT:
-      return Strategy::kReject;
-    case v1::LONG_TEXT_STRATEGY_TRUNCATE:
-      return Strategy::kTruncate;
-    case v1::LONG_TEXT_STRATEGY_CHUNK_MEAN:
-      return Strategy::kChunkMean;
-    case v1::LONG_TEXT_STRATEGY_CHUNK_WEIGHTED_MEAN:
-      return Strategy::kChunkWeightedMean;
-    case v1::LONG_TEXT_STRATEGY_CHUNK_MAX:
-      return Strategy::kChunkMax;
-    case v1::LONG_TEXT_STRATEGY_CHUNK_ALL:
-      return Strategy::kChunkAll;
-    case v1::LONG_TEXT_STRATEGY_LATE_CHUNKING:
-      return Strategy::kLateChunking;
-    default:
-      return Invalid(absl::StrCat("strategy: unknown value ", static_cast<int>(strategy),
-                                  "; allowed 0..7 (LONG_TEXT_STRATEGY_*)"));
+// INVALID_ARGUMENT naming `field` unless `value` is a value of the generated enum.
+absl::Status CheckEnum(const google::protobuf::EnumDescriptor* descriptor, int value,
+                       absl::string_view field) {
+  if (descriptor->FindValueByNumber(value) != nullptr) return absl::OkStatus();
+  std::vector<std::string> allowed;
+  for (int i = 0; i < descriptor->value_count(); ++i) {
+    allowed.push_back(
+        absl::StrCat(descriptor->value(i)->number(), " (", descriptor->value(i)->name(), ")"));
   }
+  return Invalid(absl::StrCat(field, ": unknown value ", value, "; allowed ",
+                              absl::StrJoin(allowed, ", ")));
 }
 
 }  // namespace
-
-v1::LongTextStrategy ToProto(Strategy strategy) {
-  switch (strategy) {
-    case Strategy::kReject:
-      return v1::LONG_TEXT_STRATEGY_REJECT;
-    case Strategy::kTruncate:
-      return v1::LONG_TEXT_STRATEGY_TRUNCATE;
-    case Strategy::kChunkMean:
-      return v1::LONG_TEXT_STRATEGY_CHUNK_MEAN;
-    case Strategy::kChunkWeightedMean:
-      return v1::LONG_TEXT_STRATEGY_CHUNK_WEIGHTED_MEAN;
-    case Strategy::kChunkMax:
-      return v1::LONG_TEXT_STRATEGY_CHUNK_MAX;
-    case Strategy::kChunkAll:
-      return v1::LONG_TEXT_STRATEGY_CHUNK_ALL;
-    case Strategy::kLateChunking:
-      return v1::LONG_TEXT_STRATEGY_LATE_CHUNKING;
-  }
-  return v1::LONG_TEXT_STRATEGY_UNSPECIFIED;
-}
 
 absl::Status ValidateInputCount(int count, const RequestLimits& limits) {
   if (count == 0)
@@ -70,8 +40,7 @@ absl::StatusOr<EmbedParams> ValidateEmbedRequest(const v1::EmbedRequest& request
                                                  const model_store::Model& model,
                                                  const RequestLimits& limits) {
   EmbedParams params;
-  if (absl::Status count = ValidateInputCount(request.inputs_size(), limits); !count.ok())
-    return count;
+  RETURN_IF_ERROR(ValidateInputCount(request.inputs_size(), limits));
   int64_t bytes = 0;
   for (const auto& input : request.inputs()) bytes += static_cast<int64_t>(input.size());
   if (bytes > limits.max_request_bytes) {
@@ -88,22 +57,13 @@ absl::StatusOr<EmbedParams> ValidateEmbedRequest(const v1::EmbedRequest& request
     }
     params.temperature = tau;
   }
-  auto strategy = FromProto(request.strategy(), limits.default_strategy);
-  if (!strategy.ok()) return strategy.status();
-  params.strategy = *strategy;
-  switch (request.truncation_side()) {
-    case v1::TRUNCATION_SIDE_UNSPECIFIED:
-    case v1::TRUNCATION_SIDE_KEEP_START:
-      params.keep_end = false;
-      break;
-    case v1::TRUNCATION_SIDE_KEEP_END:
-      params.keep_end = true;
-      break;
-    default:
-      return Invalid(absl::StrCat("truncation_side: unknown value ",
-                                  static_cast<int>(request.truncation_side()),
-                                  "; allowed 0..2 (TRUNCATION_SIDE_*)"));
-  }
+  RETURN_IF_ERROR(CheckEnum(v1::LongTextStrategy_descriptor(), request.strategy(), "strategy"));
+  params.strategy = request.strategy() == v1::LONG_TEXT_STRATEGY_UNSPECIFIED
+                        ? limits.default_strategy
+                        : request.strategy();
+  RETURN_IF_ERROR(
+      CheckEnum(v1::TruncationSide_descriptor(), request.truncation_side(), "truncation_side"));
+  params.keep_end = request.truncation_side() == v1::TRUNCATION_SIDE_KEEP_END;
 
   const auto window = static_cast<uint32_t>(model.max_content_tokens());
   params.chunk_tokens = window;

@@ -21,7 +21,4 @@ absl::StatusOr<EmbedParams> ValidateEmbedRequest(const v1::EmbedRequest& request
 // `inputs` holds between 1 and --max-inputs-per-request entries; INVALID_ARGUMENT otherwise.
 absl::Status ValidateInputCount(int count, const RequestLimits& limits);
 
-// The proto enum for a strategy.
-v1::LongTextStrategy ToProto(Strategy strategy);
-
 }  // namespace embedding::server

@@ -2,12 +2,11 @@
 
 #include "model_store/architecture.h"
 #include "model_store/unicode_text.h"
-#include "server/request_validation.h"
 
 namespace embedding::server {
 namespace {
 
-void SetSpan(const Span32& from, v1::Span* to) {
+void SetSpan(const Span& from, v1::Span* to) {
   to->set_start(from.begin);
   to->set_end(from.end);
 }
@@ -18,7 +17,7 @@ void FillEmbedResponse(const ServedModel& model, Strategy strategy, const EmbedR
                        v1::EmbedResponse* response) {
   response->set_model(model.name);
   response->set_model_version(model.version);
-  response->set_strategy(ToProto(strategy));
+  response->set_strategy(strategy);
   for (const DocumentResult& doc : result.documents) {
     v1::DocumentEmbedding* out = response->add_documents();
     out->mutable_vector()->Assign(doc.vector.begin(), doc.vector.end());
@@ -34,8 +33,7 @@ void FillEmbedResponse(const ServedModel& model, Strategy strategy, const EmbedR
     for (const ChunkResult& chunk : doc.chunks) {
       v1::ChunkEmbedding* c = out->add_chunks();
       c->mutable_vector()->Assign(chunk.vector.begin(), chunk.vector.end());
-      c->mutable_token_span()->set_start(chunk.tokens.begin);
-      c->mutable_token_span()->set_end(chunk.tokens.end);
+      SetSpan(chunk.tokens, c->mutable_token_span());
       SetSpan(chunk.chars, c->mutable_char_span());
       SetSpan(chunk.bytes, c->mutable_byte_span());
     }
@@ -65,19 +63,19 @@ void FillModelInfo(const ServedModel& served, const RequestLimits& limits, v1::M
   info->set_default_temperature(limits.default_temperature);
   info->set_min_temperature(limits.min_temperature);
   info->set_max_temperature(limits.max_temperature);
-  for (int s = v1::LONG_TEXT_STRATEGY_REJECT; s <= v1::LONG_TEXT_STRATEGY_LATE_CHUNKING; ++s)
-    info->add_strategies(static_cast<v1::LongTextStrategy>(s));
-  info->set_default_strategy(ToProto(limits.default_strategy));
+  for (Strategy s : AllStrategies()) info->add_strategies(s);
+  info->set_default_strategy(limits.default_strategy);
   info->set_vocab_size(static_cast<uint32_t>(model.config().vocab_size));
   info->set_layers(static_cast<uint32_t>(model.config().num_hidden_layers));
   for (const auto& [name, text] : model.sentence_transformers().prompts)
     info->add_prompt_names(name);
-  info->set_demo(served.demo);
+  info->set_demo(model.is_demo());
 }
 
-void FillTokenizedInput(const model_store::Tokenizer& tokenizer, const std::string& text,
+void FillTokenizedInput(const model_store::Model& model, const std::string& text,
                         const model_store::TokenizedText& tokens, bool add_special_tokens,
                         v1::TokenizedInput* out) {
+  const model_store::Tokenizer& tokenizer = model.tokenizer();
   auto add_special = [&](int32_t id) {
     v1::Token* t = out->add_tokens();
     t->set_id(id);
@@ -87,20 +85,19 @@ void FillTokenizedInput(const model_store::Tokenizer& tokenizer, const std::stri
     t->mutable_byte_span();
   };
   if (add_special_tokens) {
-    for (int32_t id : tokenizer.config().prefix_ids) add_special(id);
+    for (int32_t id : model.special_prefix()) add_special(id);
   }
   model_store::CodePointIndex chars(text);
   for (size_t i = 0; i < tokens.ids.size(); ++i) {
     v1::Token* t = out->add_tokens();
     t->set_id(tokens.ids[i]);
     t->set_text(tokenizer.IdToToken(tokens.ids[i]));
-    t->mutable_byte_span()->set_start(tokens.spans[i].begin);
-    t->mutable_byte_span()->set_end(tokens.spans[i].end);
-    t->mutable_char_span()->set_start(chars.CharsBefore(tokens.spans[i].begin));
-    t->mutable_char_span()->set_end(chars.CharsBefore(tokens.spans[i].end));
+    SetSpan(tokens.spans[i], t->mutable_byte_span());
+    SetSpan({chars.CharsBefore(tokens.spans[i].begin), chars.CharsBefore(tokens.spans[i].end)},
+            t->mutable_char_span());
   }
   if (add_special_tokens) {
-    for (int32_t id : tokenizer.config().suffix_ids) add_special(id);
+    for (int32_t id : model.special_suffix()) add_special(id);
   }
 }
 

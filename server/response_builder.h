@@ -2,7 +2,7 @@
 #pragma once
 
 #include "embedding/v1/embedding.pb.h"
-#include "server/embed_job.h"
+#include "server/embed_result.h"
 #include "server/model_registry.h"
 
 namespace embedding::server {
@@ -13,7 +13,7 @@ void FillEmbedResponse(const ServedModel& model, Strategy strategy, const EmbedR
 void FillModelInfo(const ServedModel& model, const RequestLimits& limits, v1::ModelInfo* info);
 
 // Tokenize's answer for one input: content tokens, wrapped in special tokens if asked.
-void FillTokenizedInput(const model_store::Tokenizer& tokenizer, const std::string& text,
+void FillTokenizedInput(const model_store::Model& model, const std::string& text,
                         const model_store::TokenizedText& tokens, bool add_special_tokens,
                         v1::TokenizedInput* out);
 

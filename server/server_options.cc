@@ -6,13 +6,12 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
-#include "model_store/status_macros.h"
+#include "common/command_line.h"
+#include "common/status_macros.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC address (port 0 picks a free port).");
 ABSL_FLAG(std::string, http_listen, "0.0.0.0:8080",
@@ -47,47 +46,6 @@ ABSL_FLAG(int, collapse_window, 512,
 namespace embedding::server {
 namespace {
 
-constexpr const char* kEnvFlags[] = {"listen",
-                                     "http_listen",
-                                     "model_store",
-                                     "default_model",
-                                     "dtype",
-                                     "threads",
-                                     "tokenizer_threads",
-                                     "max_batch_tokens",
-                                     "max_batch_sequences",
-                                     "max_batch_padding",
-                                     "max_queue_delay_ms",
-                                     "max_concurrent_requests",
-                                     "max_queued_tokens",
-                                     "max_inputs_per_request",
-                                     "max_request_bytes",
-                                     "max_tokens_per_document",
-                                     "min_temperature",
-                                     "max_temperature",
-                                     "default_temperature",
-                                     "default_strategy",
-                                     "drain_timeout_s",
-                                     "collapse_window"};
-
-std::string EnvName(absl::string_view flag) {
-  return absl::StrCat("EMBEDDING_", absl::AsciiStrToUpper(std::string(flag)));
-}
-
-// Environment first, so the command line (parsed after) wins.
-absl::Status ApplyEnvironment() {
-  for (const char* name : kEnvFlags) {
-    const char* value = std::getenv(EnvName(name).c_str());
-    if (value == nullptr) continue;
-    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
-    std::string error;
-    if (flag == nullptr || !flag->ParseFrom(value, &error)) {
-      return absl::InvalidArgumentError(absl::StrCat(EnvName(name), "=", value, ": ", error));
-    }
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<ModelSource> ParseModelSource(absl::string_view spec) {
   std::pair<std::string, std::string> parts = absl::StrSplit(spec, absl::MaxSplits('=', 1));
   if (parts.second.empty()) {
@@ -109,32 +67,12 @@ absl::Status Positive(const char* flag, double value) {
 
 }  // namespace
 
-absl::StatusOr<Strategy> ParseStrategyName(const std::string& name) {
-  for (Strategy s :
-       {Strategy::kReject, Strategy::kTruncate, Strategy::kChunkMean, Strategy::kChunkWeightedMean,
-        Strategy::kChunkMax, Strategy::kChunkAll, Strategy::kLateChunking}) {
-    if (name == StrategyName(s)) return s;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("--default_strategy=", name,
-                   ": allowed reject, truncate, chunk_mean, chunk_weighted_mean, "
-                   "chunk_max, chunk_all, late_chunking"));
-}
-
 absl::StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Serves embeddings over gRPC. Example:\n  embedding_server --model=demo=/path/to/model");
   ServerOptions options;
   // --model repeats, which absl flags do not; take those occurrences out first.
-  // Flags may be spelled with dashes (--max-batch-tokens); absl wants underscores.
-  std::vector<std::string> normalized(argv, argv + argc);
-  for (size_t i = 1; i < normalized.size(); ++i) {
-    std::string& arg = normalized[i];
-    if (arg.rfind("--", 0) != 0) continue;
-    for (size_t c = 2; c < arg.size() && arg[c] != '='; ++c) {
-      if (arg[c] == '-') arg[c] = '_';
-    }
-  }
+  std::vector<std::string> normalized = UnderscoreFlagNames(argc, argv);
   std::vector<char*> rest;
   for (int i = 0; i < argc; ++i) {
     absl::string_view arg = normalized[i];
@@ -156,7 +94,8 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv) {
       }
     }
   }
-  RETURN_IF_ERROR(ApplyEnvironment());
+  // Every flag of this file falls back to EMBEDDING_<FLAG>; the command line wins.
+  RETURN_IF_ERROR(ApplyEnvironmentFallbacks("EMBEDDING", "server/server_options.cc"));
   absl::ParseCommandLine(static_cast<int>(rest.size()), rest.data());
 
   if (const std::string store = absl::GetFlag(FLAGS_model_store); !store.empty()) {
@@ -226,7 +165,7 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv) {
                                                    limits.max_temperature, "]"));
   }
   ASSIGN_OR_RETURN(limits.default_strategy,
-                   ParseStrategyName(absl::GetFlag(FLAGS_default_strategy)));
+                   ParseStrategyName(absl::GetFlag(FLAGS_default_strategy), "--default_strategy"));
   const double drain = absl::GetFlag(FLAGS_drain_timeout_s);
   RETURN_IF_ERROR(Positive("drain_timeout_s", drain));
   options.drain_timeout = absl::Milliseconds(static_cast<int64_t>(drain * 1000));

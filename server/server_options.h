@@ -35,7 +35,7 @@ struct RequestLimits {
   float min_temperature = 0.05f;
   float max_temperature = 4.0f;
   float default_temperature = 1.0f;
-  Strategy default_strategy = Strategy::kChunkMean;
+  Strategy default_strategy = v1::LONG_TEXT_STRATEGY_CHUNK_MEAN;
 };
 
 struct ServerOptions {
@@ -53,8 +53,5 @@ struct ServerOptions {
 // Parses argv (and EMBEDDING_<FLAG> variables for flags not given) into options.
 // INVALID_ARGUMENT naming the flag and its allowed values.
 absl::StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv);
-
-// Strategy from its flag spelling ("chunk_mean", ...).
-absl::StatusOr<Strategy> ParseStrategyName(const std::string& name);
 
 }  // namespace embedding::server

@@ -18,7 +18,7 @@ std::vector<float> MergeChunkVectors(Strategy strategy,
                                      const std::vector<uint32_t>& weights) {
   if (chunks.size() == 1) return chunks[0];
   const size_t dim = chunks[0].size();
-  if (strategy == Strategy::kChunkMax) {
+  if (strategy == v1::LONG_TEXT_STRATEGY_CHUNK_MAX) {
     std::vector<float> out = chunks[0];
     for (const auto& c : chunks)
       for (size_t d = 0; d < dim; ++d) out[d] = std::max(out[d], c[d]);
@@ -27,7 +27,7 @@ std::vector<float> MergeChunkVectors(Strategy strategy,
   std::vector<double> sum(dim, 0.0);
   double total = 0;
   for (size_t i = 0; i < chunks.size(); ++i) {
-    const double w = strategy == Strategy::kChunkWeightedMean ? weights[i] : 1.0;
+    const double w = strategy == v1::LONG_TEXT_STRATEGY_CHUNK_WEIGHTED_MEAN ? weights[i] : 1.0;
     total += w;
     for (size_t d = 0; d < dim; ++d) sum[d] += w * chunks[i][d];
   }

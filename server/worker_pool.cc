@@ -32,9 +32,20 @@ void WorkerPool::Loop() {
       if (queue_.empty()) return;  // stopping, and nothing left to run
       work = std::move(queue_.front());
       queue_.pop_front();
+      ++running_;
     }
     work();
+    work = nullptr;  // destroy what it captured before counting it done
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--running_ == 0 && queue_.empty()) idle_cv_.notify_all();
+    }
   }
+}
+
+void WorkerPool::WaitIdle() {
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_cv_.wait(lock, [&] { return queue_.empty() && running_ == 0; });
 }
 
 }  // namespace embedding::server

@@ -1,5 +1,6 @@
-// A fixed set of threads running queued closures: where requests are tokenised and planned,
-// so gRPC handler threads only validate, admit and enqueue.
+// A fixed set of threads running queued closures: where requests are tokenised and planned
+// and where batch results are merged, so gRPC handler threads only validate, admit and
+// enqueue, and the batcher thread only runs the model.
 #pragma once
 
 #include <condition_variable>
@@ -17,15 +18,21 @@ class WorkerPool {
   // Runs what is queued, then joins.
   ~WorkerPool();
 
-  // Thread-safe. The queue is bounded by admission (one closure per admitted request).
+  // Thread-safe. The queue is bounded by admission: one closure per admitted request, plus
+  // one per forward pass and per batch of dropped work.
   void Schedule(std::function<void()> work);
+
+  // Blocks until nothing is queued or running (closures scheduled later are not waited for).
+  void WaitIdle();
 
  private:
   void Loop();
 
   std::mutex mu_;
   std::condition_variable cv_;
+  std::condition_variable idle_cv_;
   std::deque<std::function<void()>> queue_;
+  int running_ = 0;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };

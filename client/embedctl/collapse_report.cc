@@ -7,25 +7,24 @@
 #include "absl/strings/str_format.h"
 #include "client/embedctl/collapse_stats.h"
 #include "client/embedctl/svg_chart.h"
+#include "common/length_buckets.h"
 #include "nlohmann/json.hpp"
 
 namespace embedding::client {
 namespace {
 
-// The buckets the server reports, with the token count a cut document aims for in each.
-const std::vector<std::pair<std::string, uint32_t>>& BucketTargets() {
-  static const auto* const kTargets = new std::vector<std::pair<std::string, uint32_t>>{
-      {"0-63", 48},        {"64-127", 96},      {"128-255", 192},
-      {"256-511", 384},    {"512-1023", 768},   {"1024-2047", 1536},
-      {"2048-4095", 3072}, {"4096-8191", 6144}, {"8192+", 12288}};
-  return *kTargets;
+// The token count a document cut for `bucket` aims for: well inside it (48 for "0-63", half
+// again its lower bound for the others: 96 for "64-127", 12288 for "8192+").
+uint32_t BucketTarget(const LengthBucket& bucket) {
+  return static_cast<uint32_t>(bucket.min_tokens > 0 ? bucket.min_tokens * 3 / 2
+                                                     : (bucket.max_tokens + 1) * 3 / 4);
 }
 
-int BucketRank(const std::string& bucket) {
-  const auto& targets = BucketTargets();
-  for (size_t i = 0; i < targets.size(); ++i)
-    if (targets[i].first == bucket) return static_cast<int>(i);
-  return static_cast<int>(targets.size());
+int BucketRank(const std::string& label) {
+  const auto& buckets = AllLengthBuckets();
+  for (size_t i = 0; i < buckets.size(); ++i)
+    if (buckets[i].label == label) return static_cast<int>(i);
+  return static_cast<int>(buckets.size());
 }
 
 // Each document cut to every bucket target it is long enough for.
@@ -41,7 +40,8 @@ absl::StatusOr<std::vector<std::string>> CutToBuckets(EmbeddingClient& client,
     auto tokens = client.Tokenize(request);
     if (!tokens.ok()) return tokens.status();
     const auto& list = tokens->inputs(0).tokens();
-    for (const auto& [bucket, target] : BucketTargets()) {
+    for (const auto& bucket : AllLengthBuckets()) {
+      const uint32_t target = BucketTarget(bucket);
       if (static_cast<uint32_t>(list.size()) < target) break;
       out.push_back(doc.substr(0, list[target - 1].byte_span().end()));
     }

@@ -5,8 +5,8 @@
 //   embedctl health                  exit 0 only when SERVING
 //   embedctl collapse-report --corpus=FILE --temperatures=1,0.8,0.6 [--json=F] [--chart=F.svg]
 //   embedctl bench --requests=N|--duration-s=S [--concurrency=C|--rate=R] [--json=F]
-// Connection flags fall back to EMBEDCTL_ADDRESS, EMBEDCTL_TIMEOUT_S, EMBEDCTL_CA_CERT,
-// EMBEDCTL_CLIENT_CERT, EMBEDCTL_CLIENT_KEY and EMBEDCTL_TOKEN.
+// Every flag falls back to EMBEDCTL_<FLAG> (EMBEDCTL_ADDRESS, EMBEDCTL_TIMEOUT_S,
+// EMBEDCTL_CA_CERT, EMBEDCTL_TOKEN, ...); the command line wins.
 #include <unistd.h>
 
 #include <cmath>
@@ -24,6 +24,7 @@
 #include "client/embedctl/load_generator.h"
 #include "client/embedctl/metrics_probe.h"
 #include "client/embedding_client.h"
+#include "common/command_line.h"
 #include "nlohmann/json.hpp"
 
 ABSL_FLAG(std::string, address, "",
@@ -74,17 +75,6 @@ ABSL_FLAG(std::string, metrics_address, "",
 
 namespace embedding::client {
 namespace {
-
-// absl wants --chunk_tokens; people type --chunk-tokens.
-std::vector<std::string> NormalizeDashes(int argc, char** argv) {
-  std::vector<std::string> args(argv, argv + argc);
-  for (size_t i = 1; i < args.size(); ++i) {
-    if (args[i].rfind("--", 0) != 0) continue;
-    for (size_t c = 2; c < args[i].size() && args[i][c] != '='; ++c)
-      if (args[i][c] == '-') args[i][c] = '_';
-  }
-  return args;
-}
 
 int Fail(const absl::Status& status) {
   std::cerr << "embedctl: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
@@ -360,7 +350,11 @@ int Bench(EmbeddingClient& client) {
 int Run(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "embedctl embed|tokenize|models|health|collapse-report|bench [flags] [texts...]");
-  std::vector<std::string> args = NormalizeDashes(argc, argv);
+  if (absl::Status env = ApplyEnvironmentFallbacks("EMBEDCTL", "embedctl/embedctl_main.cc");
+      !env.ok()) {
+    return Fail(env);
+  }
+  std::vector<std::string> args = UnderscoreFlagNames(argc, argv);
   std::vector<char*> raw;
   for (auto& a : args) raw.push_back(a.data());
   std::vector<char*> positional = absl::ParseCommandLine(static_cast<int>(raw.size()), raw.data());
@@ -368,24 +362,17 @@ int Run(int argc, char** argv) {
     std::cerr << absl::ProgramUsageMessage() << "\n";
     return 2;
   }
-  // A flag wins over its environment variable.
-  auto flag_or_env = [](const std::string& value, const char* env) {
-    const char* fallback = std::getenv(env);
-    return !value.empty() || fallback == nullptr ? value : std::string(fallback);
-  };
   ClientOptions connect;
-  const std::string address = flag_or_env(absl::GetFlag(FLAGS_address), "EMBEDCTL_ADDRESS");
+  const std::string address = absl::GetFlag(FLAGS_address);
   connect.addresses =
       absl::StrSplit(address.empty() ? "127.0.0.1:50051" : address, ',', absl::SkipEmpty());
-  double timeout = absl::GetFlag(FLAGS_timeout_s);
-  if (timeout <= 0 && std::getenv("EMBEDCTL_TIMEOUT_S"))
-    timeout = std::atof(std::getenv("EMBEDCTL_TIMEOUT_S"));
+  const double timeout = absl::GetFlag(FLAGS_timeout_s);
   if (timeout > 0) connect.timeout = absl::Milliseconds(static_cast<int64_t>(timeout * 1000));
   connect.tls = absl::GetFlag(FLAGS_tls);
-  connect.ca_cert_file = flag_or_env(absl::GetFlag(FLAGS_ca_cert), "EMBEDCTL_CA_CERT");
-  connect.client_cert_file = flag_or_env(absl::GetFlag(FLAGS_client_cert), "EMBEDCTL_CLIENT_CERT");
-  connect.client_key_file = flag_or_env(absl::GetFlag(FLAGS_client_key), "EMBEDCTL_CLIENT_KEY");
-  connect.bearer_token = flag_or_env(absl::GetFlag(FLAGS_token), "EMBEDCTL_TOKEN");
+  connect.ca_cert_file = absl::GetFlag(FLAGS_ca_cert);
+  connect.client_cert_file = absl::GetFlag(FLAGS_client_cert);
+  connect.client_key_file = absl::GetFlag(FLAGS_client_key);
+  connect.bearer_token = absl::GetFlag(FLAGS_token);
   auto client = EmbeddingClient::Connect(connect);
   if (!client.ok()) return Fail(client.status());
 

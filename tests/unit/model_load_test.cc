@@ -43,7 +43,8 @@ TEST(ModelLoad, LoadsTheDemoModel) {
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_EQ((*model)->config().model_type, "bert");
   EXPECT_EQ((*model)->pooling(), PoolingMode::kMean);
-  EXPECT_TRUE((*model)->sentence_transformers().normalize);
+  EXPECT_TRUE((*model)->is_demo());
+  EXPECT_EQ((*model)->special_prefix().size() + (*model)->special_suffix().size(), 2u);
   EXPECT_EQ((*model)->sentence_transformers().prompts.at("query"), "query: ");
   EXPECT_EQ((*model)->max_content_tokens(), (*model)->config().max_position_embeddings - 2);
   EXPECT_GE((*model)->tokenizer().vocab_size(), 8000u);

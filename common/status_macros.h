@@ -1,4 +1,4 @@
-// Two small macros for absl::Status propagation.
+// Two small macros for absl::Status propagation, shared by model_store, server and client.
 // Debian's abseil (20220623) ships no public RETURN_IF_ERROR, so the project keeps its own.
 #pragma once
 

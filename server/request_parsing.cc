@@ -1,0 +1,92 @@
+#include "server/request_parsing.h"
+
+#include <grpcpp/support/proto_buffer_reader.h>
+#include <grpcpp/impl/codegen/proto_utils.h>
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/descriptor.h"
+#include "model_store/unicode_text.h"
+#include "server/unchecked_requests.pb.h"
+
+namespace embedding::server {
+namespace {
+
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+
+bool ParseFrom(const grpc::ByteBuffer& buffer, Message* message) {
+  grpc::ByteBuffer copy(buffer);  // the reader consumes; slices are shared, not copied
+  grpc::ProtoBufferReader reader(&copy);
+  return message->ParseFromZeroCopyStream(&reader);
+}
+
+// The twin of `public_message`: same name in package embedding.v1.unchecked.
+std::unique_ptr<Message> NewTwin(const Message& public_message) {
+  const std::string name =
+      absl::StrCat("embedding.v1.unchecked.", public_message.GetDescriptor()->name());
+  const auto* descriptor =
+      google::protobuf::DescriptorPool::generated_pool()->FindMessageTypeByName(name);
+  if (descriptor == nullptr) return nullptr;
+  return std::unique_ptr<Message>(
+      google::protobuf::MessageFactory::generated_factory()->GetPrototype(descriptor)->New());
+}
+
+// The first `bytes` field of `message` (a twin, where every bytes field is a public string)
+// that is not UTF-8, named by its path.
+absl::Status FindInvalidUtf8(const Message& message, const std::string& path) {
+  const auto* reflection = message.GetReflection();
+  std::vector<const FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);
+  for (const FieldDescriptor* field : fields) {
+    const std::string name = path + field->name();
+    const int count = field->is_repeated() ? reflection->FieldSize(message, field) : 1;
+    for (int i = 0; i < count; ++i) {
+      const std::string label = field->is_repeated() ? absl::StrCat(name, "[", i, "]") : name;
+      if (field->type() == FieldDescriptor::TYPE_BYTES) {
+        std::string scratch;
+        const std::string& value =
+            field->is_repeated()
+                ? reflection->GetRepeatedStringReference(message, field, i, &scratch)
+                : reflection->GetStringReference(message, field, &scratch);
+        absl::Status status = model_store::ValidateUtf8(value, label);
+        if (!status.ok()) return status;
+      } else if (field->type() == FieldDescriptor::TYPE_MESSAGE) {
+        const Message& child = field->is_repeated()
+                                   ? reflection->GetRepeatedMessage(message, field, i)
+                                   : reflection->GetMessage(message, field);
+        absl::Status status = FindInvalidUtf8(child, label + ".");
+        if (!status.ok()) return status;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ParseRequest(const grpc::ByteBuffer& buffer, Message* message) {
+  if (ParseFrom(buffer, message)) return absl::OkStatus();
+  std::unique_ptr<Message> twin = NewTwin(*message);
+  if (twin != nullptr && ParseFrom(buffer, twin.get())) {
+    absl::Status bad_text = FindInvalidUtf8(*twin, "");
+    if (!bad_text.ok()) return bad_text;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("request: not a valid ", message->GetTypeName(), " (malformed protobuf)"));
+}
+
+std::string StreamRequestId(const grpc::ByteBuffer& buffer) {
+  v1::unchecked::EmbedStreamRequest twin;
+  if (!ParseFrom(buffer, &twin)) return "";
+  if (!model_store::ValidateUtf8(twin.request_id(), "request_id").ok()) return "";
+  return twin.request_id();
+}
+
+void SerializeResponse(const Message& message, grpc::ByteBuffer* buffer) {
+  bool own_buffer = false;
+  grpc::SerializationTraits<Message>::Serialize(message, buffer, &own_buffer);
+}
+
+}  // namespace embedding::server

@@ -1,0 +1,28 @@
+// Parsing of request messages that carry text. proto3 refuses a `string` field holding
+// invalid UTF-8 without saying which one; here a failed parse is retried on the server-side
+// twin of the message (unchecked_requests.proto, `bytes` for `string`), so the answer is
+// INVALID_ARGUMENT naming the field: "inputs[2]: invalid UTF-8 at byte 17".
+#pragma once
+
+#include <grpcpp/support/byte_buffer.h>
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "google/protobuf/message.h"
+
+namespace embedding::server {
+
+// Parses `buffer` into `message` (an embedding.v1 request with a twin). On failure:
+// INVALID_ARGUMENT naming the first string field that is not UTF-8 (nested ones as
+// "request.inputs[0]"), or saying the message is malformed.
+absl::Status ParseRequest(const grpc::ByteBuffer& buffer, google::protobuf::Message* message);
+
+// An EmbedStreamRequest item's request_id even when the item does not parse (so its error
+// can be answered under its id); "" when there is none or it is not UTF-8.
+std::string StreamRequestId(const grpc::ByteBuffer& buffer);
+
+// `message` serialized into `buffer`.
+void SerializeResponse(const google::protobuf::Message& message, grpc::ByteBuffer* buffer);
+
+}  // namespace embedding::server
