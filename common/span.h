@@ -10,6 +10,7 @@ struct Span {
   uint32_t begin = 0;
   uint32_t end = 0;
   uint32_t size() const { return end - begin; }
+  bool operator==(const Span& other) const { return begin == other.begin && end == other.end; }
 };
 
 }  // namespace embedding

@@ -109,8 +109,8 @@ grpc::ServerUnaryReactor* EmbeddingService::Tokenize(grpc::CallbackServerContext
   absl::StatusOr<const ServedModel*> served = status.ok() ? FindModel(request->model()) : status;
   if (status.ok()) status = served.status();
   if (status.ok()) status = ValidateInputCount(request->inputs_size(), options_.limits);
-  absl::StatusOr<AdmissionPermit> permit = status;
-  if (status.ok()) permit = admission_->Admit();
+  absl::StatusOr<AdmissionPermit> permit =
+      status.ok() ? admission_->Admit() : absl::StatusOr<AdmissionPermit>(status);
   if (!permit.ok()) {
     call->FinishOnce(ToGrpcStatus(permit.status()));
     return call;

@@ -1,5 +1,6 @@
 #include "server/request_validation.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -15,13 +16,15 @@ absl::Status Invalid(const std::string& message) { return absl::InvalidArgumentE
 absl::Status CheckEnum(const google::protobuf::EnumDescriptor* descriptor, int value,
                        absl::string_view field) {
   if (descriptor->FindValueByNumber(value) != nullptr) return absl::OkStatus();
-  std::vector<std::string> allowed;
+  std::vector<std::string> names;
+  int min = descriptor->value(0)->number(), max = min;
   for (int i = 0; i < descriptor->value_count(); ++i) {
-    allowed.push_back(
-        absl::StrCat(descriptor->value(i)->number(), " (", descriptor->value(i)->name(), ")"));
+    names.push_back(descriptor->value(i)->name());
+    min = std::min(min, descriptor->value(i)->number());
+    max = std::max(max, descriptor->value(i)->number());
   }
-  return Invalid(absl::StrCat(field, ": unknown value ", value, "; allowed ",
-                              absl::StrJoin(allowed, ", ")));
+  return Invalid(absl::StrCat(field, ": unknown value ", value, "; allowed ", min, "..", max,
+                              " (", absl::StrJoin(names, ", "), ")"));
 }
 
 }  // namespace

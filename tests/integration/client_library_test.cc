@@ -2,13 +2,12 @@
 // on UNAVAILABLE when one replica drains.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <httplib.h>
 #include <signal.h>
 
 #include <future>
-#include <regex>
 
 #include "client/embedding_client.h"
+#include "tests/testing/metrics_scrape.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/test_models.h"
 
@@ -17,15 +16,8 @@ namespace {
 
 // Embed calls a server answered with `code`, read from its /metrics.
 double EmbedCalls(const testing::ServerProcess& server, const std::string& code) {
-  const std::string address = server.http_address();
-  httplib::Client http(address.substr(0, address.rfind(':')),
-                       std::stoi(address.substr(address.rfind(':') + 1)));
-  auto response = http.Get("/metrics");
-  if (!response || response->status != 200) return -1;
-  std::smatch match;
-  const std::regex line("embedding_requests_total\\{code=\"" + code +
-                        "\",method=\"Embed\"\\} ([0-9.e+]+)");
-  return std::regex_search(response->body, match, line) ? std::stod(match[1]) : 0;
+  return testing::ScrapeMetric(server.http_address(),
+                               "embedding_requests_total\\{code=\"" + code + "\",method=\"Embed\"\\}");
 }
 
 std::vector<std::unique_ptr<testing::ServerProcess>> StartThree() {

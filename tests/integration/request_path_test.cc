@@ -1,0 +1,189 @@
+// Defects of the request path, each driven through a real server: queued tokens and request
+// slots return to zero after cancellations and deadlines at every stage; EmbedStream stops
+// computing for a client that never reads; timed-out calls are counted as timed out; names of
+// 128 bytes or more travel intact.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <future>
+#include <random>
+#include <thread>
+
+#include "client/embedding_client.h"
+#include "tests/testing/metrics_scrape.h"
+#include "tests/testing/server_process.h"
+#include "tests/testing/test_models.h"
+
+namespace embedding {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Words(int n, int seed = 0) {
+  static const char* kWords[] = {"the", "cat", "sat", "on", "a", "mat", "and", "dog"};
+  std::string out;
+  for (int i = 0; i < n; ++i) out += std::string(i ? " " : "") + kWords[(i * 7 + seed) % 8];
+  return out;
+}
+
+struct Started {
+  std::unique_ptr<testing::ServerProcess> server;
+  std::unique_ptr<client::EmbeddingClient> client;
+};
+
+Started Start(const std::string& model_dir, std::vector<std::string> flags = {}) {
+  flags.push_back("--model=m=" + model_dir);
+  Started s;
+  s.server = std::make_unique<testing::ServerProcess>(flags);
+  EXPECT_TRUE(s.server->ok()) << s.server->Log();
+  s.client = client::EmbeddingClient::Connect({{s.server->grpc_address()}}).value();
+  return s;
+}
+
+// Polls until the server's queued tokens and in-flight requests are both 0, or 30 s pass.
+void ExpectAccountingReturnsToZero(const testing::ServerProcess& server) {
+  double tokens = -1, requests = -1;
+  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  do {
+    absl::SleepFor(absl::Milliseconds(100));
+    tokens = testing::ScrapeMetric(server.http_address(), "embedding_queued_tokens");
+    requests = testing::ScrapeMetric(server.http_address(), "embedding_in_flight_requests");
+  } while ((tokens != 0 || requests != 0) && absl::Now() < give_up);
+  EXPECT_EQ(tokens, 0) << "queued tokens leaked";
+  EXPECT_EQ(requests, 0) << "request slots leaked";
+}
+
+// Calls ended by deadlines of 5-95 ms (queued, tokenising) and by cancellations after
+// 0-2,000 ms (planned, batched, encoding) must give back every slot and token.
+TEST(RequestPath, QueuedTokensAndSlotsReturnToZeroAfterCancellationsAndDeadlines) {
+  auto s = Start(testing::SmallModelDir());
+  const auto request = client::MakeEmbedRequest({Words(120000)}, {});
+  struct Call {
+    grpc::ClientContext context;
+    v1::EmbedResponse response;
+    std::promise<grpc::Status> done;
+  };
+  std::vector<std::unique_ptr<Call>> calls;
+  std::mt19937 rng(7);
+  for (int i = 0; i < 40; ++i) {
+    auto call = std::make_unique<Call>();
+    call->context.set_deadline(std::chrono::system_clock::now() +
+                               std::chrono::milliseconds(5 + rng() % 91));
+    s.client->stub().async()->Embed(&call->context, &request, &call->response,
+                                    [c = call.get()](grpc::Status st) { c->done.set_value(st); });
+    calls.push_back(std::move(call));
+  }
+  std::vector<std::thread> cancellers;
+  for (int i = 0; i < 20; ++i) {
+    auto call = std::make_unique<Call>();
+    s.client->stub().async()->Embed(&call->context, &request, &call->response,
+                                    [c = call.get()](grpc::Status st) { c->done.set_value(st); });
+    cancellers.emplace_back([c = call.get(), delay = rng() % 2000] {
+      absl::SleepFor(absl::Milliseconds(delay));
+      c->context.TryCancel();
+    });
+    calls.push_back(std::move(call));
+  }
+  for (auto& t : cancellers) t.join();
+  for (auto& call : calls) {
+    const auto code = call->done.get_future().get().error_code();
+    EXPECT_THAT(code, ::testing::AnyOf(grpc::StatusCode::DEADLINE_EXCEEDED,
+                                       grpc::StatusCode::CANCELLED,
+                                       grpc::StatusCode::RESOURCE_EXHAUSTED));
+  }
+  ExpectAccountingReturnsToZero(*s.server);
+  EXPECT_EQ(testing::HttpStatus(s.server->http_address(), "/readyz"), 200);
+  // The whole queue is free again: a request of most of --max-queued-tokens is admitted.
+  auto big = s.client->Embed(client::MakeEmbedRequest({Words(3000)}, {}));
+  EXPECT_TRUE(big.ok()) << big.status();
+  ExpectAccountingReturnsToZero(*s.server);
+}
+
+// A client that writes requests and never reads: the server computes at most what the
+// stream's outstanding bound and the transport's buffers hold, not everything it was sent.
+TEST(RequestPath, StreamStopsComputingForAClientThatNeverReads) {
+  auto s = Start(testing::TinyModelDir());
+  v1::EmbedStreamRequest item;
+  // CHUNK_ALL over 8-token chunks: ~100 KB per answer, so transport buffers hold only a few.
+  *item.mutable_request() = client::MakeEmbedRequest({Words(2000)}, {});
+  item.mutable_request()->set_strategy(v1::LONG_TEXT_STRATEGY_CHUNK_ALL);
+  item.mutable_request()->set_chunk_tokens(8);
+  constexpr int kSent = 600;
+  grpc::ClientContext context;
+  auto stream = s.client->stub().EmbedStream(&context);
+  std::thread writer([&] {
+    for (int i = 0; i < kSent; ++i) {
+      item.set_request_id(std::to_string(i));
+      if (!stream->Write(item)) return;  // blocks once the server stops reading
+    }
+  });
+  absl::SleepFor(absl::Seconds(8));
+  const double computed = testing::ScrapeMetric(s.server->http_address(),
+                                                "embedding_documents_total\\{[^}]*\\}");
+  EXPECT_GT(computed, 0);
+  EXPECT_LE(computed, 64 + 64) << "the server kept computing answers nobody reads";
+  context.TryCancel();
+  writer.join();
+  ExpectAccountingReturnsToZero(*s.server);
+}
+
+// Calls that time out are counted as DEADLINE_EXCEEDED (or OK when they made it), never as
+// the client's fault.
+TEST(RequestPath, TimedOutCallsAreCountedAsTimedOut) {
+  auto s = Start(testing::TinyModelDir());
+  constexpr int kCalls = 300;
+  std::vector<std::future<absl::StatusOr<v1::EmbedResponse>>> calls;
+  for (int i = 0; i < kCalls; ++i) {
+    calls.push_back(std::async(std::launch::async, [&, i] {
+      return s.client->Embed(client::MakeEmbedRequest({Words(50 + i % 400, i)}, {}),
+                             absl::Milliseconds(1 + i % 30));
+    }));
+  }
+  int timed_out = 0;
+  for (auto& call : calls) {
+    auto result = call.get();
+    if (!result.ok()) {
+      EXPECT_EQ(result.status().code(), absl::StatusCode::kDeadlineExceeded) << result.status();
+      ++timed_out;
+    }
+  }
+  EXPECT_GT(timed_out, 0);
+  const std::string& http = s.server->http_address();
+  auto count = [&](const std::string& code) {
+    return testing::ScrapeMetric(
+        http, "embedding_requests_total\\{code=\"" + code + "\",method=\"Embed\"\\}");
+  };
+  // The server may finish a call before noticing the client gave up; it must never blame
+  // the request.
+  EXPECT_EQ(count("INVALID_ARGUMENT"), 0);
+  // RESOURCE_EXHAUSTED: refused at once, with the answer still on its way when time ran out.
+  auto total = [&] {
+    return count("OK") + count("DEADLINE_EXCEEDED") + count("CANCELLED") +
+           count("RESOURCE_EXHAUSTED");
+  };
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (total() < kCalls && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_EQ(total(), kCalls);
+  ExpectAccountingReturnsToZero(*s.server);
+}
+
+// Names of 128 bytes or more need a multi-byte length on the wire.
+TEST(RequestPath, LongModelAndServiceNamesTravelIntact) {
+  auto s = Start(testing::TinyModelDir());
+  const std::string long_service(200, 's');
+  auto health = s.client->IsServing(long_service);
+  EXPECT_EQ(health.status().code(), absl::StatusCode::kNotFound) << health.status();
+  const std::string long_model(300, 'm');
+  auto info = s.client->GetModelInfo(long_model);
+  EXPECT_EQ(info.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(info.status().message(), HasSubstr("model: '" + long_model + "'"));
+  auto request = client::MakeEmbedRequest({"text"}, {});
+  request.set_model(long_model);
+  auto embedded = s.client->Embed(request);
+  EXPECT_EQ(embedded.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(embedded.status().message(), HasSubstr(long_model));
+  EXPECT_TRUE(s.client->IsServing().value());
+}
+
+}  // namespace
+}  // namespace embedding
