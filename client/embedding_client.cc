@@ -1,6 +1,5 @@
 #include "client/embedding_client.h"
 
-
 #include <condition_variable>
 #include <fstream>
 #include <mutex>

@@ -7,10 +7,10 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "model_store/architecture.h"
 #include "model_store/demo_vocabulary.h"
 #include "model_store/safetensors_writer.h"
-#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace embedding::model_store {
@@ -218,8 +218,9 @@ absl::Status WriteDemoModel(const std::string& dir, const DemoModelSpec& spec) {
                 "# Demo model\n\nA BERT-shaped model with seeded random weights, written "
                 "by write_demo_model. Its vectors are NOT semantically meaningful: use it "
                 "to try, test and benchmark the service, never for retrieval.\n"));
-  return WriteSafetensors((root / "model.safetensors").string(),
-                          MakeWeights(spec, *arch, static_cast<int64_t>(vocab.size()), intermediate));
+  return WriteSafetensors(
+      (root / "model.safetensors").string(),
+      MakeWeights(spec, *arch, static_cast<int64_t>(vocab.size()), intermediate));
 }
 
 }  // namespace embedding::model_store

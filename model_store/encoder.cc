@@ -6,9 +6,9 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "model_store/cpu_features.h"
 #include "model_store/encoder_weights.h"
-#include "common/status_macros.h"
 
 namespace embedding::model_store {
 

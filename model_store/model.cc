@@ -3,9 +3,9 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "model_store/architecture.h"
 #include "model_store/checkpoint.h"
-#include "common/status_macros.h"
 
 namespace embedding::model_store {
 

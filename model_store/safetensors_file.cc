@@ -86,7 +86,6 @@ absl::Status ParseTensor(const std::string& file, const std::string& name,
 
 size_t DTypeSize(DType dtype) { return dtype == DType::kF32 ? 4 : 2; }
 
-
 absl::StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::FromBytes(
     const std::string& label, const uint8_t* bytes, size_t size) {
   if (size < 8) return Corrupt(label, absl::StrCat("file of ", size, " bytes has no header"));

@@ -40,8 +40,7 @@ void AdmissionPermit::Reset() {
 }
 
 absl::StatusOr<TokenReservation> AdmissionPermit::ReserveTokens(int64_t tokens) {
-  if (admission_ == nullptr)
-    return absl::FailedPreconditionError("request slot already returned");
+  if (admission_ == nullptr) return absl::FailedPreconditionError("request slot already returned");
   if (absl::Status reserved = admission_->Reserve(tokens); !reserved.ok()) return reserved;
   return TokenReservation(admission_, tokens);
 }

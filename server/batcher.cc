@@ -82,8 +82,7 @@ std::vector<BatchTask> Batcher::CutBatchLocked(
   std::vector<Candidate> candidates;
   for (size_t depth = 0; candidates.size() < max_candidates; ++depth) {
     bool any = false;
-    for (auto it = queue_.begin(); it != queue_.end() && candidates.size() < max_candidates;
-         ++it) {
+    for (auto it = queue_.begin(); it != queue_.end() && candidates.size() < max_candidates; ++it) {
       if (depth < it->tasks.size()) {
         candidates.push_back({it, depth, Length(it->tasks[depth])});
         any = true;

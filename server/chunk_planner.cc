@@ -70,8 +70,7 @@ absl::StatusOr<ChunkPlan> PlanChunks(uint32_t tokens, uint32_t window, const Emb
       if (!plan.truncated) {
         plan.chunks = {{0, tokens}};
       } else {
-        plan.chunks = {params.keep_end ? Span{tokens - window, tokens}
-                                       : Span{0, window}};
+        plan.chunks = {params.keep_end ? Span{tokens - window, tokens} : Span{0, window}};
       }
       break;
     case v1::LONG_TEXT_STRATEGY_CHUNK_MEAN:

@@ -34,8 +34,8 @@ absl::StatusOr<Strategy> ParseStrategyName(absl::string_view name, absl::string_
     if (name == StrategyName(s)) return s;
     names.push_back(StrategyName(s));
   }
-  return absl::InvalidArgumentError(absl::StrCat(field, ": '", name, "' is not a strategy; allowed ",
-                                                 absl::StrJoin(names, ", ")));
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, ": '", name, "' is not a strategy; allowed ", absl::StrJoin(names, ", ")));
 }
 
 }  // namespace embedding::server

@@ -46,7 +46,7 @@ class EmbedStreamReactor final
   grpc::ByteBuffer request_;
 
   std::mutex mu_;
-  std::deque<grpc::ByteBuffer> writes_;                   // front is in flight while writing_
+  std::deque<grpc::ByteBuffer> writes_;                 // front is in flight while writing_
   std::map<uint64_t, std::shared_ptr<EmbedJob>> jobs_;  // running, for cancellation
   uint64_t next_key_ = 0;
   int outstanding_ = 0;  // items read and not yet written (or dropped)

@@ -59,17 +59,17 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> EmbeddingService::StartEmbed(
   job.deadline = deadline;
   job.max_tokens_per_document = options_.limits.max_tokens_per_document;
   job.permit = *std::move(permit);
-  return EmbedJob::Start(
-      std::move(job), pool_,
-      [this, model, params = *params,
-       respond = std::move(respond)](absl::StatusOr<EmbedResult> result) {
-        v1::EmbedResponse response;
-        if (result.ok()) {
-          if (observer_.on_embedded) observer_.on_embedded(*model, params, *result);
-          FillEmbedResponse(*model, params.strategy, *result, &response);
-        }
-        respond(ToGrpcStatus(result.status()), std::move(response));
-      });
+  return EmbedJob::Start(std::move(job), pool_,
+                         [this, model, params = *params,
+                          respond = std::move(respond)](absl::StatusOr<EmbedResult> result) {
+                           v1::EmbedResponse response;
+                           if (result.ok()) {
+                             if (observer_.on_embedded)
+                               observer_.on_embedded(*model, params, *result);
+                             FillEmbedResponse(*model, params.strategy, *result, &response);
+                           }
+                           respond(ToGrpcStatus(result.status()), std::move(response));
+                         });
 }
 
 grpc::ServerUnaryReactor* EmbeddingService::Embed(grpc::CallbackServerContext* context,

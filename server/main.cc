@@ -109,9 +109,10 @@ int Run(int argc, char** argv) {
               << m->model->config().model_type << ", " << m->model->config().hidden_size
               << " dims, window " << m->model->max_content_tokens() << " tokens, "
               << model_store::ComputeDTypeName(m->model->encoder().dtype()) << ")"
-              << (m->model->is_demo() ? " -- DEMO model: random weights, vectors are not semantically "
-                            "meaningful"
-                          : "")
+              << (m->model->is_demo()
+                      ? " -- DEMO model: random weights, vectors are not semantically "
+                        "meaningful"
+                      : "")
               << "\n";
   }
   for (const auto& m : (*registry)->models()) metrics.SetModelInfo(*m);

@@ -30,8 +30,7 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
     const model_store::Encoder* encoder = &served->model->encoder();
     served->batcher = std::make_unique<Batcher>(
         [encoder](const model_store::EncodeBatch& batch) { return encoder->Encode(batch); },
-        served->model->pooling(), batching, completions,
-        observers ? observers(*served) : nullptr);
+        served->model->pooling(), batching, completions, observers ? observers(*served) : nullptr);
     registry->models_.push_back(std::move(served));
   }
   registry->default_name_ =

@@ -27,8 +27,8 @@ class ModelRegistry {
   // Loads every source; each model's batcher runs completions on `completions`. Errors
   // name the model and its directory.
   static absl::StatusOr<std::unique_ptr<ModelRegistry>> Load(
-      const ModelOptions& options, const BatcherOptions& batching,
-      Batcher::Executor completions, const BatchObserverFactory& observers = nullptr);
+      const ModelOptions& options, const BatcherOptions& batching, Batcher::Executor completions,
+      const BatchObserverFactory& observers = nullptr);
 
   // `name`, or the default model for "". NOT_FOUND listing the served names otherwise.
   absl::StatusOr<const ServedModel*> Find(const std::string& name) const;

@@ -1,7 +1,7 @@
 #include "server/request_parsing.h"
 
-#include <grpcpp/support/proto_buffer_reader.h>
 #include <grpcpp/impl/codegen/proto_utils.h>
+#include <grpcpp/support/proto_buffer_reader.h>
 
 #include <memory>
 

@@ -23,8 +23,8 @@ absl::Status CheckEnum(const google::protobuf::EnumDescriptor* descriptor, int v
     min = std::min(min, descriptor->value(i)->number());
     max = std::max(max, descriptor->value(i)->number());
   }
-  return Invalid(absl::StrCat(field, ": unknown value ", value, "; allowed ", min, "..", max,
-                              " (", absl::StrJoin(names, ", "), ")"));
+  return Invalid(absl::StrCat(field, ": unknown value ", value, "; allowed ", min, "..", max, " (",
+                              absl::StrJoin(names, ", "), ")"));
 }
 
 }  // namespace

@@ -16,8 +16,8 @@ namespace {
 
 // Embed calls a server answered with `code`, read from its /metrics.
 double EmbedCalls(const testing::ServerProcess& server, const std::string& code) {
-  return testing::ScrapeMetric(server.http_address(),
-                               "embedding_requests_total\\{code=\"" + code + "\",method=\"Embed\"\\}");
+  return testing::ScrapeMetric(server.http_address(), "embedding_requests_total\\{code=\"" + code +
+                                                          "\",method=\"Embed\"\\}");
 }
 
 std::vector<std::unique_ptr<testing::ServerProcess>> StartThree() {

@@ -87,9 +87,9 @@ TEST(RequestPath, QueuedTokensAndSlotsReturnToZeroAfterCancellationsAndDeadlines
   for (auto& t : cancellers) t.join();
   for (auto& call : calls) {
     const auto code = call->done.get_future().get().error_code();
-    EXPECT_THAT(code, ::testing::AnyOf(grpc::StatusCode::DEADLINE_EXCEEDED,
-                                       grpc::StatusCode::CANCELLED,
-                                       grpc::StatusCode::RESOURCE_EXHAUSTED));
+    EXPECT_THAT(code,
+                ::testing::AnyOf(grpc::StatusCode::DEADLINE_EXCEEDED, grpc::StatusCode::CANCELLED,
+                                 grpc::StatusCode::RESOURCE_EXHAUSTED));
   }
   ExpectAccountingReturnsToZero(*s.server);
   EXPECT_EQ(testing::HttpStatus(s.server->http_address(), "/readyz"), 200);

@@ -88,7 +88,7 @@ TEST(Admission, ConsistencyFailsWhenTokensOutliveEveryRequest) {
   {
     auto permit = admission.Admit();
     leaked = *permit->ReserveTokens(40);
-  }  // the slot is back; the tokens are not
+  }                                           // the slot is back; the tokens are not
   EXPECT_TRUE(admission.Consistency().ok());  // within the grace period: dropped work leaving
   const absl::Status late = admission.Consistency(absl::Now() + absl::Seconds(6));
   EXPECT_EQ(late.code(), absl::StatusCode::kFailedPrecondition);

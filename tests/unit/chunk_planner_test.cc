@@ -25,7 +25,7 @@ TEST(SplitRanges, EdgesAndOverlap) {
   r = SplitRanges(11, 10, 0);
   ASSERT_EQ(r.size(), 2u);
   EXPECT_EQ(r[1].begin, 10u);
-  EXPECT_EQ(r[1].end, 11u);  // the last range may be short
+  EXPECT_EQ(r[1].end, 11u);    // the last range may be short
   r = SplitRanges(25, 10, 4);  // stride 6: 0, 6, 12, 18 (ends at 25 >= 25)
   ASSERT_EQ(r.size(), 4u);
   for (size_t i = 1; i < r.size(); ++i) EXPECT_EQ(r[i - 1].end - r[i].begin, 4u);
@@ -57,8 +57,8 @@ TEST(PlanChunks, RejectNamesTheFieldAndTheWindow) {
 
 TEST(PlanChunks, LateChunkingWindowsCoverEveryTokenFromItsMostCentralWindow) {
   const uint32_t tokens = 1000, window = 100;
-  auto plan = PlanChunks(tokens, window, Params(v1::LONG_TEXT_STRATEGY_LATE_CHUNKING, 30, 5),
-                         "inputs[0]");
+  auto plan =
+      PlanChunks(tokens, window, Params(v1::LONG_TEXT_STRATEGY_LATE_CHUNKING, 30, 5), "inputs[0]");
   ASSERT_TRUE(plan.ok());
   for (const auto& w : plan->sequences) EXPECT_EQ(w.size(), window);  // every window full
   EXPECT_EQ(plan->sequences.back().end, tokens);

@@ -116,8 +116,8 @@ TEST_F(EmbedJobTest, CancellationAndDeadlinesAtEveryStageReturnEverySlotAndToken
   std::vector<std::shared_ptr<EmbedJob>> jobs;
   constexpr int kJobs = 300;
   for (int i = 0; i < kJobs; ++i) {
-    const auto strategy = i % 2 ? v1::LONG_TEXT_STRATEGY_LATE_CHUNKING
-                                : v1::LONG_TEXT_STRATEGY_CHUNK_MEAN;
+    const auto strategy =
+        i % 2 ? v1::LONG_TEXT_STRATEGY_LATE_CHUNKING : v1::LONG_TEXT_STRATEGY_CHUNK_MEAN;
     const absl::Time deadline =
         i % 3 == 0 ? absl::Now() + absl::Microseconds(rng() % 20000) : absl::InfiniteFuture();
     jobs.push_back(StartJob({Words(200 + rng() % 3000)}, strategy, deadline,

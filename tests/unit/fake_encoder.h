@@ -32,9 +32,9 @@ class FakeEncoder {
       if (dim_ > 1) pooled[1] = batch.temperatures[i];
       if (dim_ > 2 && !ids.empty()) pooled[2] = static_cast<float>(ids[0]);
       result.pooled.push_back(pooled);
-      result.hidden_states.push_back(
-          batch.return_hidden_states ? std::vector<float>(ids.size() * dim_, 1.0f)
-                                     : std::vector<float>());
+      result.hidden_states.push_back(batch.return_hidden_states
+                                         ? std::vector<float>(ids.size() * dim_, 1.0f)
+                                         : std::vector<float>());
       result.high_frequency_ratio.push_back(0.5f);
     }
     return result;

@@ -24,8 +24,8 @@ grpc::ByteBuffer ToBuffer(const std::string& bytes) {
 }
 
 const Descriptor* Public(const Descriptor* twin) {
-  return google::protobuf::DescriptorPool::generated_pool()->FindMessageTypeByName(
-      "embedding.v1." + twin->name());
+  return google::protobuf::DescriptorPool::generated_pool()->FindMessageTypeByName("embedding.v1." +
+                                                                                   twin->name());
 }
 
 const std::vector<const Descriptor*>& Twins() {
@@ -73,9 +73,12 @@ void ExpectEachStringFieldIsNamed(const Descriptor* twin_type, const std::string
   for (int i = 0; i < twin_type->field_count(); ++i) {
     const FieldDescriptor* field = twin_type->field(i);
     if (field->type() != FieldDescriptor::TYPE_BYTES) continue;
-    std::unique_ptr<Message> outer(factory->GetPrototype(
-        google::protobuf::DescriptorPool::generated_pool()->FindMessageTypeByName(
-            "embedding.v1.unchecked." + outer_public->name()))->New());
+    std::unique_ptr<Message> outer(
+        factory
+            ->GetPrototype(
+                google::protobuf::DescriptorPool::generated_pool()->FindMessageTypeByName(
+                    "embedding.v1.unchecked." + outer_public->name()))
+            ->New());
     Message* target = nullptr;
     nest(outer.get(), &target);
     const auto* reflection = target->GetReflection();
