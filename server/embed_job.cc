@@ -30,7 +30,8 @@ EmbedJob::~EmbedJob() {
 }
 
 void EmbedJob::Prepare() {
-  if (!Liveness().ok()) return;  // cancelled while queued for preparation
+  // Cancelled or expired while waiting for a worker: answer now, tokenise nothing.
+  if (absl::Status alive = Liveness(); !alive.ok()) return Complete(alive);
   const absl::Time start = absl::Now();
   const model_store::Model& model = *request_.model;
   const auto window = static_cast<uint32_t>(model.max_content_tokens());
