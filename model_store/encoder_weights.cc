@@ -1,6 +1,7 @@
 #include "model_store/encoder_weights.h"
 
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -26,8 +27,10 @@ class Binder {
   Binder(const Checkpoint& checkpoint, std::string prefix, torch::ScalarType dtype)
       : checkpoint_(checkpoint), prefix_(std::move(prefix)), dtype_(dtype) {}
 
-  // Copies the tensor out of the mapping (which may be unaligned) and converts it.
-  absl::StatusOr<torch::Tensor> Take(const std::string& name, std::vector<int64_t> shape) {
+  // Copies the tensor out of the mapping (which may be unaligned) and converts it to `dtype`
+  // (the compute dtype unless given).
+  absl::StatusOr<torch::Tensor> Take(const std::string& name, std::vector<int64_t> shape,
+                                     std::optional<torch::ScalarType> dtype = std::nullopt) {
     const std::string full = prefix_ + name;
     const TensorView* view = checkpoint_.Find(full);
     if (view == nullptr) return absl::DataLossError(absl::StrCat("missing tensor '", full, "'"));
@@ -38,7 +41,7 @@ class Binder {
     }
     torch::Tensor raw = torch::empty(shape, torch::TensorOptions().dtype(TorchType(view->dtype)));
     std::memcpy(raw.data_ptr(), view->data, view->size_bytes);
-    return raw.to(dtype_).contiguous();
+    return raw.to(dtype.value_or(dtype_)).contiguous();
   }
 
   absl::StatusOr<LinearWeights> Linear(const std::string& name, int64_t out, int64_t in) {
@@ -48,10 +51,11 @@ class Binder {
     return linear;
   }
 
+  // LayerNorm runs in fp32 whatever the compute dtype (see NormWeights).
   absl::StatusOr<NormWeights> Norm(const std::string& name, int64_t size) {
     NormWeights norm;
-    ASSIGN_OR_RETURN(norm.weight, Take(name + ".weight", {size}));
-    ASSIGN_OR_RETURN(norm.bias, Take(name + ".bias", {size}));
+    ASSIGN_OR_RETURN(norm.weight, Take(name + ".weight", {size}, torch::kFloat32));
+    ASSIGN_OR_RETURN(norm.bias, Take(name + ".bias", {size}, torch::kFloat32));
     return norm;
   }
 

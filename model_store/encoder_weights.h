@@ -18,6 +18,8 @@ struct LinearWeights {
   torch::Tensor bias;    // [out]
 };
 
+// Always fp32: LayerNorm in bf16 measured 8x slower than converting to fp32, normalising and
+// converting back (0.38 ms against 3.05 ms for 512 x 768 on this CPU), and is less exact.
 struct NormWeights {
   torch::Tensor weight;
   torch::Tensor bias;

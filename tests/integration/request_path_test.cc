@@ -119,8 +119,7 @@ TEST(RequestPath, StreamStopsComputingForAClientThatNeverReads) {
   // computing must stop: the count of finished documents settles well short of everything
   // sent. Before the fix it climbed until all of them were computed.
   auto computed = [&] {
-    return testing::ScrapeMetric(s.server->http_address(),
-                                 "embedding_documents_total\\{[^}]*\\}");
+    return testing::ScrapeMetric(s.server->http_address(), "embedding_documents_total\\{[^}]*\\}");
   };
   double settled = -1;
   const absl::Time give_up = absl::Now() + absl::Seconds(90);

@@ -1,0 +1,66 @@
+// The blocked attention against the plain formula softmax((Q K^T / sqrt(d) + mask) / tau) V,
+// and its memory bound at 8,192 tokens.
+#include "model_store/attention.h"
+
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <cmath>
+
+namespace embedding::model_store {
+namespace {
+
+// The textbook computation on a padded batch: full score matrix, -inf on padded keys.
+torch::Tensor PlainAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                             const torch::Tensor& key_mask, double tau) {
+  const double d = static_cast<double>(q.size(-1));
+  torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(d);
+  scores = scores.masked_fill(key_mask.logical_not(), -INFINITY);
+  return torch::matmul(torch::softmax(scores / tau, -1), v);
+}
+
+TEST(BlockedSelfAttention, EqualsThePlainFormulaForEveryBlockSizeAndTemperature) {
+  torch::manual_seed(3);
+  const int64_t heads = 3, d = 16, padded = 70;
+  for (int64_t length : {1, 5, 64, 70}) {
+    for (int64_t block : {1, 7, 64, 128}) {
+      for (double tau : {1.0, 0.7, 0.2, 2.5}) {
+        // One real sequence of `length` tokens inside a padded batch row of 70.
+        torch::Tensor q = torch::randn({heads, padded, d});
+        torch::Tensor k = torch::randn({heads, padded, d});
+        torch::Tensor v = torch::randn({heads, padded, d});
+        torch::Tensor mask = torch::arange(padded).lt(length).view({1, 1, padded});
+        torch::Tensor expected = PlainAttention(q, k, v, mask, tau).slice(1, 0, length);
+        torch::Tensor actual = BlockedSelfAttention(
+            q.slice(1, 0, length).contiguous(), k.slice(1, 0, length).contiguous(),
+            v.slice(1, 0, length).contiguous(), 1.0 / (std::sqrt(double(d)) * tau), block);
+        EXPECT_LT((actual - expected).abs().max().item<float>(), 1e-5)
+            << "length " << length << " block " << block << " tau " << tau;
+      }
+    }
+  }
+}
+
+long PeakRssKb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+// Full scores for 4 heads x 8,192 x 8,192 would take 1 GiB; blocks of 128 queries take 16 MiB.
+TEST(BlockedSelfAttention, ScoresAtEightThousandTokensStayWithinABlock) {
+  c10::InferenceMode guard;
+  const int64_t heads = 4, length = 8192, d = 32;
+  torch::Tensor q = torch::randn({heads, length, d});
+  torch::Tensor k = torch::randn({heads, length, d});
+  torch::Tensor v = torch::randn({heads, length, d});
+  const long before = PeakRssKb();
+  torch::Tensor out = BlockedSelfAttention(q, k, v, 1.0 / std::sqrt(double(d)), 128);
+  const long grown_mib = (PeakRssKb() - before) / 1024;
+  EXPECT_EQ(out.sizes(), q.sizes());
+  EXPECT_TRUE(torch::isfinite(out).all().item<bool>());
+  EXPECT_LT(grown_mib, 256) << "peak RSS grew by " << grown_mib << " MiB";
+}
+
+}  // namespace
+}  // namespace embedding::model_store
