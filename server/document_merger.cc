@@ -9,34 +9,52 @@
 namespace embedding::server {
 namespace {
 
-// Late chunking: the mean of the chunk's contextual token states, each token taken from the
-// window it is most central in.
-std::vector<float> LateChunkVector(const EncodedDocument& doc, const Span& chunk, size_t dim,
-                                   size_t prefix_tokens) {
-  std::vector<double> sum(dim, 0.0);
-  size_t rows = 0;
-  auto add_row = [&](const std::vector<float>& hidden, size_t row) {
-    for (size_t d = 0; d < dim; ++d) sum[d] += hidden[row * dim + d];
-    ++rows;
-  };
-  if (chunk.size() == 0) {
-    // An empty document: its one window holds only special tokens; pool all of them.
-    const auto& hidden = doc.hidden[0];
-    for (size_t row = 0; row < hidden.size() / dim; ++row) add_row(hidden, row);
-  }
-  for (uint32_t t = chunk.begin; t < chunk.end; ++t) {
-    const uint32_t w = doc.plan.token_window[t];
-    add_row(doc.hidden[w], prefix_tokens + (t - doc.plan.sequences[w].begin));
-  }
+// Late chunking: the mean of the chunk's contextual token states.
+std::vector<float> LateChunkVector(const EncodedDocument& doc, size_t chunk, size_t dim) {
+  const double rows = std::max<uint32_t>(doc.chunk_rows[chunk], 1);
   std::vector<float> out(dim);
-  for (size_t d = 0; d < dim; ++d) out[d] = static_cast<float>(sum[d] / std::max<size_t>(rows, 1));
+  for (size_t d = 0; d < dim; ++d) out[d] = static_cast<float>(doc.chunk_sums[chunk][d] / rows);
   return out;
 }
 
 }  // namespace
 
-DocumentResult MergeDocument(const EncodedDocument& doc, const EmbedParams& params, size_t dim,
-                             size_t prefix_tokens) {
+void PrepareSlots(EncodedDocument* doc, bool late_chunking, size_t dim) {
+  const size_t sequences = doc->plan.sequences.size();
+  doc->hf_ratio.assign(sequences, 0.0f);
+  if (late_chunking) {
+    doc->chunk_sums.assign(doc->plan.chunks.size(), std::vector<double>(dim, 0.0));
+    doc->chunk_rows.assign(doc->plan.chunks.size(), 0);
+  } else {
+    doc->pooled.resize(sequences);
+  }
+}
+
+void AddLateChunkWindow(EncodedDocument* doc, size_t window, const std::vector<float>& states,
+                        size_t dim, size_t prefix_tokens) {
+  const Span& owned = doc->plan.sequences[window];
+  auto add_row = [&](size_t chunk, size_t row) {
+    std::vector<double>& sum = doc->chunk_sums[chunk];
+    const float* values = states.data() + row * dim;
+    for (size_t d = 0; d < dim; ++d) sum[d] += values[d];
+    ++doc->chunk_rows[chunk];
+  };
+  for (size_t c = 0; c < doc->plan.chunks.size(); ++c) {
+    const Span& chunk = doc->plan.chunks[c];
+    if (chunk.size() == 0) {
+      // An empty document: its one window holds only special tokens; pool all of them.
+      for (size_t row = 0; row < states.size() / dim; ++row) add_row(c, row);
+      continue;
+    }
+    const uint32_t begin = std::max(chunk.begin, owned.begin);
+    const uint32_t end = std::min(chunk.end, owned.end);
+    for (uint32_t t = begin; t < end; ++t) {
+      if (doc->plan.token_window[t] == window) add_row(c, prefix_tokens + (t - owned.begin));
+    }
+  }
+}
+
+DocumentResult MergeDocument(const EncodedDocument& doc, const EmbedParams& params, size_t dim) {
   DocumentResult out;
   out.token_count = static_cast<uint32_t>(doc.tokens.ids.size());
   out.chunk_count = static_cast<uint32_t>(doc.plan.chunks.size());
@@ -49,8 +67,7 @@ DocumentResult MergeDocument(const EncodedDocument& doc, const EmbedParams& para
   std::vector<std::vector<float>> chunk_vectors;
   std::vector<uint32_t> weights;
   for (size_t c = 0; c < doc.plan.chunks.size(); ++c) {
-    chunk_vectors.push_back(late ? LateChunkVector(doc, doc.plan.chunks[c], dim, prefix_tokens)
-                                 : doc.pooled[c]);
+    chunk_vectors.push_back(late ? LateChunkVector(doc, c, dim) : doc.pooled[c]);
     if (params.normalize) L2Normalize(&chunk_vectors.back());
     weights.push_back(doc.plan.chunks[c].size());
   }

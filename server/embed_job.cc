@@ -53,12 +53,10 @@ void EmbedJob::Prepare() {
     auto plan = PlanChunks(count, window, request_.params, field);
     if (!plan.ok()) return Complete(plan.status());
     doc.plan = *std::move(plan);
-    const size_t n = doc.plan.sequences.size();
-    doc.pooled.resize(n);
-    doc.hidden.resize(n);
-    doc.hf_ratio.resize(n);
+    PrepareSlots(&doc, request_.params.strategy == v1::LONG_TEXT_STRATEGY_LATE_CHUNKING,
+                 static_cast<size_t>(model.config().hidden_size));
     for (const auto& range : doc.plan.sequences) total_tokens += range.size() + specials;
-    sequences += n;
+    sequences += doc.plan.sequences.size();
   }
 
   std::vector<BatchTask> tasks;
@@ -126,8 +124,14 @@ void EmbedJob::OnSequenceDone(size_t document, size_t sequence,
                             request_.model->tokenizer().num_special_tokens());
     if (done_) return;
     if (output.ok()) {
-      doc.pooled[sequence] = std::move(output->pooled);
-      doc.hidden[sequence] = std::move(output->hidden_states);
+      if (request_.params.strategy == v1::LONG_TEXT_STRATEGY_LATE_CHUNKING) {
+        // Fold the window's states into its chunks now; keep none of them.
+        AddLateChunkWindow(&doc, sequence, output->hidden_states,
+                           static_cast<size_t>(request_.model->config().hidden_size),
+                           request_.model->special_prefix().size());
+      } else {
+        doc.pooled[sequence] = std::move(output->pooled);
+      }
       doc.hf_ratio[sequence] = output->high_frequency_ratio;
       if (batches_seen_.insert(output->batch_id).second) {
         inference_seconds_ += output->batch_seconds;
@@ -147,8 +151,7 @@ EmbedResult EmbedJob::Merge() const {
   const int specials = model.tokenizer().num_special_tokens();
   EmbedResult result;
   for (const EncodedDocument& doc : documents_) {
-    result.documents.push_back(
-        MergeDocument(doc, request_.params, dim, model.special_prefix().size()));
+    result.documents.push_back(MergeDocument(doc, request_.params, dim));
     result.tokens += doc.tokens.ids.size();
     result.sequences += doc.plan.sequences.size();
     for (const auto& range : doc.plan.sequences) result.sequence_tokens += range.size() + specials;
