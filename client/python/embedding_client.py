@@ -13,80 +13,80 @@ SERVICE = "embedding.v1.EmbeddingService"
 _REFLECTION_METHOD = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"
 
 
-def _varint(value):
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
+def _reflection_messages():
+    """Request and response classes of grpc.reflection.v1alpha, the part this client reads.
+
+    The schema is declared here with protobuf's own descriptor types (python3-grpcio ships no
+    reflection stubs); protobuf then does all of the wire format. Fields not declared are
+    skipped as unknown fields.
+    """
+    F = descriptor_pb2.FieldDescriptorProto
+    proto = descriptor_pb2.FileDescriptorProto(
+        name="grpc_reflection_subset.proto", package="grpc.reflection.v1alpha", syntax="proto3")
+
+    def message(name, *fields):
+        m = proto.message_type.add(name=name)
+        for field_name, number, kind, label, type_name in fields:
+            m.field.add(name=field_name, number=number, type=kind, label=label,
+                        type_name=type_name)
+
+    one, many = F.LABEL_OPTIONAL, F.LABEL_REPEATED
+    msg = lambda name: ".grpc.reflection.v1alpha." + name  # noqa: E731
+    message("ServerReflectionRequest",
+            ("host", 1, F.TYPE_STRING, one, None),
+            ("file_containing_symbol", 4, F.TYPE_STRING, one, None),
+            ("list_services", 7, F.TYPE_STRING, one, None))
+    message("FileDescriptorResponse", ("file_descriptor_proto", 1, F.TYPE_BYTES, many, None))
+    message("ServiceResponse", ("name", 1, F.TYPE_STRING, one, None))
+    message("ListServiceResponse", ("service", 1, F.TYPE_MESSAGE, many, msg("ServiceResponse")))
+    message("ErrorResponse", ("error_code", 1, F.TYPE_INT32, one, None),
+            ("error_message", 2, F.TYPE_STRING, one, None))
+    message("ServerReflectionResponse",
+            ("file_descriptor_response", 4, F.TYPE_MESSAGE, one, msg("FileDescriptorResponse")),
+            ("list_services_response", 6, F.TYPE_MESSAGE, one, msg("ListServiceResponse")),
+            ("error_response", 7, F.TYPE_MESSAGE, one, msg("ErrorResponse")))
+    for m in proto.message_type:  # type_name is only for message fields
+        for f in m.field:
+            if f.type != F.TYPE_MESSAGE:
+                f.ClearField("type_name")
+    # The request's kinds form a oneof, so an empty list_services still goes on the wire.
+    request = proto.message_type[0]
+    request.oneof_decl.add(name="message_request")
+    for f in request.field:
+        if f.name != "host":
+            f.oneof_index = 0
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(proto)
+    factory = message_factory.MessageFactory(pool)
+    get = lambda name: factory.GetPrototype(pool.FindMessageTypeByName(  # noqa: E731
+        "grpc.reflection.v1alpha." + name))
+    return get("ServerReflectionRequest"), get("ServerReflectionResponse")
 
 
-def _field(number, payload):
-    """A length-delimited protobuf field."""
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
-
-
-def _fields(data):
-    """(number, wire type, value) for each field of a serialized message."""
-    pos = 0
-    while pos < len(data):
-        tag, pos = _read_varint(data, pos)
-        number, wire_type = tag >> 3, tag & 7
-        if wire_type == 0:
-            value, pos = _read_varint(data, pos)
-        elif wire_type == 2:
-            length, pos = _read_varint(data, pos)
-            value, pos = data[pos:pos + length], pos + length
-        elif wire_type == 1:
-            value, pos = data[pos:pos + 8], pos + 8
-        elif wire_type == 5:
-            value, pos = data[pos:pos + 4], pos + 4
-        else:
-            raise ValueError(f"unsupported wire type {wire_type}")
-        yield number, wire_type, value
-
-
-def _read_varint(data, pos):
-    result, shift = 0, 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
-
-
-def _reflect(channel, request_field, payload, timeout):
-    """One ServerReflectionInfo exchange; returns the response's fields."""
-    call = channel.stream_stream(_REFLECTION_METHOD, request_serializer=lambda b: b,
-                                 response_deserializer=lambda b: b)
-    responses = call(iter([_field(request_field, payload)]), timeout=timeout)
-    return list(_fields(next(iter(responses))))
+def _reflect(channel, timeout, **request_fields):
+    """One ServerReflectionInfo exchange; raises on an error response."""
+    request_type, response_type = _reflection_messages()
+    call = channel.stream_stream(_REFLECTION_METHOD,
+                                 request_serializer=lambda m: m.SerializeToString(),
+                                 response_deserializer=response_type.FromString)
+    response = next(iter(call(iter([request_type(**request_fields)]), timeout=timeout)))
+    if response.HasField("error_response"):
+        raise RuntimeError(f"reflection error: {response.error_response.error_message}")
+    return response
 
 
 def list_services(channel, timeout=10):
     """Service names the server advertises through reflection."""
-    fields = _reflect(channel, 7, b"", timeout)  # list_services
-    names = []
-    for number, _, value in fields:
-        if number == 6:  # list_services_response
-            for _, _, service in _fields(value):
-                names += [v.decode() for n, _, v in _fields(service) if n == 1]
-        if number == 7:  # error_response
-            raise RuntimeError(f"reflection error: {value!r}")
-    return names
+    response = _reflect(channel, timeout, list_services="")
+    return [service.name for service in response.list_services_response.service]
 
 
 def load_messages(channel, timeout=10):
     """Message classes of the service's proto file, by full name, via reflection."""
-    fields = _reflect(channel, 4, SERVICE.encode(), timeout)  # file_containing_symbol
+    response = _reflect(channel, timeout, file_containing_symbol=SERVICE)
     pool = descriptor_pool.DescriptorPool()
-    files = [v for n, _, v in fields if n == 4]  # file_descriptor_response
-    protos = [descriptor_pb2.FileDescriptorProto.FromString(v)
-              for response in files for n, _, v in _fields(response) if n == 1]
+    protos = [descriptor_pb2.FileDescriptorProto.FromString(raw)
+              for raw in response.file_descriptor_response.file_descriptor_proto]
     added = set()
     while len(added) < len(protos):  # dependencies first
         for proto in protos:
