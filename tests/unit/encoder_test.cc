@@ -180,14 +180,23 @@ TEST_F(EncoderTest, Bf16IsUsedOnlyWhereTheCpuHasIt) {
     return;
   }
   ASSERT_TRUE(bf16.ok()) << bf16.status();
-  const auto seq = RandomSequence(100, 9);
-  EncodeBatch batch{{seq}, {1.0f}, PoolingMode::kMean, true, false};
-  auto low = (*bf16)->Encode(batch);
-  auto full = model_->encoder().Encode(batch);
-  ASSERT_TRUE(low.ok() && full.ok());
-  double dot = 0;
-  for (size_t d = 0; d < low->pooled[0].size(); ++d) dot += low->pooled[0][d] * full->pooled[0][d];
-  EXPECT_GT(dot, 0.99) << "bf16 should stay close to fp32";
+  // The accuracy guard: a mixed batch, at tau 1 and 0.5, pooled cosine to fp32 >= 0.999.
+  for (float tau : {1.0f, 0.5f}) {
+    EncodeBatch batch{{RandomSequence(100, 9), RandomSequence(7, 10), RandomSequence(300, 11)},
+                      {tau, tau, tau},
+                      PoolingMode::kMean,
+                      true,
+                      false};
+    auto low = (*bf16)->Encode(batch);
+    auto full = model_->encoder().Encode(batch);
+    ASSERT_TRUE(low.ok() && full.ok());
+    for (size_t b = 0; b < batch.sequences.size(); ++b) {
+      double dot = 0;
+      for (size_t d = 0; d < low->pooled[b].size(); ++d)
+        dot += low->pooled[b][d] * full->pooled[b][d];
+      EXPECT_GE(dot, 0.999) << "sequence " << b << " at tau " << tau;
+    }
+  }
 }
 
 }  // namespace
