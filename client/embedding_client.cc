@@ -1,8 +1,6 @@
 #include "client/embedding_client.h"
 
-#include <condition_variable>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"

@@ -107,7 +107,9 @@ def load_messages(channel, timeout=10):
 
 class EmbeddingClient:
     def __init__(self, address, timeout=60):
-        self.channel = grpc.insecure_channel(address)
+        # Answers grow with the documents (CHUNK_ALL, Tokenize of long texts): no 4 MB cap.
+        self.channel = grpc.insecure_channel(
+            address, options=[("grpc.max_receive_message_length", -1)])
         self.timeout = timeout
         self.messages, self.enums = load_messages(self.channel, timeout)
 
