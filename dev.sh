@@ -91,6 +91,12 @@ case "$cmd" in
     ;;
   bench)
     install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
+    node_setup
+    # The onnxruntime-node peer; its CPU binary is inside the package (no download script).
+    if [ ! -d tests/bench/node_modules ] || [ tests/bench/package.json -nt tests/bench/node_modules ]; then
+      (cd tests/bench && ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund --no-package-lock)
+      touch tests/bench/node_modules
+    fi
     build
     cd "$BUILD_DIR" && ctest --output-on-failure -L bench -V "$@"
     ;;

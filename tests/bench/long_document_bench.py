@@ -2,10 +2,12 @@
 """Long documents at the speed of the hardware: this service end to end over gRPC, against
 peers measured in the same run on the same token sequences and thread count.
 
-Peers: the fp32 and bf16 GEMM peaks of this machine (torch.matmul), and a Python eager
+Peers: the fp32 and bf16 GEMM peaks of this machine (torch.matmul); a Python eager
 baseline: the same BERT built from PyTorch's own nn modules (tests/reference), fp32,
 Hugging Face-style padded batches of 32 sequences sorted by length, as sentence-transformers
-runs it. Corpora: mixed lengths (log-uniform 16-4,096 tokens) and long documents.
+runs it; and onnxruntime-node fp32 on an ONNX export of that same network, in process, batched
+the same way (when tests/bench/node_modules holds it: ./dev.sh bench installs it). Corpora:
+mixed lengths (log-uniform 16-4,096 tokens) and long documents.
 
 Every figure is the median of --runs runs; every ratio compares figures of one run.
 
@@ -19,7 +21,9 @@ import math
 import os
 import random
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 import torch
@@ -89,6 +93,22 @@ def run_service(client, docs, concurrency=4):
     return sum(t for t, _ in results) / seconds, sorted(s for _, s in results), seconds
 
 
+class PaddedBert(torch.nn.Module):
+    """The reference BERT on a padded batch: ids [B, L] and a key padding mask [B, L]."""
+
+    def __init__(self, bert):
+        super().__init__()
+        self.bert = bert
+
+    def forward(self, ids, pad):
+        m = self.bert
+        positions = torch.arange(ids.shape[1]).unsqueeze(0)
+        x = m.norm(m.word(ids) + m.position(positions) + m.token_type(torch.zeros_like(ids)))
+        for layer in m.layers:
+            x = layer(x, src_key_padding_mask=pad)
+        return x
+
+
 def run_baseline(model, sequences, batch=32):
     """Tokens/s of the eager baseline: sorted by length, padded batches, key padding mask."""
     order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
@@ -99,13 +119,26 @@ def run_baseline(model, sequences, batch=32):
             longest = max(len(s) for s in group)
             ids = torch.tensor([s + [0] * (longest - len(s)) for s in group])
             pad = torch.tensor([[False] * len(s) + [True] * (longest - len(s)) for s in group])
-            positions = torch.arange(longest).unsqueeze(0)
-            x = model.norm(model.word(ids) + model.position(positions) +
-                           model.token_type(torch.zeros_like(ids)))
-            for layer in model.layers:
-                x = layer(x, src_key_padding_mask=pad)
-            (x * (~pad).unsqueeze(-1)).sum(1)
+            model(ids, pad)
     return sum(len(s) for s in sequences) / (time.perf_counter() - start)
+
+
+def export_onnx(model, path):
+    ids = torch.randint(5, 100, (2, 16))
+    pad = torch.zeros(2, 16, dtype=torch.bool)
+    axes = {0: "batch", 1: "length"}
+    torch.onnx.export(model, (ids, pad), path, input_names=["ids", "pad"],
+                      output_names=["hidden"], opset_version=14,
+                      dynamic_axes={"ids": axes, "pad": axes, "hidden": axes})
+
+
+def run_onnxruntime(onnx_path, sequences, workdir, batch=32):
+    """Tokens/s of onnxruntime-node on the same sequences (see onnxruntime_peer.js)."""
+    path = os.path.join(workdir, "sequences.json")
+    json.dump(sequences, open(path, "w"))
+    out = subprocess.run(["node", os.path.join(HERE, "onnxruntime_peer.js"), onnx_path, path,
+                          str(THREADS), str(batch)], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)["tokens_per_second"]
 
 
 def peak_rss_kib(pid):
@@ -136,7 +169,16 @@ def main():
     mixed_lengths = [int(math.exp(rng.uniform(math.log(16), math.log(4096))))
                      for _ in range(args.mixed)]
     long_lengths = [int(x) for x in args.long.split(",") if x]
-    baseline = ReferenceBert(config, read_safetensors(f"{args.model_dir}/model.safetensors"), 1.0)
+    baseline = PaddedBert(
+        ReferenceBert(config, read_safetensors(f"{args.model_dir}/model.safetensors"), 1.0))
+    workdir = tempfile.mkdtemp(prefix="long_document_bench.")
+    onnx_path = None
+    if os.path.isdir(os.path.join(HERE, "node_modules", "onnxruntime-node")):
+        onnx_path = os.path.join(workdir, "model.onnx")
+        export_onnx(baseline, onnx_path)
+    else:
+        print("onnxruntime-node missing (tests/bench/node_modules): that peer is skipped",
+              file=sys.stderr)
     dtypes = ["fp32"] + (["bf16"] if "avx512_bf16" in open("/proc/cpuinfo").read() else [])
 
     report = {"model": args.model_dir, "threads": THREADS, "runs": []}
@@ -151,6 +193,9 @@ def main():
                 sequences = windows(client, mixed, window)
                 if dtype == "fp32":
                     figures["baseline_mixed_tps"] = run_baseline(baseline, sequences)
+                    if onnx_path:
+                        figures["onnxruntime_mixed_tps"] = run_onnxruntime(onnx_path, sequences,
+                                                                           workdir)
                 tps, latencies, seconds = run_service(client, mixed)
                 figures[f"{dtype}_mixed_tps"] = tps
                 figures[f"{dtype}_mixed_gflops"] = forward_flops(config, sequences) / seconds / 1e9
@@ -174,6 +219,10 @@ def main():
     print("\nratios (each from one run, then the median over runs)")
     for dtype in dtypes:
         vs_base = statistics.median(r[f"{dtype}_mixed_tps"] / r["baseline_mixed_tps"] for r in ratios)
+        if onnx_path:
+            vs_ort = statistics.median(r[f"{dtype}_mixed_tps"] / r["onnxruntime_mixed_tps"]
+                                       for r in ratios)
+            print(f"{dtype}: mixed corpus vs onnxruntime-node fp32 {vs_ort:.2f}x")
         share = statistics.median(r[f"{dtype}_mixed_gflops"] / r[f"gemm_{dtype}_gflops"]
                                   for r in ratios)
         print(f"{dtype}: mixed corpus vs eager baseline {vs_base:.2f}x; "
