@@ -19,8 +19,24 @@ struct Encoder::Weights {
 
 namespace {
 
+// x is [tokens, in] (the encoder packs its tokens). A weight held in oneDNN's layout (fp32,
+// see UseOneDnnForFp32) goes through oneDNN; others through torch's default path.
 torch::Tensor Linear(const torch::Tensor& x, const LinearWeights& w) {
+  if (w.weight.is_mkldnn()) return at::mkldnn_linear(x.to_mkldnn(), w.weight, w.bias).to_dense();
   return torch::nn::functional::linear(x, w.weight, w.bias);
+}
+
+// fp32 linear layers through oneDNN instead of BLAS: on this CPU (Intel Xeon, avx512),
+// 512x768x3072 at 2 threads ran at 193 GFLOP/s through oneDNN against 36.5 GFLOP/s through
+// Debian's OpenBLAS, conversions included. bf16 already goes through oneDNN.
+void UseOneDnnForFp32(EncoderWeights* w) {
+  if (!at::hasMKLDNN() || w->word_embeddings.scalar_type() != torch::kFloat32) return;
+  for (LayerWeights& layer : w->layers) {
+    for (LinearWeights* linear :
+         {&layer.qkv, &layer.attention_output, &layer.intermediate, &layer.output}) {
+      linear->weight = linear->weight.to_mkldnn();
+    }
+  }
 }
 
 // In fp32 (see NormWeights), back in x's dtype.
@@ -83,6 +99,7 @@ absl::StatusOr<std::unique_ptr<Encoder>> Encoder::Create(const EncoderConfig& co
   try {
     c10::InferenceMode guard;
     ASSIGN_OR_RETURN(auto tensors, BindEncoderWeights(config, spec, checkpoint, dtype));
+    UseOneDnnForFp32(&tensors);
     encoder->weights_ = std::make_unique<Weights>(Weights{std::move(tensors)});
   } catch (const c10::Error& e) {
     return absl::InternalError(
