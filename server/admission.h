@@ -26,7 +26,6 @@ class TokenReservation {
 
   // Gives `tokens` back early (a sequence left the queue); clamped to what is held.
   void Return(int64_t tokens);
-  int64_t tokens() const { return tokens_; }
 
  private:
   friend class AdmissionPermit;
@@ -46,7 +45,6 @@ class AdmissionPermit {
 
   // Gives the slot back now.
   void Reset();
-  bool held() const { return admission_ != nullptr; }
 
   // Reserves `tokens` of queue for this request, or RESOURCE_EXHAUSTED naming
   // --max-queued-tokens. A request larger than the whole bound is admitted only into an
