@@ -16,8 +16,11 @@
 
 namespace embedding::model_store {
 
-enum class ComputeDType { kFloat32, kBFloat16 };
+// kInt8: dynamic int8 linear layers, everything else fp32. kAuto: the fastest dtype that
+// passes its accuracy guard on this CPU, which Model::Load picks (see dtype_choice.h).
+enum class ComputeDType { kFloat32, kBFloat16, kInt8, kAuto };
 
+// "fp32", "bf16", "int8", "auto".
 const char* ComputeDTypeName(ComputeDType dtype);
 
 struct EncoderOptions {
@@ -52,7 +55,8 @@ class Encoder {
  public:
   // Binds the checkpoint's weights to `spec`'s names (with or without its prefix), checks
   // every shape against `config`, and converts them to the compute dtype. Errors name the
-  // tensor: DATA_LOSS (missing/mis-shaped), FAILED_PRECONDITION (bf16 on a CPU without it).
+  // tensor: DATA_LOSS (missing/mis-shaped), FAILED_PRECONDITION (bf16 on a CPU without it, int8
+  // without oneDNN), INVALID_ARGUMENT for kAuto.
   static absl::StatusOr<std::unique_ptr<Encoder>> Create(const EncoderConfig& config,
                                                          const ArchitectureSpec& spec,
                                                          const Checkpoint& checkpoint,

@@ -14,8 +14,10 @@
 namespace embedding::model_store {
 
 struct LinearWeights {
-  torch::Tensor weight;  // [out, in]
+  torch::Tensor weight;  // [out, in]; undefined once packed for int8
   torch::Tensor bias;    // [out]
+  // quantized::linear_prepack's packed int8 weights (see linear_layer.h); None otherwise.
+  c10::IValue int8_packed;
 };
 
 // Always fp32: LayerNorm in bf16 measured 8x slower than converting to fp32, normalising and

@@ -6,6 +6,7 @@
 #include "common/status_macros.h"
 #include "model_store/architecture.h"
 #include "model_store/checkpoint.h"
+#include "model_store/dtype_choice.h"
 
 namespace embedding::model_store {
 
@@ -25,9 +26,17 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
   ASSIGN_OR_RETURN(model->st_config_, LoadSentenceTransformersConfig(model_dir));
   // The encoder copies the weights out, so the mapping is released when Load returns.
   ASSIGN_OR_RETURN(auto checkpoint, Checkpoint::Open(model_dir));
-  ASSIGN_OR_RETURN(model->encoder_, Encoder::Create(config, *spec, *checkpoint, options.encoder));
   model->pooling_ =
       options.pooling_override.value_or(model->st_config_.pooling.value_or(PoolingMode::kCls));
+  if (options.encoder.dtype == ComputeDType::kAuto) {
+    ASSIGN_OR_RETURN(DTypeChoice choice, ChooseComputeDType(config, *spec, *checkpoint,
+                                                            options.encoder, model->pooling_));
+    model->encoder_ = std::move(choice.encoder);
+    model->dtype_trials_ = std::move(choice.trials);
+  } else {
+    ASSIGN_OR_RETURN(model->encoder_,
+                     Encoder::Create(config, *spec, *checkpoint, options.encoder));
+  }
   if (model->max_content_tokens() < 1) {
     return absl::DataLossError(absl::StrCat(model_dir,
                                             ": max_position_embeddings leaves no room "

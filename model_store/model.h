@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "model_store/dtype_choice.h"
 #include "model_store/encoder.h"
 #include "model_store/encoder_config.h"
 #include "model_store/sentence_transformers_config.h"
@@ -25,7 +26,8 @@ class Model {
   // Loads the directory in Hugging Face layout. Errors name the file (and tensor or field):
   // NOT_FOUND for missing files, DATA_LOSS for corrupt ones, INVALID_ARGUMENT for an
   // unsupported model_type (listing the supported ones), FAILED_PRECONDITION for bf16 on a
-  // CPU without native support.
+  // CPU without native support (or int8 without oneDNN). dtype kAuto measures every dtype
+  // and keeps the fastest that passes its accuracy guard (see dtype_choice.h).
   static absl::StatusOr<std::unique_ptr<Model>> Load(const std::string& model_dir,
                                                      const ModelOptions& options);
 
@@ -39,6 +41,8 @@ class Model {
   const Encoder& encoder() const { return *encoder_; }
   const SentenceTransformersConfig& sentence_transformers() const { return st_config_; }
   PoolingMode pooling() const { return pooling_; }
+  // What --dtype=auto measured, one entry per dtype; empty when a dtype was named.
+  const std::vector<DTypeTrial>& dtype_trials() const { return dtype_trials_; }
   // Content tokens one window holds: the position table less the special tokens.
   int64_t max_content_tokens() const {
     return encoder_->max_sequence_length() - tokenizer_->num_special_tokens();
@@ -51,6 +55,7 @@ class Model {
   std::unique_ptr<Encoder> encoder_;
   SentenceTransformersConfig st_config_;
   PoolingMode pooling_ = PoolingMode::kCls;
+  std::vector<DTypeTrial> dtype_trials_;
 };
 
 }  // namespace embedding::model_store

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "server/admission.h"
 #include "server/embedding_service.h"
 #include "server/http_endpoint.h"
@@ -114,6 +115,19 @@ int Run(int argc, char** argv) {
                         "meaningful"
                       : "")
               << "\n";
+  }
+  for (const auto& m : (*registry)->models()) {
+    for (const auto& trial : m->model->dtype_trials()) {
+      std::cerr << "embedding_server: model '" << m->name << "' --dtype=auto tried "
+                << model_store::ComputeDTypeName(trial.dtype) << ": "
+                << (trial.unavailable.empty()
+                        ? absl::StrCat("cosine to fp32 ", trial.min_cosine, " (guard ",
+                                       model_store::AccuracyGuard(trial.dtype), "), ",
+                                       static_cast<int64_t>(trial.tokens_per_second),
+                                       " tokens/s", trial.passed ? "" : ", failed its guard")
+                        : trial.unavailable)
+                << "\n";
+    }
   }
   for (const auto& m : (*registry)->models()) metrics.SetModelInfo(*m);
   service.SetReady(registry->get());

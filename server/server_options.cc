@@ -19,7 +19,11 @@ ABSL_FLAG(std::string, http_listen, "0.0.0.0:8080",
 ABSL_FLAG(std::string, model_store, "",
           "Directory whose subdirectories are models, each served under its directory name.");
 ABSL_FLAG(std::string, default_model, "", "Model used when a request names none.");
-ABSL_FLAG(std::string, dtype, "fp32", "fp32 | bf16 (bf16 needs avx512_bf16 or amx_bf16).");
+// fp32 by default: the exact model. bf16 and int8 trade a little accuracy (guarded, see
+// model_store/dtype_choice.h) for speed; auto measures them at start-up and picks.
+ABSL_FLAG(std::string, dtype, "fp32",
+          "fp32 | bf16 | int8 | auto. bf16 needs avx512_bf16 or amx_bf16; int8 quantises the "
+          "linear layers dynamically; auto picks the fastest that keeps its accuracy guard.");
 ABSL_FLAG(int, threads, 0, "torch intra-op threads; 0 uses every core.");
 ABSL_FLAG(int, tokenizer_threads, 2, "Threads that tokenise and plan requests.");
 ABSL_FLAG(int64_t, max_batch_tokens, 2048, "Padded tokens per forward pass.");
@@ -114,12 +118,17 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv) {
   options.http_listen = absl::GetFlag(FLAGS_http_listen);
   options.models.default_model = absl::GetFlag(FLAGS_default_model);
   const std::string dtype = absl::GetFlag(FLAGS_dtype);
-  if (dtype == "fp32") {
-    options.models.dtype = model_store::ComputeDType::kFloat32;
-  } else if (dtype == "bf16") {
-    options.models.dtype = model_store::ComputeDType::kBFloat16;
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat("--dtype=", dtype, ": allowed fp32, bf16"));
+  bool known_dtype = false;
+  for (auto candidate : {model_store::ComputeDType::kFloat32, model_store::ComputeDType::kBFloat16,
+                         model_store::ComputeDType::kInt8, model_store::ComputeDType::kAuto}) {
+    if (dtype == model_store::ComputeDTypeName(candidate)) {
+      options.models.dtype = candidate;
+      known_dtype = true;
+    }
+  }
+  if (!known_dtype) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--dtype=", dtype, ": allowed fp32, bf16, int8, auto"));
   }
   options.models.intra_op_threads = absl::GetFlag(FLAGS_threads);
   options.tokenizer_threads = absl::GetFlag(FLAGS_tokenizer_threads);

@@ -4,7 +4,8 @@
 //   embedctl models
 //   embedctl health                  exit 0 only when SERVING
 //   embedctl collapse-report --corpus=FILE --temperatures=1,0.8,0.6 [--json=F] [--chart=F.svg]
-//   embedctl bench --requests=N|--duration-s=S [--concurrency=C|--rate=R] [--json=F]
+//   embedctl bench --requests=N|--duration-s=S [--concurrency=C|--rate=R] [--corpus=FILE
+//                  [--corpus_in_order]] [--json=F]
 // Every flag falls back to EMBEDCTL_<FLAG> (EMBEDCTL_ADDRESS, EMBEDCTL_TIMEOUT_S,
 // EMBEDCTL_CA_CERT, EMBEDCTL_TOKEN, ...); the command line wins.
 #include <unistd.h>
@@ -50,7 +51,7 @@ ABSL_FLAG(std::string, normalize, "", "true|false; empty is true.");
 ABSL_FLAG(std::string, dimensions, "", "Matryoshka dimensions.");
 ABSL_FLAG(std::string, prompt_name, "", "A prompt of the model (e.g. query).");
 ABSL_FLAG(std::string, input, "", "Read documents from FILE (one per line), or - for stdin.");
-ABSL_FLAG(std::string, corpus, "", "collapse-report: corpus file, one document per line.");
+ABSL_FLAG(std::string, corpus, "", "collapse-report, bench: corpus file, one document per line.");
 ABSL_FLAG(std::string, temperatures, "1,0.9,0.8,0.7,0.6", "collapse-report: taus to compare.");
 ABSL_FLAG(bool, cut_to_buckets, false, "collapse-report: cut documents to every bucket length.");
 ABSL_FLAG(std::string, json, "", "collapse-report: also write the report as JSON here.");
@@ -70,6 +71,8 @@ ABSL_FLAG(double, deadline_share, 0, "bench: share of requests sent with a tiny 
 ABSL_FLAG(double, injected_deadline_ms, 2, "bench: that deadline.");
 ABSL_FLAG(double, cancel_share, 0, "bench: share of requests cancelled after 0-20 ms.");
 ABSL_FLAG(uint64_t, seed, 1, "bench: workload seed.");
+ABSL_FLAG(bool, corpus_in_order, false,
+          "bench: take --corpus documents in file order, cycling (default: at random).");
 ABSL_FLAG(std::string, metrics_address, "",
           "bench: the server's --http-listen address; adds its batch fill to the report.");
 
@@ -305,6 +308,7 @@ int Bench(EmbeddingClient& client) {
     if (!lines.ok()) return Fail(lines.status());
     options.corpus = *std::move(lines);
   }
+  options.corpus_in_order = absl::GetFlag(FLAGS_corpus_in_order);
   if (isatty(STDERR_FILENO)) {
     options.progress = [](int64_t finished, double seconds) {
       std::fprintf(stderr, "\rbench: %lld requests in %.1f s", static_cast<long long>(finished),

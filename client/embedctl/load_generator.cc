@@ -58,7 +58,10 @@ class Workload {
   bool Chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
 
   std::string Document() {
-    if (!options_.corpus.empty()) return options_.corpus[rng_() % options_.corpus.size()];
+    if (!options_.corpus.empty()) {
+      const size_t index = options_.corpus_in_order ? next_document_++ : rng_();
+      return options_.corpus[index % options_.corpus.size()];
+    }
     std::lognormal_distribution<double> length(std::log(options_.median_words), options_.sigma);
     const int words = std::clamp(static_cast<int>(length(rng_)), 1, options_.max_words);
     std::string text;
@@ -72,6 +75,7 @@ class Workload {
   const BenchOptions& options_;
   std::mutex mu_;
   std::mt19937_64 rng_;
+  size_t next_document_ = 0;
 };
 
 // Cancels calls at their scheduled times from one thread.

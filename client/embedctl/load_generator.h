@@ -23,6 +23,9 @@ struct BenchOptions {
   double rate = 0;  // > 0: open loop at this many requests per second
   int documents_per_request = 1;
   std::vector<std::string> corpus;  // empty: synthetic documents
+  // Take the corpus in file order, cycling (a harness sends each document once); otherwise
+  // documents are drawn at random.
+  bool corpus_in_order = false;
   // Synthetic lengths in words (about one token each): log-normal with this median and sigma,
   // clipped to [1, max_words].
   double median_words = 200;

@@ -110,6 +110,19 @@ class EmbedctlTest(unittest.TestCase):
         self.assertGreater(report["errors"].get("CANCELLED", 0), 0)
         self.assertNotIn("WRONG_ANSWER", report["errors"])
 
+    def test_bench_takes_a_corpus_in_order(self):
+        words = ["the", "cat", "sat", "on", "a", "mat"]
+        corpus = [" ".join(words[i % 6] for i in range(n)) for n in (3, 40, 700, 9, 2500)]
+        path = os.path.join(tempfile.mkdtemp(), "corpus.txt")
+        open(path, "w").write("\n".join(corpus) + "\n")
+        report = self.bench("--requests=5", "--concurrency=2", f"--corpus={path}",
+                            "--corpus-in-order")
+        client = EmbeddingClient(self.server.grpc_address)
+        # Each document exactly once: random draws would repeat some and miss others.
+        want = sum(client.embed([doc]).usage.tokens for doc in corpus)
+        self.assertEqual(report["ok"], 5, report["errors"])
+        self.assertEqual(report["tokens"], want)
+
     def test_bench_open_loop_keeps_its_rate(self):
         report = self.bench("--rate=40", "--duration-s=1.5", "--median-words=20")
         self.assertTrue(50 <= report["requests"] <= 62, report["requests"])

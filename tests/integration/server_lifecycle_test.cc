@@ -167,6 +167,35 @@ TEST(ServerLifecycle, ServesSeveralModelsByName) {
   EXPECT_EQ(store_client->GetModelInfo("alpha").value().dimensions(), 96u);
 }
 
+// --dtype reaches the model: int8 is served (and is not fp32 in disguise), auto logs what it
+// measured and serves one of the dtypes it tried.
+TEST(ServerLifecycle, DTypeFlagChoosesTheEncoder) {
+  auto embed = [](const std::string& dtype, std::string* served, std::string* log) {
+    testing::ServerProcess server({"--model=tiny=" + testing::TinyModelDir(), "--dtype=" + dtype});
+    EXPECT_TRUE(server.ok()) << server.Log();
+    auto client = client::EmbeddingClient::Connect({{server.grpc_address()}}).value();
+    *served = client->GetModelInfo("tiny").value().dtype();
+    auto response = client->Embed(client::MakeEmbedRequest({Words(300)}, {})).value();
+    *log = server.Log();
+    const auto& values = response.documents(0).vector();
+    return std::vector<float>(values.begin(), values.end());
+  };
+  std::string served, log;
+  const std::vector<float> fp32 = embed("fp32", &served, &log);
+  EXPECT_EQ(served, "fp32");
+  const std::vector<float> int8 = embed("int8", &served, &log);
+  EXPECT_EQ(served, "int8");
+  ASSERT_EQ(int8.size(), fp32.size());
+  double dot = 0;
+  for (size_t i = 0; i < fp32.size(); ++i) dot += fp32[i] * int8[i];
+  EXPECT_GE(dot, 0.99);
+  EXPECT_LT(dot, 1.0 - 1e-9);
+  embed("auto", &served, &log);
+  EXPECT_THAT(served, ::testing::AnyOf("fp32", "bf16", "int8"));
+  EXPECT_THAT(log, HasSubstr("--dtype=auto tried int8: cosine to fp32"));
+  EXPECT_THAT(log, HasSubstr(", " + served + ")"));
+}
+
 TEST(ServerLifecycle, BadFlagsAndModelsExitNonZeroNamingTheProblem) {
   testing::ServerProcess bad_flag({"--model=tiny=" + testing::TinyModelDir(), "--dtype=fp64"},
                                   absl::Seconds(20));

@@ -119,7 +119,9 @@ TEST(Batcher, PaddingShareAndTokenBudgetBoundEveryBatch) {
   int64_t sequences = 0;
   for (const auto& s : stats) {
     EXPECT_LE(s.padded_tokens, 256);
-    if (s.sequences > 1) EXPECT_LE(s.padded_tokens - s.real_tokens, 0.2 * s.padded_tokens);
+    if (s.sequences > 1) {
+      EXPECT_LE(s.padded_tokens - s.real_tokens, 0.2 * s.padded_tokens);
+    }
     sequences += s.sequences;
   }
   EXPECT_EQ(sequences, 60);

@@ -166,37 +166,56 @@ TEST_F(EncoderTest, BadBatchesAreInvalidArgumentNamingTheField) {
   expect({{std::vector<int32_t>(513, 5)}, {1.0f}}, "outside [1, 512]");
 }
 
-TEST_F(EncoderTest, Bf16IsUsedOnlyWhereTheCpuHasIt) {
+// The accuracy guard every faster dtype must keep against fp32: a mixed batch at tau 1 and
+// 0.5, pooled cosine >= 0.999 for bf16 and >= 0.99 for int8. bf16 must be refused (naming
+// the missing CPU feature) where the CPU would only emulate it.
+TEST_F(EncoderTest, FasterDTypesKeepTheirAccuracyGuard) {
   auto checkpoint = Checkpoint::Open(testing::TinyModelDir());
   ASSERT_TRUE(checkpoint.ok());
   auto spec = FindArchitecture("bert");
   ASSERT_TRUE(spec.ok());
-  EncoderOptions options;
-  options.dtype = ComputeDType::kBFloat16;
-  auto bf16 = Encoder::Create(model_->config(), **spec, **checkpoint, options);
-  if (!CpuHasNativeBf16()) {
-    EXPECT_EQ(bf16.status().code(), absl::StatusCode::kFailedPrecondition);
-    EXPECT_THAT(bf16.status().message(), HasSubstr("avx512_bf16"));
-    return;
-  }
-  ASSERT_TRUE(bf16.ok()) << bf16.status();
-  // The accuracy guard: a mixed batch, at tau 1 and 0.5, pooled cosine to fp32 >= 0.999.
-  for (float tau : {1.0f, 0.5f}) {
-    EncodeBatch batch{{RandomSequence(100, 9), RandomSequence(7, 10), RandomSequence(300, 11)},
-                      {tau, tau, tau},
-                      PoolingMode::kMean,
-                      true,
-                      false};
-    auto low = (*bf16)->Encode(batch);
-    auto full = model_->encoder().Encode(batch);
-    ASSERT_TRUE(low.ok() && full.ok());
-    for (size_t b = 0; b < batch.sequences.size(); ++b) {
-      double dot = 0;
-      for (size_t d = 0; d < low->pooled[b].size(); ++d)
-        dot += low->pooled[b][d] * full->pooled[b][d];
-      EXPECT_GE(dot, 0.999) << "sequence " << b << " at tau " << tau;
+  for (auto [dtype, guard] : {std::pair{ComputeDType::kBFloat16, 0.999},
+                              std::pair{ComputeDType::kInt8, 0.99}}) {
+    SCOPED_TRACE(ComputeDTypeName(dtype));
+    EncoderOptions options;
+    options.dtype = dtype;
+    auto fast = Encoder::Create(model_->config(), **spec, **checkpoint, options);
+    if (dtype == ComputeDType::kBFloat16 && !CpuHasNativeBf16()) {
+      EXPECT_EQ(fast.status().code(), absl::StatusCode::kFailedPrecondition);
+      EXPECT_THAT(fast.status().message(), HasSubstr("avx512_bf16"));
+      continue;
+    }
+    ASSERT_TRUE(fast.ok()) << fast.status();
+    EXPECT_EQ((*fast)->dtype(), dtype);
+    for (float tau : {1.0f, 0.5f}) {
+      EncodeBatch batch{{RandomSequence(100, 9), RandomSequence(7, 10), RandomSequence(300, 11)},
+                        {tau, tau, tau},
+                        PoolingMode::kMean,
+                        true,
+                        false};
+      auto low = (*fast)->Encode(batch);
+      auto full = model_->encoder().Encode(batch);
+      ASSERT_TRUE(low.ok() && full.ok());
+      for (size_t b = 0; b < batch.sequences.size(); ++b) {
+        double dot = 0;
+        for (size_t d = 0; d < low->pooled[b].size(); ++d)
+          dot += low->pooled[b][d] * full->pooled[b][d];
+        EXPECT_GE(dot, guard) << "sequence " << b << " at tau " << tau;
+        EXPECT_LT(dot, 1.0 - 1e-9) << "sequence " << b << " equals fp32: dtype not applied";
+      }
     }
   }
+}
+
+TEST_F(EncoderTest, AutoIsNotAnEncoderDType) {
+  auto checkpoint = Checkpoint::Open(testing::TinyModelDir());
+  auto spec = FindArchitecture("bert");
+  ASSERT_TRUE(checkpoint.ok() && spec.ok());
+  EncoderOptions options;
+  options.dtype = ComputeDType::kAuto;
+  auto encoder = Encoder::Create(model_->config(), **spec, **checkpoint, options);
+  EXPECT_EQ(encoder.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(encoder.status().message(), HasSubstr("dtype auto"));
 }
 
 }  // namespace

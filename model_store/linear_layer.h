@@ -1,0 +1,26 @@
+// Internal to model_store: each linear layer in the kernel that is fastest for its compute
+// dtype on this CPU, and the one call the encoder makes to apply it. Included only by
+// encoder*.cc.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "absl/status/status.h"
+#include "model_store/encoder_weights.h"
+
+namespace embedding::model_store {
+
+enum class LinearKernel {
+  kDefault,  // torch's own path (bf16 already goes through oneDNN)
+  kOneDnn,   // fp32 weights held in oneDNN's blocked layout
+  kInt8,     // dynamic int8: weights int8 per output channel, activations quantised per call
+};
+
+// Converts every linear layer of `w` (which must hold fp32 weights for kOneDnn and kInt8) to
+// `kernel`. FAILED_PRECONDITION when this LibTorch lacks the oneDNN engine the kernel needs.
+absl::Status PrepareLinearLayers(LinearKernel kernel, EncoderWeights* w);
+
+// x [tokens, in] -> [tokens, out], in x's dtype, through whatever PrepareLinearLayers chose.
+torch::Tensor ApplyLinear(const torch::Tensor& x, const LinearWeights& w);
+
+}  // namespace embedding::model_store
