@@ -27,7 +27,9 @@ struct BatcherOptions {
   int64_t max_batch_sequences = 64;
   // Largest share of a batch's padded tokens that may be padding.
   double max_padding_share = 0.2;
-  absl::Duration max_queue_delay = absl::Milliseconds(2);
+  // How long a partial batch waits to fill. Zero: sequences queue up on their own while the
+  // previous forward runs, so a wait only delays an idle server (see server_options.cc).
+  absl::Duration max_queue_delay = absl::ZeroDuration();
 };
 
 // What the model produced for one task.

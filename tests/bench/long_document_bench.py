@@ -1,18 +1,21 @@
 #!/usr/bin/python3
-"""Long documents at the speed of the hardware: this service end to end over gRPC, against
-peers measured in the same run on the same token sequences and thread count.
+"""Long documents at the speed of the hardware: this service end to end over gRPC (through
+embedctl's load generator), against peers measured in the same run on the same token
+sequences and thread count.
 
-Peers: the fp32 and bf16 GEMM peaks of this machine (torch.matmul); a Python eager
-baseline: the same BERT built from PyTorch's own nn modules (tests/reference), fp32,
-Hugging Face-style padded batches of 32 sequences sorted by length, as sentence-transformers
-runs it; and onnxruntime-node fp32 on an ONNX export of that same network, in process, batched
-the same way (when tests/bench/node_modules holds it: ./dev.sh bench installs it). Corpora:
-mixed lengths (log-uniform 16-4,096 tokens) and long documents.
+Peers: the fp32 and bf16 GEMM peaks of this machine (the faster of torch's BLAS and oneDNN);
+the bare forward pass (tests/bench/encoder_bench); a Python eager baseline: the same BERT
+built from PyTorch's own nn modules (tests/reference), fp32, Hugging Face-style padded
+batches of 32 sequences sorted by length, as sentence-transformers runs it; and
+onnxruntime-node fp32 on an ONNX export of that same network, in process, batched the same
+way (when tests/bench/node_modules holds it: ./dev.sh bench installs it). Corpora: mixed
+lengths (log-uniform 16-4,096 tokens) and long documents, against documents of one full
+window.
 
 Every figure is the median of --runs runs; every ratio compares figures of one run.
 
 usage: long_document_bench.py BUILD_DIR MODEL_DIR [--runs N] [--mixed N]
-       [--long 512,8192,65536] [--json FILE]
+       [--long 65536,131072] [--json FILE]
 """
 import argparse
 import concurrent.futures
@@ -89,17 +92,45 @@ def windows(client, docs, window):
     return out
 
 
-def run_service(client, docs, concurrency=4):
-    """Content tokens/s and per-request latencies, one document per Embed request."""
-    def one(doc):
-        start = time.perf_counter()
-        response = client.embed([doc], strategy="LONG_TEXT_STRATEGY_CHUNK_MEAN")
-        return response.usage.tokens, time.perf_counter() - start
-    start = time.perf_counter()
-    with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
-        results = list(pool.map(one, docs))
-    seconds = time.perf_counter() - start
-    return sum(t for t, _ in results) / seconds, sorted(s for _, s in results), seconds
+def run_service(build_dir, server, docs, workdir, concurrency=4):
+    """embedctl bench on `docs`, each sent once in order, one document per request: its JSON
+    report (seconds, latency percentiles, content tokens)."""
+    corpus, report = os.path.join(workdir, "corpus.txt"), os.path.join(workdir, "report.json")
+    with open(corpus, "w") as f:
+        f.write("".join(doc + "\n" for doc in docs))
+    subprocess.run([f"{build_dir}/client/embedctl", f"--address={server.grpc_address}",
+                    "--timeout-s=3600", "bench", f"--requests={len(docs)}",
+                    f"--concurrency={concurrency}", f"--corpus={corpus}", "--corpus-in-order",
+                    "--tempscale-share=0.5", "--strategies=chunk_mean", f"--json={report}"],
+                   check=True, capture_output=True, text=True)
+    result = json.load(open(report))
+    if result["ok"] != len(docs):
+        raise RuntimeError(f"service errors: {result['errors']}")
+    return result
+
+
+def embed_vectors(client, docs):
+    return [list(d.vector) for doc in docs for d in client.embed([doc]).documents]
+
+
+def min_cosine(a, b):
+    return min(float(torch.nn.functional.cosine_similarity(torch.tensor(x), torch.tensor(y), 0))
+               for x, y in zip(a, b))
+
+
+def bare_forward(build_dir, model_dir, workdir):
+    """encoder_bench's figures: {(dtype, batch, length): (tokens/s, seconds per forward)}."""
+    path = os.path.join(workdir, "encoder_bench.json")
+    subprocess.run([f"{build_dir}/tests/encoder_bench", "--benchmark_min_time=1",
+                    "--benchmark_format=json", f"--benchmark_out={path}"],
+                   env={**os.environ, "BENCH_MODEL_DIR": model_dir}, check=True,
+                   capture_output=True)
+    out = {}
+    for b in json.load(open(path))["benchmarks"]:
+        if "tokens" in b:  # skipped dtypes carry no counter
+            _, dtype, batch, length, _ = b["name"].split("/")
+            out[(dtype, int(batch), int(length))] = (b["tokens"], b["real_time"] / 1e3)
+    return out
 
 
 class PaddedBert(torch.nn.Module):
@@ -161,19 +192,56 @@ def percentile(values, p):
     return values[min(len(values) - 1, int(math.ceil(p / 100 * len(values))) - 1)]
 
 
+def measure_dtype(args, dtype, run, config, window, mixed_lengths, long_lengths, peers, workdir):
+    """Every service figure of one dtype in one run; fp32 also runs the peers on its windows."""
+    figures = {}
+    with ServerRunner(f"{args.build_dir}/server/embedding_server",
+                      [f"--model=m={args.model_dir}", f"--dtype={dtype}",
+                       f"--threads={THREADS}"]) as server:
+        client = EmbeddingClient(server.grpc_address, timeout=3600)
+        idle = peak_rss_kib(server.process.pid)
+        # P5 first, on an idle server: one 128-token window, one request at a time.
+        short = make_documents(client, [128 - 2], random.Random(128)) * 20
+        figures["p50_128_s"] = run_service(args.build_dir, server, short, workdir, 1)["latency_seconds"]["p50"]
+
+        mixed = make_documents(client, mixed_lengths, random.Random(run))
+        sequences = windows(client, mixed, window)
+        if dtype == "fp32":
+            figures["baseline_mixed_tps"] = run_baseline(peers["baseline"], sequences)
+            if peers["onnx"]:
+                figures["onnxruntime_mixed_tps"] = run_onnxruntime(peers["onnx"], sequences,
+                                                                   workdir)
+        report = run_service(args.build_dir, server, mixed, workdir)
+        # Counted as the peers count: every token of every window, special ones too.
+        figures["mixed_tps"] = sum(len(s) for s in sequences) / report["seconds"]
+        figures["mixed_p50_s"] = report["latency_seconds"]["p50"]
+        figures["mixed_p99_s"] = report["latency_seconds"]["p99"]
+        peers.setdefault("vectors", {})[(run, dtype)] = embed_vectors(client, mixed)
+
+        # P2 and P4: documents of one full window, then long documents, every window full.
+        full = make_documents(client, [window] * 16, random.Random(window))
+        for name, docs, concurrency in [("window", full, 4)] + [
+                (str(n), make_documents(client, [n], random.Random(n)), 1) for n in long_lengths]:
+            report = run_service(args.build_dir, server, docs, workdir, concurrency)
+            seqs = windows(client, docs, window)
+            figures[f"long_{name}_tps"] = sum(len(s) for s in seqs) / report["seconds"]
+            figures[f"long_{name}_gflops"] = forward_flops(config, seqs) / report["seconds"] / 1e9
+            figures[f"long_{name}_rss_growth_mib"] = (peak_rss_kib(server.process.pid) - idle) / 1024
+    return figures
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("build_dir")
     parser.add_argument("model_dir")
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--mixed", type=int, default=60, help="documents in the mixed corpus")
-    parser.add_argument("--long", default="512,8192,65536,131072")
+    parser.add_argument("--mixed", type=int, default=40, help="documents in the mixed corpus")
+    parser.add_argument("--long", default="65536,131072")
     parser.add_argument("--json", default="")
     args = parser.parse_args()
     torch.set_num_threads(THREADS)
     config = json.load(open(f"{args.model_dir}/config.json"))
     window = config["max_position_embeddings"] - 2
-    binary = f"{args.build_dir}/server/embedding_server"
     rng = random.Random(7)
     mixed_lengths = [int(math.exp(rng.uniform(math.log(16), math.log(4096))))
                      for _ in range(args.mixed)]
@@ -181,68 +249,69 @@ def main():
     baseline = PaddedBert(
         ReferenceBert(config, read_safetensors(f"{args.model_dir}/model.safetensors"), 1.0))
     workdir = tempfile.mkdtemp(prefix="long_document_bench.")
-    onnx_path = None
+    peers = {"baseline": baseline, "onnx": None}
     if os.path.isdir(os.path.join(HERE, "node_modules", "onnxruntime-node")):
-        onnx_path = os.path.join(workdir, "model.onnx")
-        export_onnx(baseline, onnx_path)
+        peers["onnx"] = os.path.join(workdir, "model.onnx")
+        export_onnx(baseline, peers["onnx"])
     else:
         print("onnxruntime-node missing (tests/bench/node_modules): that peer is skipped",
               file=sys.stderr)
-    dtypes = ["fp32"] + (["bf16"] if "avx512_bf16" in open("/proc/cpuinfo").read() else [])
+    dtypes = ["fp32"] + (["bf16"] if "avx512_bf16" in open("/proc/cpuinfo").read() else []) + ["int8"]
 
-    report = {"model": args.model_dir, "threads": THREADS, "runs": []}
+    cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+    report = {"model": args.model_dir, "cpu": cpu, "threads": THREADS, "runs": []}
     for run in range(args.runs):
         figures = {"gemm_fp32_gflops": gemm_peak(torch.float32),
                    "gemm_bf16_gflops": gemm_peak(torch.bfloat16)}
+        for (dtype, batch, length), (tps, seconds) in bare_forward(
+                args.build_dir, args.model_dir, workdir).items():
+            figures[f"{dtype}_forward_{batch}x{length}_tps"] = tps
+            figures[f"{dtype}_forward_{batch}x{length}_s"] = seconds
         for dtype in dtypes:
-            with ServerRunner(binary, [f"--model=m={args.model_dir}", f"--dtype={dtype}",
-                                       f"--threads={THREADS}"]) as server:
-                client = EmbeddingClient(server.grpc_address, timeout=3600)
-                mixed = make_documents(client, mixed_lengths, random.Random(run))
-                sequences = windows(client, mixed, window)
-                if dtype == "fp32":
-                    figures["baseline_mixed_tps"] = run_baseline(baseline, sequences)
-                    if onnx_path:
-                        figures["onnxruntime_mixed_tps"] = run_onnxruntime(onnx_path, sequences,
-                                                                           workdir)
-                _, latencies, seconds = run_service(client, mixed)
-                # Counted as the peers count: every token of every window, special ones too.
-                figures[f"{dtype}_mixed_tps"] = sum(len(s) for s in sequences) / seconds
-                figures[f"{dtype}_mixed_gflops"] = forward_flops(config, sequences) / seconds / 1e9
-                figures[f"{dtype}_mixed_p50_s"] = percentile(latencies, 50)
-                figures[f"{dtype}_mixed_p99_s"] = percentile(latencies, 99)
-                idle = peak_rss_kib(server.process.pid)
-                for length in long_lengths:
-                    doc = make_documents(client, [length], random.Random(length))
-                    tps, _, _ = run_service(client, doc, concurrency=1)
-                    figures[f"{dtype}_long_{length}_tps"] = tps
-                    figures[f"{dtype}_long_{length}_rss_growth_mib"] = (
-                        peak_rss_kib(server.process.pid) - idle) / 1024
+            for key, value in measure_dtype(args, dtype, run, config, window, mixed_lengths,
+                                            long_lengths, peers, workdir).items():
+                figures[key if key.startswith(("baseline", "onnx")) else f"{dtype}_{key}"] = value
+        for dtype in dtypes[1:]:
+            figures[f"{dtype}_min_cosine_to_fp32"] = min_cosine(
+                peers["vectors"][(run, dtype)], peers["vectors"][(run, "fp32")])
         report["runs"].append(figures)
         print(f"run {run + 1}/{args.runs} done", file=sys.stderr)
 
-    median = {k: statistics.median(r[k] for r in report["runs"]) for k in report["runs"][0]}
-    ratios = [{k: r[k] for k in r} for r in report["runs"]]
-    print(f"{'figure':40s} {'median':>12s}")
-    for key, value in median.items():
-        print(f"{key:40s} {value:12.2f}")
-    print("\nratios (each from one run, then the median over runs)")
-    for dtype in dtypes:
-        vs_base = statistics.median(r[f"{dtype}_mixed_tps"] / r["baseline_mixed_tps"] for r in ratios)
-        if onnx_path:
-            vs_ort = statistics.median(r[f"{dtype}_mixed_tps"] / r["onnxruntime_mixed_tps"]
-                                       for r in ratios)
-            print(f"{dtype}: mixed corpus vs onnxruntime-node fp32 {vs_ort:.2f}x")
-        share = statistics.median(r[f"{dtype}_mixed_gflops"] / r[f"gemm_{dtype}_gflops"]
-                                  for r in ratios)
-        print(f"{dtype}: mixed corpus vs eager baseline {vs_base:.2f}x; "
-              f"FLOP rate {share:.0%} of the {dtype} GEMM peak")
-        if 512 in long_lengths:
-            for length in long_lengths[1:]:
-                rel = statistics.median(r[f"{dtype}_long_{length}_tps"] / r[f"{dtype}_long_512_tps"]
-                                        for r in ratios)
-                print(f"{dtype}: {length}-token document vs 512-token document: {rel:.2f}x per token")
+    runs = report["runs"]
+    median = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
     report["median"] = median
+    ratio = lambda f: statistics.median(f(r) for r in runs)  # noqa: E731
+    print(f"{cpu}, {THREADS} threads, {args.model_dir}; medians of {args.runs} runs\n")
+    print(f"{'figure':44s} {'median':>12s}")
+    for key, value in median.items():
+        print(f"{key:44s} {value:12.4g}")
+    print("\ntargets (each ratio from one run, then the median over runs)")
+    rows = []
+    for dtype in dtypes:
+        row = {"dtype": dtype, "mixed tok/s": median[f"{dtype}_mixed_tps"]}
+        if peers["onnx"]:
+            row["P1 vs ORT"] = ratio(lambda r: r[f"{dtype}_mixed_tps"] / r["onnxruntime_mixed_tps"])
+        row["P2 % bf16 peak"] = 100 * ratio(
+            lambda r: r[f"{dtype}_long_window_gflops"] / r["gemm_bf16_gflops"])
+        row["P3 vs eager"] = ratio(lambda r: r[f"{dtype}_mixed_tps"] / r["baseline_mixed_tps"])
+        for n in long_lengths:
+            row[f"P4 {n}"] = ratio(lambda r: r[f"{dtype}_long_{n}_tps"] / r[f"{dtype}_long_window_tps"])
+            row[f"RSS+ {n} MiB"] = median[f"{dtype}_long_{n}_rss_growth_mib"]
+        if f"{dtype}_forward_1x128_s" in median:
+            row["P5 p50/forward"] = ratio(lambda r: r[f"{dtype}_p50_128_s"] / r[f"{dtype}_forward_1x128_s"])
+            row["P6 8x512/1x512"] = ratio(
+                lambda r: r[f"{dtype}_forward_8x512_tps"] / r[f"{dtype}_forward_1x512_tps"])
+        row["p50 s"] = median[f"{dtype}_mixed_p50_s"]
+        row["p99 s"] = median[f"{dtype}_mixed_p99_s"]
+        if dtype != "fp32":
+            row["min cos"] = median[f"{dtype}_min_cosine_to_fp32"]
+        rows.append(row)
+    keys = list(dict.fromkeys(k for row in rows for k in row))
+    print(" | ".join(keys))
+    for row in rows:
+        print(" | ".join(row.get(k, "") if isinstance(row.get(k, ""), str)
+                         else f"{row[k]:.4g}" for k in keys))
+    report["targets"] = rows
     if args.json:
         json.dump(report, open(args.json, "w"), indent=2)
 
