@@ -6,8 +6,8 @@
 
 namespace embedding::server {
 absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
-    const ModelOptions& options, const BatcherOptions& batching, Batcher::Executor completions,
-    const BatchObserverFactory& observers) {
+    const ModelOptions& options, const BatcherOptions& batching, WorkerPool* inference,
+    Batcher::Executor completions, const BatchObserverFactory& observers) {
   auto registry = std::make_unique<ModelRegistry>();
   model_store::ModelOptions load_options;
   load_options.encoder.dtype = options.dtype;
@@ -18,7 +18,8 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
         return absl::InvalidArgumentError(
             absl::StrCat("--model: name '", source.name, "' given twice"));
     }
-    auto model = model_store::Model::Load(source.directory, load_options);
+    absl::StatusOr<std::unique_ptr<model_store::Model>> model;
+    inference->RunAndWait([&] { model = model_store::Model::Load(source.directory, load_options); });
     if (!model.ok()) {
       return absl::Status(model.status().code(),
                           absl::StrCat("model '", source.name, "': ", model.status().message()));
@@ -29,7 +30,11 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
     served->model = *std::move(model);
     const model_store::Encoder* encoder = &served->model->encoder();
     served->batcher = std::make_unique<Batcher>(
-        [encoder](const model_store::EncodeBatch& batch) { return encoder->Encode(batch); },
+        [encoder, inference](const model_store::EncodeBatch& batch) {
+          absl::StatusOr<model_store::EncodeResult> result;
+          inference->RunAndWait([&] { result = encoder->Encode(batch); });
+          return result;
+        },
         served->model->pooling(), batching, completions, observers ? observers(*served) : nullptr);
     registry->models_.push_back(std::move(served));
   }

@@ -1,4 +1,5 @@
-// The models this server serves, by name, each with its own batcher thread.
+// The models this server serves, by name, each with its own batcher thread. Every model call
+// (loading and forward passes) runs on one inference thread the caller owns (see main.cc).
 #pragma once
 
 #include <memory>
@@ -9,6 +10,7 @@
 #include "model_store/model.h"
 #include "server/batcher.h"
 #include "server/server_options.h"
+#include "server/worker_pool.h"
 
 namespace embedding::server {
 
@@ -24,11 +26,12 @@ class ModelRegistry {
   // Observer for every forward pass of model `name` (metrics).
   using BatchObserverFactory = std::function<Batcher::BatchObserver(const ServedModel&)>;
 
-  // Loads every source; each model's batcher runs completions on `completions`. Errors
-  // name the model and its directory.
+  // Loads every source on `inference` (a one-thread pool that outlives the registry); each
+  // model's batcher runs its forward passes there and its completions on `completions`.
+  // Errors name the model and its directory.
   static absl::StatusOr<std::unique_ptr<ModelRegistry>> Load(
-      const ModelOptions& options, const BatcherOptions& batching, Batcher::Executor completions,
-      const BatchObserverFactory& observers = nullptr);
+      const ModelOptions& options, const BatcherOptions& batching, WorkerPool* inference,
+      Batcher::Executor completions, const BatchObserverFactory& observers = nullptr);
 
   // `name`, or the default model for "". NOT_FOUND listing the served names otherwise.
   absl::StatusOr<const ServedModel*> Find(const std::string& name) const;

@@ -1,5 +1,7 @@
 #include "server/worker_pool.h"
 
+#include <future>
+
 namespace embedding::server {
 
 WorkerPool::WorkerPool(int threads) {
@@ -41,6 +43,15 @@ void WorkerPool::Loop() {
       if (--running_ == 0 && queue_.empty()) idle_cv_.notify_all();
     }
   }
+}
+
+void WorkerPool::RunAndWait(const std::function<void()>& work) {
+  std::promise<void> ran;
+  Schedule([&] {
+    work();
+    ran.set_value();
+  });
+  ran.get_future().wait();
 }
 
 void WorkerPool::WaitIdle() {

@@ -22,6 +22,10 @@ class WorkerPool {
   // one per forward pass and per batch of dropped work.
   void Schedule(std::function<void()> work);
 
+  // Runs `work` on a pool thread and blocks until it has returned. Thread-safe; must not be
+  // called from one of this pool's threads.
+  void RunAndWait(const std::function<void()>& work);
+
   // Blocks until nothing is queued or running (closures scheduled later are not waited for).
   void WaitIdle();
 
