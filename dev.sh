@@ -44,15 +44,25 @@ install_packages() {
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
 }
 
-# Node and the npm packages of the Node client test (Debian's nodejs unless a node exists).
+# npm packages of DIR (its package.json), installed again only when package.json changed.
+npm_setup() {
+  local dir=$1
+  if [ ! -d "$dir/node_modules" ] || [ "$dir/package.json" -nt "$dir/node_modules" ]; then
+    (cd "$dir" && npm install --no-audit --no-fund --no-package-lock)
+    touch "$dir/node_modules"
+  fi
+}
+
+# Node (Debian's nodejs unless a node exists) and the npm packages the tests use: the Node
+# client, and the offline Kubernetes schema checks. kubectl (for `kubectl kustomize`) from
+# Debian's kubernetes-client unless one is on PATH.
 node_setup() {
   if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     install_packages nodejs npm
   fi
-  if [ ! -d client/node/node_modules ] || [ client/node/package.json -nt client/node/node_modules ]; then
-    (cd client/node && npm install --no-audit --no-fund --no-package-lock)
-    touch client/node/node_modules
-  fi
+  command -v kubectl >/dev/null || install_packages kubernetes-client
+  npm_setup client/node
+  npm_setup tests/e2e/k8s
 }
 
 build() {
@@ -93,10 +103,7 @@ case "$cmd" in
     install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
     node_setup
     # The onnxruntime-node peer; its CPU binary is inside the package (no download script).
-    if [ ! -d tests/bench/node_modules ] || [ tests/bench/package.json -nt tests/bench/node_modules ]; then
-      (cd tests/bench && ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund --no-package-lock)
-      touch tests/bench/node_modules
-    fi
+    ONNXRUNTIME_NODE_INSTALL=skip npm_setup tests/bench
     build
     cd "$BUILD_DIR" && ctest --output-on-failure -L bench -V "$@"
     ;;

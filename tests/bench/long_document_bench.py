@@ -195,15 +195,14 @@ def percentile(values, p):
 def measure_dtype(args, dtype, run, config, window, mixed_lengths, long_lengths, peers, workdir):
     """Every service figure of one dtype in one run; fp32 also runs the peers on its windows."""
     figures = {}
-    with ServerRunner(f"{args.build_dir}/server/embedding_server",
-                      [f"--model=m={args.model_dir}", f"--dtype={dtype}",
-                       f"--threads={THREADS}"]) as server:
+    binary = f"{args.build_dir}/server/embedding_server"
+    flags = [f"--model=m={args.model_dir}", f"--dtype={dtype}", f"--threads={THREADS}"]
+    with ServerRunner(binary, flags) as server:
         client = EmbeddingClient(server.grpc_address, timeout=3600)
-        idle = peak_rss_kib(server.process.pid)
         # P5 first, on an idle server: one 128-token window, one request at a time.
         short = make_documents(client, [128 - 2], random.Random(128)) * 20
-        figures["p50_128_s"] = run_service(args.build_dir, server, short, workdir, 1)["latency_seconds"]["p50"]
-
+        figures["p50_128_s"] = run_service(args.build_dir, server, short, workdir,
+                                           1)["latency_seconds"]["p50"]
         mixed = make_documents(client, mixed_lengths, random.Random(run))
         sequences = windows(client, mixed, window)
         if dtype == "fp32":
@@ -211,14 +210,20 @@ def measure_dtype(args, dtype, run, config, window, mixed_lengths, long_lengths,
             if peers["onnx"]:
                 figures["onnxruntime_mixed_tps"] = run_onnxruntime(peers["onnx"], sequences,
                                                                    workdir)
+        idle = peak_rss_kib(server.process.pid)
         report = run_service(args.build_dir, server, mixed, workdir)
         # Counted as the peers count: every token of every window, special ones too.
         figures["mixed_tps"] = sum(len(s) for s in sequences) / report["seconds"]
         figures["mixed_p50_s"] = report["latency_seconds"]["p50"]
         figures["mixed_p99_s"] = report["latency_seconds"]["p99"]
+        figures["mixed_rss_growth_mib"] = (peak_rss_kib(server.process.pid) - idle) / 1024
         peers.setdefault("vectors", {})[(run, dtype)] = embed_vectors(client, mixed)
 
-        # P2 and P4: documents of one full window, then long documents, every window full.
+    # P2 and P4 on a server of their own, so its peak memory is theirs: documents of one full
+    # window, then the long documents, every window full.
+    with ServerRunner(binary, flags) as server:
+        client = EmbeddingClient(server.grpc_address, timeout=3600)
+        idle = peak_rss_kib(server.process.pid)
         full = make_documents(client, [window] * 16, random.Random(window))
         for name, docs, concurrency in [("window", full, 4)] + [
                 (str(n), make_documents(client, [n], random.Random(n)), 1) for n in long_lengths]:
@@ -226,7 +231,8 @@ def measure_dtype(args, dtype, run, config, window, mixed_lengths, long_lengths,
             seqs = windows(client, docs, window)
             figures[f"long_{name}_tps"] = sum(len(s) for s in seqs) / report["seconds"]
             figures[f"long_{name}_gflops"] = forward_flops(config, seqs) / report["seconds"] / 1e9
-            figures[f"long_{name}_rss_growth_mib"] = (peak_rss_kib(server.process.pid) - idle) / 1024
+            figures[f"long_{name}_rss_growth_mib"] = (
+                peak_rss_kib(server.process.pid) - idle) / 1024
     return figures
 
 
@@ -301,6 +307,7 @@ def main():
             row["P5 p50/forward"] = ratio(lambda r: r[f"{dtype}_p50_128_s"] / r[f"{dtype}_forward_1x128_s"])
             row["P6 8x512/1x512"] = ratio(
                 lambda r: r[f"{dtype}_forward_8x512_tps"] / r[f"{dtype}_forward_1x512_tps"])
+        row["RSS+ mixed MiB"] = median[f"{dtype}_mixed_rss_growth_mib"]
         row["p50 s"] = median[f"{dtype}_mixed_p50_s"]
         row["p99 s"] = median[f"{dtype}_mixed_p99_s"]
         if dtype != "fp32":
