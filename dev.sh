@@ -23,6 +23,7 @@ TEST_PACKAGES=(
   prometheus                         # promtool and the real-Prometheus test
   openssl                            # certificates for the client TLS test
   docker.io mmdebstrap               # the container smoke test (local base image, no registry)
+  docker-compose python3-yaml        # docker/compose.yaml and deploy/k8s checks
 )
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }

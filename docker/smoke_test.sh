@@ -11,6 +11,11 @@ ensure_docker
 ensure_base_image
 docker build --network host --build-arg BASE_IMAGE="$BASE_IMAGE" -f docker/Dockerfile -t "$IMAGE" .
 
+# The runtime stage carries no compiler and no headers.
+docker run --rm --network none --entrypoint sh "$IMAGE" -c \
+  '! command -v cc && ! command -v c++ && [ -z "$(ls -A /usr/include 2>/dev/null)" ]'
+echo "image $IMAGE: $(docker image inspect -f '{{.Size}}' "$IMAGE" | awk '{printf "%.0f MB", $1 / 1e6}')"
+
 name=embedding-smoke-$$
 docker run -d --name "$name" --network none "$IMAGE" --http-listen=127.0.0.1:8080 >/dev/null
 trap 'docker rm -f "$name" >/dev/null 2>&1 || true' EXIT

@@ -300,6 +300,10 @@ int Bench(EmbeddingClient& client) {
       absl::Microseconds(static_cast<int64_t>(absl::GetFlag(FLAGS_injected_deadline_ms) * 1000));
   options.cancel_share = absl::GetFlag(FLAGS_cancel_share);
   options.seed = absl::GetFlag(FLAGS_seed);
+  // --timeout-s is every call's deadline, bench's included (a 131,072-token document takes
+  // minutes on a BERT-base-sized model).
+  if (const double timeout = absl::GetFlag(FLAGS_timeout_s); timeout > 0)
+    options.timeout = absl::Milliseconds(static_cast<int64_t>(timeout * 1000));
   auto strategies = StrategyList(absl::GetFlag(FLAGS_strategies));
   if (!strategies.ok()) return Fail(strategies.status());
   options.strategies = *strategies;
