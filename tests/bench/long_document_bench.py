@@ -224,6 +224,7 @@ def measure_dtype(args, dtype, run, config, window, mixed_lengths, long_lengths,
     with ServerRunner(binary, flags) as server:
         client = EmbeddingClient(server.grpc_address, timeout=3600)
         idle = peak_rss_kib(server.process.pid)
+        figures["idle_rss_mib"] = idle / 1024
         full = make_documents(client, [window] * 16, random.Random(window))
         for name, docs, concurrency in [("window", full, 4)] + [
                 (str(n), make_documents(client, [n], random.Random(n)), 1) for n in long_lengths]:
@@ -233,6 +234,7 @@ def measure_dtype(args, dtype, run, config, window, mixed_lengths, long_lengths,
             figures[f"long_{name}_gflops"] = forward_flops(config, seqs) / report["seconds"] / 1e9
             figures[f"long_{name}_rss_growth_mib"] = (
                 peak_rss_kib(server.process.pid) - idle) / 1024
+        figures["peak_rss_mib"] = peak_rss_kib(server.process.pid) / 1024
     return figures
 
 
