@@ -182,8 +182,8 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
     const double base_scale = 1.0 / std::sqrt(static_cast<double>(config_.head_dim()));
     const int64_t heads = config_.num_attention_heads;
     const int64_t head_dim = config_.head_dim();
-    // int8 runs attention in bf16 where the CPU has it: MiniLM-shaped, 8 x 512 tokens, that
-    // took the forward from 4,395 to 7,216 tokens/s (fp32 attention goes through OpenBLAS).
+    // int8 runs attention in bf16 where the CPU has it: 7.6 ms against 11.9 ms for fp32 on
+    // [12 heads, 512, 64] (see attention.cc), within int8's accuracy guard.
     const auto attention_dtype =
         options_.dtype == ComputeDType::kInt8 && CpuHasNativeBf16() ? torch::kBFloat16
                                                                      : x.scalar_type();

@@ -70,13 +70,23 @@ def forward_flops(config, sequences):
 
 
 def make_documents(client, lengths, rng):
-    """Texts of exactly the given content-token counts, from the system's word list."""
+    """Texts of the given content-token counts (one fewer where a cut word re-tokenises
+    longer), from the system's word list."""
     words = [w.strip() for w in open("/usr/share/dict/words") if w.strip().isalpha()]
     docs = []
     for target in lengths:
-        text = " ".join(rng.choice(words) for _ in range(target))
-        tokens = client.tokenize([text], add_special_tokens=False).inputs[0].tokens
-        docs.append(text[:tokens[min(target, len(tokens)) - 1].byte_span.end])
+        text = " ".join(rng.choice(words) for _ in range(target)).encode()
+        tokens = client.tokenize([text.decode()], add_special_tokens=False).inputs[0].tokens
+        cut = min(target, len(tokens))
+        # Cut after the cut-th token. A cut inside a word can re-tokenise into one piece more,
+        # so cut one token earlier until the count fits (documents must stay within limits).
+        while True:
+            text = text[:tokens[cut - 1].byte_span.end]
+            tokens = client.tokenize([text.decode()], add_special_tokens=False).inputs[0].tokens
+            if len(tokens) <= target:
+                break
+            cut -= 1
+        docs.append(text.decode())
     return docs
 
 

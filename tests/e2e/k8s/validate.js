@@ -1,6 +1,7 @@
 // Validates every object in rendered Kubernetes YAML against the API schemas, offline:
-// kubernetes-models (core API) and @kubernetes-models/prometheus-operator (ServiceMonitor,
-// PrometheusRule). An object of a kind neither knows is an error, not a pass.
+// kubernetes-models 4.5.1 (the Kubernetes 1.31 API) and @kubernetes-models/prometheus-operator
+// (ServiceMonitor, PrometheusRule). An object of a kind neither knows is an error, not a pass.
+// The schemas check types, required fields and enums; they accept unknown fields.
 //   node validate.js FILE.yaml...
 // Prints one line per object and exits 1 if any fails.
 const fs = require("fs");
