@@ -191,9 +191,16 @@ def run_onnxruntime(onnx_path, sequences, workdir, batch=32):
     return json.loads(out.stdout)["tokens_per_second"]
 
 
-def peak_rss_kib(pid):
+def reset_peak_rss(pid):
+    """Starts VmHWM afresh (Linux: 5 into clear_refs), so a later peak is not the load's."""
+    with open(f"/proc/{pid}/clear_refs", "w") as f:
+        f.write("5")
+
+
+def rss_kib(pid, field="VmHWM"):
+    """Peak (VmHWM) or current (VmRSS) resident memory of a process."""
     for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmHWM:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1])
     return 0
 
@@ -220,20 +227,24 @@ def measure_dtype(args, dtype, run, config, window, mixed_lengths, long_lengths,
             if peers["onnx"]:
                 figures["onnxruntime_mixed_tps"] = run_onnxruntime(peers["onnx"], sequences,
                                                                    workdir)
-        idle = peak_rss_kib(server.process.pid)
+        idle = rss_kib(server.process.pid, "VmRSS")
+        reset_peak_rss(server.process.pid)
         report = run_service(args.build_dir, server, mixed, workdir)
         # Counted as the peers count: every token of every window, special ones too.
         figures["mixed_tps"] = sum(len(s) for s in sequences) / report["seconds"]
         figures["mixed_p50_s"] = report["latency_seconds"]["p50"]
         figures["mixed_p99_s"] = report["latency_seconds"]["p99"]
-        figures["mixed_rss_growth_mib"] = (peak_rss_kib(server.process.pid) - idle) / 1024
+        figures["mixed_rss_growth_mib"] = (rss_kib(server.process.pid) - idle) / 1024
         peers.setdefault("vectors", {})[(run, dtype)] = embed_vectors(client, mixed)
 
     # P2 and P4 on a server of their own, so its peak memory is theirs: documents of one full
     # window, then the long documents, every window full.
     with ServerRunner(binary, flags) as server:
         client = EmbeddingClient(server.grpc_address, timeout=3600)
-        idle = peak_rss_kib(server.process.pid)
+        # Growth is measured from the idle server's current memory, with the peak reset: the
+        # peak so far is the model load's, which would hide any growth below it.
+        idle = rss_kib(server.process.pid, "VmRSS")
+        reset_peak_rss(server.process.pid)
         figures["idle_rss_mib"] = idle / 1024
         full = make_documents(client, [window] * 16, random.Random(window))
         for name, docs, concurrency in [("window", full, 4)] + [
@@ -242,9 +253,8 @@ def measure_dtype(args, dtype, run, config, window, mixed_lengths, long_lengths,
             seqs = windows(client, docs, window)
             figures[f"long_{name}_tps"] = sum(len(s) for s in seqs) / report["seconds"]
             figures[f"long_{name}_gflops"] = forward_flops(config, seqs) / report["seconds"] / 1e9
-            figures[f"long_{name}_rss_growth_mib"] = (
-                peak_rss_kib(server.process.pid) - idle) / 1024
-        figures["peak_rss_mib"] = peak_rss_kib(server.process.pid) / 1024
+            figures[f"long_{name}_rss_growth_mib"] = (rss_kib(server.process.pid) - idle) / 1024
+        figures["peak_rss_mib"] = rss_kib(server.process.pid) / 1024
     return figures
 
 
