@@ -1,7 +1,5 @@
 #include "model_store/attention.h"
 
-#include <ATen/Parallel.h>
-
 #include <algorithm>
 
 namespace embedding::model_store {
@@ -16,8 +14,7 @@ torch::Tensor OneDnnPerHead(const torch::Tensor& q, const torch::Tensor& k, cons
   const int64_t length = q.size(1);
   const torch::Tensor values_t = v.transpose(1, 2).contiguous();  // [heads, d, L]
   torch::Tensor out = torch::empty_like(q);
-  at::parallel_for(0, q.size(0), 1, [&](int64_t first_head, int64_t last_head) {
-  for (int64_t h = first_head; h < last_head; ++h) {
+  for (int64_t h = 0; h < q.size(0); ++h) {
     // mkldnn_linear(x, w) is x w^T: with w = K it gives Q K^T, with w = V^T it gives P V.
     const torch::Tensor keys = k[h].to_mkldnn();
     const torch::Tensor values = values_t[h].to_mkldnn();
@@ -29,7 +26,6 @@ torch::Tensor OneDnnPerHead(const torch::Tensor& q, const torch::Tensor& k, cons
           at::mkldnn_linear(torch::softmax(scores, -1).to_mkldnn(), values, {}).to_dense());
     }
   }
-  });
   return out;
 }
 
