@@ -3,44 +3,24 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "model_store/guard_probe.h"
 
 namespace embedding::model_store {
 namespace {
 
-// A full window, capped at 512 tokens so that an 8,192-token model does not spend seconds of
-// its start-up here.
+// Capped at 512 tokens so that an 8,192-token model does not spend seconds of its start-up on
+// the guard.
 int64_t ProbeWindow(const Encoder& encoder) {
   return std::min<int64_t>(encoder.max_sequence_length(), 512);
 }
 
-std::vector<int32_t> ProbeSequence(int64_t length, int64_t vocab_size, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> id(0, static_cast<int32_t>(vocab_size - 1));
-  std::vector<int32_t> ids(length);
-  for (auto& v : ids) v = id(rng);
-  return ids;
-}
-
-EncodeBatch ProbeBatch(const Encoder& encoder, float tau, PoolingMode pooling) {
+absl::StatusOr<double> WindowTokensPerSecond(const Encoder& encoder,
+                                             const std::vector<int32_t>& window) {
   EncodeBatch batch;
-  const int64_t window = ProbeWindow(encoder);
-  uint32_t seed = 1;
-  for (int64_t length : {std::min<int64_t>(7, window), std::min<int64_t>(100, window), window}) {
-    batch.sequences.push_back(ProbeSequence(length, encoder.config().vocab_size, seed++));
-    batch.temperatures.push_back(tau);
-  }
-  batch.pooling = pooling;
-  batch.normalize = true;
-  return batch;
-}
-
-absl::StatusOr<double> WindowTokensPerSecond(const Encoder& encoder) {
-  EncodeBatch batch;
-  batch.sequences.push_back(ProbeSequence(ProbeWindow(encoder), encoder.config().vocab_size, 99));
+  batch.sequences.push_back(window);
   batch.temperatures.push_back(1.0f);
   std::vector<double> seconds;
   for (int run = 0; run < 4; ++run) {
@@ -52,7 +32,7 @@ absl::StatusOr<double> WindowTokensPerSecond(const Encoder& encoder) {
     }
   }
   std::sort(seconds.begin(), seconds.end());
-  return static_cast<double>(batch.sequences[0].size()) / seconds[seconds.size() / 2];
+  return static_cast<double>(window.size()) / seconds[seconds.size() / 2];
 }
 
 }  // namespace
@@ -68,13 +48,27 @@ double AccuracyGuard(ComputeDType dtype) {
   }
 }
 
-absl::StatusOr<double> GuardCosine(const Encoder& reference, const Encoder& candidate,
-                                   PoolingMode pooling) {
-  double worst = 1.0;
+absl::StatusOr<GuardReference> GuardReference::Encode(
+    const Encoder& reference, std::vector<std::vector<int32_t>> probe, PoolingMode pooling) {
+  GuardReference guard;
   for (float tau : {1.0f, 0.5f}) {
-    const EncodeBatch batch = ProbeBatch(reference, tau, pooling);
+    EncodeBatch batch;
+    batch.sequences = probe;
+    batch.temperatures.assign(probe.size(), tau);
+    batch.pooling = pooling;
+    batch.normalize = true;
     ASSIGN_OR_RETURN(EncodeResult want, reference.Encode(batch));
-    ASSIGN_OR_RETURN(EncodeResult got, candidate.Encode(batch));
+    guard.batches_.push_back(std::move(batch));
+    guard.want_.push_back(std::move(want));
+  }
+  return guard;
+}
+
+absl::StatusOr<double> GuardReference::WorstCosine(const Encoder& candidate) const {
+  double worst = 1.0;
+  for (size_t i = 0; i < batches_.size(); ++i) {
+    ASSIGN_OR_RETURN(EncodeResult got, candidate.Encode(batches_[i]));
+    const EncodeResult& want = want_[i];
     for (size_t b = 0; b < want.pooled.size(); ++b) {
       double dot = 0;  // both are unit vectors
       for (size_t d = 0; d < want.pooled[b].size(); ++d)
@@ -89,14 +83,18 @@ absl::StatusOr<DTypeChoice> ChooseComputeDType(const EncoderConfig& config,
                                                const ArchitectureSpec& spec,
                                                const Checkpoint& checkpoint,
                                                const EncoderOptions& options,
-                                               PoolingMode pooling) {
+                                               PoolingMode pooling, const Tokenizer& tokenizer) {
   EncoderOptions fp32_options = options;
   fp32_options.dtype = ComputeDType::kFloat32;
   ASSIGN_OR_RETURN(std::unique_ptr<Encoder> reference,
                    Encoder::Create(config, spec, checkpoint, fp32_options));
+  ASSIGN_OR_RETURN(auto probe, GuardProbe(tokenizer, ProbeWindow(*reference)));
+  const std::vector<int32_t> window = probe.back();
+  ASSIGN_OR_RETURN(GuardReference guard,
+                   GuardReference::Encode(*reference, std::move(probe), pooling));
   DTypeChoice choice;
   DTypeTrial fp32{ComputeDType::kFloat32, "", 1.0, 0, true};
-  ASSIGN_OR_RETURN(fp32.tokens_per_second, WindowTokensPerSecond(*reference));
+  ASSIGN_OR_RETURN(fp32.tokens_per_second, WindowTokensPerSecond(*reference, window));
   choice.trials.push_back(fp32);
   size_t best = 0;
   std::unique_ptr<Encoder> best_candidate;  // null while fp32 is the best
@@ -110,10 +108,10 @@ absl::StatusOr<DTypeChoice> ChooseComputeDType(const EncoderConfig& config,
       choice.trials.push_back(trial);
       continue;
     }
-    ASSIGN_OR_RETURN(trial.min_cosine, GuardCosine(*reference, **candidate, pooling));
+    ASSIGN_OR_RETURN(trial.min_cosine, guard.WorstCosine(**candidate));
     trial.passed = trial.min_cosine >= AccuracyGuard(dtype);
     if (trial.passed) {
-      ASSIGN_OR_RETURN(trial.tokens_per_second, WindowTokensPerSecond(**candidate));
+      ASSIGN_OR_RETURN(trial.tokens_per_second, WindowTokensPerSecond(**candidate, window));
     }
     choice.trials.push_back(trial);
     if (trial.passed && trial.tokens_per_second > choice.trials[best].tokens_per_second) {

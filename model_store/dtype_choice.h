@@ -8,17 +8,28 @@
 
 #include "absl/status/statusor.h"
 #include "model_store/encoder.h"
+#include "model_store/tokenizer.h"
 
 namespace embedding::model_store {
 
 // Least pooled cosine to fp32 a dtype must keep: 0.999 for bf16, 0.99 for int8 (1 for fp32).
 double AccuracyGuard(ComputeDType dtype);
 
-// Worst pooled cosine between `candidate` and `reference` (the same model) over a fixed probe
-// batch of pseudo-random token ids (7, 100 and a full window of up to 512 tokens) at tau 1 and
-// at tau 0.5, pooled with `pooling`. INTERNAL if either encoder fails.
-absl::StatusOr<double> GuardCosine(const Encoder& reference, const Encoder& candidate,
-                                   PoolingMode pooling);
+// The fp32 side of a guard, encoded once: `probe` (see guard_probe.h) at tau 1 and at tau 0.5.
+class GuardReference {
+ public:
+  // INTERNAL if the reference fails to encode the probe.
+  static absl::StatusOr<GuardReference> Encode(const Encoder& reference,
+                                               std::vector<std::vector<int32_t>> probe,
+                                               PoolingMode pooling);
+
+  // Worst pooled cosine between `candidate` (the same model) and the reference over the probe.
+  absl::StatusOr<double> WorstCosine(const Encoder& candidate) const;
+
+ private:
+  std::vector<EncodeBatch> batches_;
+  std::vector<EncodeResult> want_;
+};
 
 // What auto measured for one dtype.
 struct DTypeTrial {
@@ -37,11 +48,12 @@ struct DTypeChoice {
 };
 
 // Builds fp32, bf16 and int8 encoders one after another (at most three alive at once), guards
-// each against fp32 and keeps the fastest that passes; fp32 always passes. `options.dtype` is
-// ignored. Errors are fp32's (the others only count as unavailable).
+// each against fp32 on GuardProbe(tokenizer) and keeps the fastest that passes; fp32 always
+// passes. `options.dtype` is ignored. Errors are fp32's (the others only count as unavailable).
 absl::StatusOr<DTypeChoice> ChooseComputeDType(const EncoderConfig& config,
                                                const ArchitectureSpec& spec,
                                                const Checkpoint& checkpoint,
-                                               const EncoderOptions& options, PoolingMode pooling);
+                                               const EncoderOptions& options, PoolingMode pooling,
+                                               const Tokenizer& tokenizer);
 
 }  // namespace embedding::model_store

@@ -30,7 +30,8 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
       options.pooling_override.value_or(model->st_config_.pooling.value_or(PoolingMode::kCls));
   if (options.encoder.dtype == ComputeDType::kAuto) {
     ASSIGN_OR_RETURN(DTypeChoice choice, ChooseComputeDType(config, *spec, *checkpoint,
-                                                            options.encoder, model->pooling_));
+                                                            options.encoder, model->pooling_,
+                                                            *model->tokenizer_));
     model->encoder_ = std::move(choice.encoder);
     model->dtype_trials_ = std::move(choice.trials);
   } else {

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "model_store/cpu_features.h"
+#include "model_store/guard_probe.h"
 #include "model_store/model.h"
 #include "tests/testing/test_models.h"
 
@@ -188,8 +189,11 @@ TEST_F(EncoderTest, FasterDTypesKeepTheirAccuracyGuard) {
     ASSERT_TRUE(fast.ok()) << fast.status();
     EXPECT_EQ((*fast)->dtype(), dtype);
     for (float tau : {1.0f, 0.5f}) {
-      EncodeBatch batch{{RandomSequence(100, 9), RandomSequence(7, 10), RandomSequence(300, 11)},
-                        {tau, tau, tau},
+      // Real text: random ids passed int8 with bf16 attention that real text failed.
+      auto probe = GuardProbe(model_->tokenizer(), model_->encoder().max_sequence_length());
+      ASSERT_TRUE(probe.ok()) << probe.status();
+      EncodeBatch batch{*probe,
+                        std::vector<float>(probe->size(), tau),
                         PoolingMode::kMean,
                         true,
                         false};
