@@ -13,6 +13,7 @@ DEMO_MODEL_DIR=${DEMO_MODEL_DIR:-$BUILD_DIR/models/demo}
 BUILD_PACKAGES=(
   ca-certificates cmake g++ make pkg-config
   libtorch-dev libopenblas0-openmp   # without OpenBLAS, libtorch uses reference BLAS (~30x slower)
+  libdnnl-dev                        # int8 calls the oneDNN that libtorch links (int8_matmul.h)
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   prometheus-cpp-dev nlohmann-json3-dev libutf8proc-dev libcpp-httplib-dev
   wamerican                          # the demo model's vocabulary

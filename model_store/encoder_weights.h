@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -13,11 +14,12 @@
 
 namespace embedding::model_store {
 
+class Int8Matmul;  // see int8_matmul.h
+
 struct LinearWeights {
-  torch::Tensor weight;  // [out, in]; undefined once packed for int8
+  torch::Tensor weight;  // [out, in]; undefined once quantised for int8
   torch::Tensor bias;    // [out]
-  // quantized::linear_prepack's packed int8 weights (see linear_layer.h); None otherwise.
-  c10::IValue int8_packed;
+  std::shared_ptr<const Int8Matmul> int8;  // set for int8 (see linear_layer.h)
 };
 
 // Always fp32: LayerNorm in bf16 measured 8x slower than converting to fp32, normalising and

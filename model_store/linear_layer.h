@@ -13,11 +13,11 @@ namespace embedding::model_store {
 enum class LinearKernel {
   kDefault,  // torch's own path (bf16 already goes through oneDNN)
   kOneDnn,   // fp32 weights held in oneDNN's blocked layout
-  kInt8,     // dynamic int8: weights int8 per output channel, activations quantised per call
+  kInt8,     // dynamic int8 (int8_matmul.h): weights per output channel, activations per call
 };
 
 // Converts every linear layer of `w` (which must hold fp32 weights for kOneDnn and kInt8) to
-// `kernel`. FAILED_PRECONDITION when this LibTorch lacks the oneDNN engine the kernel needs.
+// `kernel`. kOneDnn without oneDNN in LibTorch keeps torch's default path.
 absl::Status PrepareLinearLayers(LinearKernel kernel, EncoderWeights* w);
 
 // x [tokens, in] -> [tokens, out], in x's dtype, through whatever PrepareLinearLayers chose.
