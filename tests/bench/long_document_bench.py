@@ -102,7 +102,7 @@ def windows(client, docs, window):
     return out
 
 
-def run_service(build_dir, server, docs, workdir, concurrency=4):
+def run_service(build_dir, server, docs, workdir, concurrency=4, strategy="chunk_mean"):
     """embedctl bench on `docs`, each sent once in order, one document per request: its JSON
     report (seconds, latency percentiles, content tokens)."""
     corpus, report = os.path.join(workdir, "corpus.txt"), os.path.join(workdir, "report.json")
@@ -111,7 +111,7 @@ def run_service(build_dir, server, docs, workdir, concurrency=4):
     subprocess.run([f"{build_dir}/client/embedctl", f"--address={server.grpc_address}",
                     "--timeout-s=3600", "bench", f"--requests={len(docs)}",
                     f"--concurrency={concurrency}", f"--corpus={corpus}", "--corpus-in-order",
-                    "--tempscale-share=0.5", "--strategies=chunk_mean", f"--json={report}"],
+                    "--tempscale-share=0.5", f"--strategies={strategy}", f"--json={report}"],
                    check=True, capture_output=True, text=True)
     result = json.load(open(report))
     if result["ok"] != len(docs):
