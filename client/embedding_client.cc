@@ -39,6 +39,9 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(const Clie
 
 }  // namespace
 
+// Retries UNAVAILABLE and CANCELLED: a replica killed mid-call can end it CANCELLED rather than
+// UNAVAILABLE (once in 240 failover requests, Failover.*). Every method is free of side effects,
+// so a retry is safe, and gRPC never retries a call the client cancelled itself.
 std::string ServiceConfigJson(const ClientOptions& options) {
   return absl::StrFormat(
       R"({"loadBalancingConfig": [{"round_robin": {}}],
@@ -46,7 +49,7 @@ std::string ServiceConfigJson(const ClientOptions& options) {
                                      {"service": "grpc.health.v1.Health"}],
                             "retryPolicy": {"maxAttempts": %d, "initialBackoff": "%.3fs",
                                             "maxBackoff": "%.3fs", "backoffMultiplier": 2,
-                                            "retryableStatusCodes": ["UNAVAILABLE"]}}]})",
+                                            "retryableStatusCodes": ["UNAVAILABLE", "CANCELLED"]}}]})",
       std::max(2, options.max_attempts), absl::ToDoubleSeconds(options.initial_backoff),
       absl::ToDoubleSeconds(options.max_backoff));
 }
