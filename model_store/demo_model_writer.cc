@@ -1,5 +1,6 @@
 #include "model_store/demo_model_writer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -9,7 +10,9 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "model_store/architecture.h"
+#include "model_store/demo_tokenizer_json.h"
 #include "model_store/demo_vocabulary.h"
+#include "model_store/encoder_config.h"
 #include "model_store/safetensors_writer.h"
 #include "nlohmann/json.hpp"
 
@@ -17,8 +20,6 @@ namespace embedding::model_store {
 namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
-
-constexpr char kDemoModelType[] = "bert";
 
 absl::Status WriteText(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::trunc);
@@ -78,87 +79,123 @@ class WeightFactory {
   std::mt19937_64 rng_;
 };
 
-// Every weight the architecture names, shaped for `spec` (saved without the base prefix).
-std::map<std::string, F32Tensor> MakeWeights(const DemoModelSpec& spec,
-                                             const ArchitectureSpec& arch, int64_t vocab_size,
-                                             int64_t intermediate) {
-  WeightFactory f(spec.seed);
-  const int64_t h = spec.hidden_size;
+// Every weight the architecture names, shaped and biased as `config` says (saved without the
+// base prefix).
+std::map<std::string, F32Tensor> MakeWeights(uint64_t seed, const ArchitectureSpec& arch,
+                                             const EncoderConfig& config) {
+  WeightFactory f(seed);
+  const int64_t h = config.hidden_size;
+  const int64_t inner = config.intermediate_size;
   std::map<std::string, F32Tensor> w;
-  w[arch.word_embeddings + ".weight"] = f.Normal({vocab_size, h}, 0.5);
-  w[arch.position_embeddings + ".weight"] = f.Normal({spec.max_positions, h}, 0.5);
-  w[arch.token_type_embeddings + ".weight"] = f.Normal({2, h}, 0.5);
+  auto linear = [&](const std::string& name, int64_t rows, int64_t cols, bool bias) {
+    f.Linear(&w, name, rows, cols);
+    if (!bias) w.erase(name + ".bias");
+  };
+  w[arch.word_embeddings + ".weight"] = f.Normal({config.vocab_size, h}, 0.5);
+  if (!arch.position_embeddings.empty())
+    w[arch.position_embeddings + ".weight"] = f.Normal({config.max_position_embeddings, h}, 0.5);
+  w[arch.token_type_embeddings + ".weight"] = f.Normal({config.type_vocab_size, h}, 0.5);
   f.Norm(&w, arch.embeddings_norm, h);
-  for (int i = 0; i < spec.num_layers; ++i) {
+  for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
     const std::string layer = absl::StrCat(arch.layer_prefix, i, ".");
-    for (const std::string* square : {&arch.query, &arch.key, &arch.value, &arch.attention_output})
-      f.Linear(&w, layer + *square, h, h);
+    if (!arch.fused_qkv.empty()) {
+      linear(layer + arch.fused_qkv, 3 * h, h, config.attention_bias);
+    } else {
+      for (const std::string* part : {&arch.query, &arch.key, &arch.value})
+        linear(layer + *part, h, h, config.attention_bias);
+    }
+    linear(layer + arch.attention_output, h, h, config.attention_bias);
     f.Norm(&w, layer + arch.attention_norm, h);
-    f.Linear(&w, layer + arch.intermediate, intermediate, h);
-    f.Linear(&w, layer + arch.output, h, intermediate);
+    linear(layer + arch.mlp_in, inner, h, config.mlp_in_bias);
+    if (config.gated_mlp) linear(layer + arch.mlp_gate, inner, h, config.mlp_in_bias);
+    linear(layer + arch.mlp_out, h, inner, config.mlp_out_bias);
     f.Norm(&w, layer + arch.output_norm, h);
   }
   return w;
 }
 
-Json TokenizerJson(const std::vector<std::string>& vocab) {
-  Json vocab_map = Json::object();
-  for (size_t i = 0; i < vocab.size(); ++i) vocab_map[vocab[i]] = i;
-  Json added = Json::array();
-  for (int i = 0; i < 5; ++i) {
-    added.push_back({{"id", i},
-                     {"content", vocab[i]},
-                     {"single_word", false},
-                     {"lstrip", false},
-                     {"rstrip", false},
-                     {"normalized", false},
-                     {"special", true}});
+// config.json in the family's own field names and conventions.
+Json ConfigJson(const DemoModelSpec& spec, const ArchitectureSpec& arch, int64_t vocab_size,
+                int64_t intermediate) {
+  const ConfigFieldNames& f = arch.fields;
+  Json config = {{"model_type", arch.model_type},
+                 {"vocab_size", vocab_size},
+                 {f.hidden_size, spec.hidden_size},
+                 {f.num_layers, spec.num_layers},
+                 {f.num_heads, spec.num_heads},
+                 {f.intermediate_size, intermediate},
+                 {f.max_positions, spec.max_positions},
+                 {"type_vocab_size", 2},
+                 {f.activation, "gelu"},
+                 {f.layer_norm_eps, 1e-12},
+                 {"pad_token_id", 0},
+                 {"demo_model", true},
+                 {"demo_seed", spec.seed}};
+  switch (arch.positions) {
+    case PositionKind::kAbsolute:
+      config["architectures"] = {"BertModel"};
+      break;
+    case PositionKind::kAbsoluteAfterPadding:  // XLM-R: <pad> is 1, positions start at 2
+      config["architectures"] = {"XLMRobertaModel"};
+      config["pad_token_id"] = 1;
+      config["bos_token_id"] = 0;
+      config["eos_token_id"] = 2;
+      config[f.max_positions] = spec.max_positions + 2;
+      config["type_vocab_size"] = 1;
+      config[f.layer_norm_eps] = 1e-5;
+      break;
+    case PositionKind::kRotary:  // nomic-embed-text-v1.5's settings, NTK past 2,048 tokens
+      config["architectures"] = {"NomicBertModel"};
+      config[f.activation] = "swiglu";
+      config["rotary_emb_base"] = 1000;
+      config["rotary_emb_fraction"] = 1.0;
+      config["rotary_emb_interleaved"] = false;
+      config["rotary_scaling_factor"] = 2.0;
+      config["max_trained_positions"] = std::min(2048, spec.max_positions);
+      config["qkv_proj_bias"] = false;
+      config["mlp_fc1_bias"] = false;
+      config["mlp_fc2_bias"] = false;
+      config["prenorm"] = false;
+      break;
   }
-  auto special = [](const char* name) {
-    return Json{{"SpecialToken", {{"id", name}, {"type_id", 0}}}};
-  };
-  auto sequence = [](const char* id, int type) {
-    return Json{{"Sequence", {{"id", id}, {"type_id", type}}}};
-  };
-  Json post = {{"type", "TemplateProcessing"},
-               {"single", {special("[CLS]"), sequence("A", 0), special("[SEP]")}},
-               {"pair",
-                {special("[CLS]"),
-                 sequence("A", 0),
-                 special("[SEP]"),
-                 sequence("B", 1),
-                 {{"SpecialToken", {{"id", "[SEP]"}, {"type_id", 1}}}}}},
-               {"special_tokens",
-                {{"[CLS]", {{"id", "[CLS]"}, {"ids", {2}}, {"tokens", {"[CLS]"}}}},
-                 {"[SEP]", {{"id", "[SEP]"}, {"ids", {3}}, {"tokens", {"[SEP]"}}}}}}};
-  return {{"version", "1.0"},
-          {"truncation", nullptr},
-          {"padding", nullptr},
-          {"added_tokens", added},
-          {"normalizer",
-           {{"type", "BertNormalizer"},
-            {"clean_text", true},
-            {"handle_chinese_chars", true},
-            {"strip_accents", nullptr},
-            {"lowercase", true}}},
-          {"pre_tokenizer", {{"type", "BertPreTokenizer"}}},
-          {"post_processor", post},
-          {"decoder", {{"type", "WordPiece"}, {"prefix", "##"}, {"cleanup", true}}},
-          {"model",
-           {{"type", "WordPiece"},
-            {"unk_token", "[UNK]"},
-            {"continuing_subword_prefix", "##"},
-            {"max_input_chars_per_word", 100},
-            {"vocab", vocab_map}}}};
+  return config;
+}
+
+// XLM-R's family tokenizes with SentencePiece Unigram; BERT and NomicBert with BERT's WordPiece.
+bool UsesUnigram(const ArchitectureSpec& arch) {
+  return arch.positions == PositionKind::kAbsoluteAfterPadding;
+}
+
+// Returns the vocabulary size.
+absl::StatusOr<int64_t> WriteTokenizerFiles(const fs::path& root, const DemoModelSpec& spec,
+                                            const ArchitectureSpec& arch) {
+  Json tokenizer, settings;
+  int64_t vocab_size = 0;
+  if (UsesUnigram(arch)) {
+    ASSIGN_OR_RETURN(auto pieces, BuildDemoUnigramVocabulary(spec.word_list, spec.vocab_size));
+    tokenizer = UnigramTokenizerJson(pieces);
+    vocab_size = static_cast<int64_t>(pieces.size());
+    settings = {{"bos_token", "<s>"}, {"eos_token", "</s>"}, {"unk_token", "<unk>"},
+                {"cls_token", "<s>"}, {"sep_token", "</s>"}, {"pad_token", "<pad>"},
+                {"mask_token", "<mask>"}};
+  } else {
+    ASSIGN_OR_RETURN(auto vocab, BuildDemoVocabulary(spec.word_list, spec.vocab_size));
+    tokenizer = WordPieceTokenizerJson(vocab);
+    vocab_size = static_cast<int64_t>(vocab.size());
+    settings = {{"do_lower_case", true},  {"unk_token", "[UNK]"}, {"cls_token", "[CLS]"},
+                {"sep_token", "[SEP]"},   {"pad_token", "[PAD]"}, {"mask_token", "[MASK]"}};
+  }
+  settings["model_max_length"] = spec.max_positions;
+  RETURN_IF_ERROR(WriteText(root / "tokenizer.json", tokenizer.dump()));
+  RETURN_IF_ERROR(WriteText(root / "tokenizer_config.json", settings.dump(2)));
+  return vocab_size;
 }
 
 }  // namespace
 
 absl::Status WriteDemoModel(const std::string& dir, const DemoModelSpec& spec) {
   RETURN_IF_ERROR(ValidateSpec(spec));
-  ASSIGN_OR_RETURN(const ArchitectureSpec* arch, FindArchitecture(kDemoModelType));
-  ASSIGN_OR_RETURN(std::vector<std::string> vocab,
-                   BuildDemoVocabulary(spec.word_list, spec.vocab_size));
+  ASSIGN_OR_RETURN(const ArchitectureSpec* arch, FindArchitecture(spec.architecture));
   const int64_t intermediate =
       spec.intermediate_size > 0 ? spec.intermediate_size : 4 * spec.hidden_size;
   const fs::path root(dir);
@@ -167,30 +204,12 @@ absl::Status WriteDemoModel(const std::string& dir, const DemoModelSpec& spec) {
   if (!ec) fs::create_directories(root / "2_Normalize", ec);
   if (ec) return absl::InternalError(absl::StrCat(dir, ": ", ec.message()));
 
-  const Json config = {{"architectures", {"BertModel"}},
-                       {"model_type", arch->model_type},
-                       {"vocab_size", vocab.size()},
-                       {"hidden_size", spec.hidden_size},
-                       {"num_hidden_layers", spec.num_layers},
-                       {"num_attention_heads", spec.num_heads},
-                       {"intermediate_size", intermediate},
-                       {"max_position_embeddings", spec.max_positions},
-                       {"type_vocab_size", 2},
-                       {"hidden_act", "gelu"},
-                       {"layer_norm_eps", 1e-12},
-                       {"pad_token_id", 0},
-                       {"demo_model", true},
-                       {"demo_seed", spec.seed}};
-  RETURN_IF_ERROR(WriteText(root / "config.json", config.dump(2)));
-  RETURN_IF_ERROR(WriteText(root / "tokenizer.json", TokenizerJson(vocab).dump()));
-  const Json tokenizer_config = {{"do_lower_case", true},
-                                 {"unk_token", "[UNK]"},
-                                 {"cls_token", "[CLS]"},
-                                 {"sep_token", "[SEP]"},
-                                 {"pad_token", "[PAD]"},
-                                 {"mask_token", "[MASK]"},
-                                 {"model_max_length", spec.max_positions}};
-  RETURN_IF_ERROR(WriteText(root / "tokenizer_config.json", tokenizer_config.dump(2)));
+  ASSIGN_OR_RETURN(const int64_t vocab_size, WriteTokenizerFiles(root, spec, *arch));
+  const Json config_json = ConfigJson(spec, *arch, vocab_size, intermediate);
+  RETURN_IF_ERROR(WriteText(root / "config.json", config_json.dump(2)));
+  // The writer reads its own config back, so weights follow exactly what the loader will see.
+  ASSIGN_OR_RETURN(const EncoderConfig config,
+                   ParseEncoderConfig((root / "config.json").string(), config_json.dump()));
   const Json modules = Json::array({{{"idx", 0},
                                      {"name", "0"},
                                      {"path", ""},
@@ -210,17 +229,23 @@ absl::Status WriteDemoModel(const std::string& dir, const DemoModelSpec& spec) {
                         {"pooling_mode_max_tokens", spec.pooling == "max"},
                         {"pooling_mode_mean_sqrt_len_tokens", false}};
   RETURN_IF_ERROR(WriteText(root / "1_Pooling" / "config.json", pooling.dump(2)));
-  const Json st = {{"prompts", {{"query", "query: "}, {"passage", "passage: "}}},
-                   {"default_prompt_name", nullptr}};
+  // NomicBert's published task prefixes; e5-style ones for the others.
+  const Json prompts = arch->positions == PositionKind::kRotary
+                           ? Json{{"search_query", "search_query: "},
+                                  {"search_document", "search_document: "},
+                                  {"clustering", "clustering: "},
+                                  {"classification", "classification: "}}
+                           : Json{{"query", "query: "}, {"passage", "passage: "}};
+  const Json st = {{"prompts", prompts}, {"default_prompt_name", nullptr}};
   RETURN_IF_ERROR(WriteText(root / "config_sentence_transformers.json", st.dump(2)));
-  RETURN_IF_ERROR(
-      WriteText(root / "README.md",
-                "# Demo model\n\nA BERT-shaped model with seeded random weights, written "
-                "by write_demo_model. Its vectors are NOT semantically meaningful: use it "
-                "to try, test and benchmark the service, never for retrieval.\n"));
-  return WriteSafetensors(
-      (root / "model.safetensors").string(),
-      MakeWeights(spec, *arch, static_cast<int64_t>(vocab.size()), intermediate));
+  RETURN_IF_ERROR(WriteText(
+      root / "README.md",
+      absl::StrCat("# Demo model\n\nA ", arch->model_type,
+                   "-shaped model with seeded random weights, written by write_demo_model. Its "
+                   "vectors are NOT semantically meaningful: use it to try, test and benchmark "
+                   "the service, never for retrieval.\n")));
+  return WriteSafetensors((root / "model.safetensors").string(),
+                          MakeWeights(spec.seed, *arch, config));
 }
 
 }  // namespace embedding::model_store

@@ -1,4 +1,4 @@
-// Writes a complete BERT model directory in Hugging Face layout with seeded random weights,
+// Writes a complete model directory (BERT, XLM-RoBERTa or NomicBert) in Hugging Face layout with seeded random weights,
 // so the service can run (and be tested and benchmarked) without the Hub. Its vectors are
 // not semantically meaningful.
 #pragma once
@@ -11,11 +11,12 @@
 namespace embedding::model_store {
 
 struct DemoModelSpec {
+  std::string architecture = "bert";  // a model_type of architecture.h
   int num_layers = 2;
   int hidden_size = 128;
   int num_heads = 4;
   int intermediate_size = 0;  // 0: four times hidden_size, as in BERT
-  int max_positions = 512;
+  int max_positions = 512;  // tokens one window holds, special tokens included
   int vocab_size = 12000;
   uint64_t seed = 20241031;
   std::string pooling = "mean";  // cls | mean | max

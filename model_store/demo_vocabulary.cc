@@ -1,11 +1,15 @@
 #include "model_store/demo_vocabulary.h"
 
 #include <algorithm>
+#include <cmath>
+#include <unordered_map>
 #include <fstream>
 #include <map>
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
 #include "model_store/unicode_text.h"
 
 namespace embedding::model_store {
@@ -39,14 +43,7 @@ std::vector<std::string> SingleCharacters() {
   return out;
 }
 
-}  // namespace
-
-absl::StatusOr<std::vector<std::string>> BuildDemoVocabulary(const std::string& word_list_path,
-                                                             int target_size) {
-  if (target_size < kMinVocabulary) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("vocab_size: ", target_size, " is below the minimum of ", kMinVocabulary));
-  }
+absl::StatusOr<std::set<std::string>> ReadLowercaseWords(const std::string& word_list_path) {
   std::ifstream in(word_list_path);
   if (!in) {
     return absl::NotFoundError(
@@ -57,6 +54,77 @@ absl::StatusOr<std::vector<std::string>> BuildDemoVocabulary(const std::string& 
   while (std::getline(in, line)) {
     if (IsLowercaseAscii(line)) words.insert(line);
   }
+  return words;
+}
+
+absl::Status CheckMinimum(int target_size) {
+  if (target_size >= kMinVocabulary) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("vocab_size: ", target_size, " is below the minimum of ", kMinVocabulary));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::pair<std::string, double>>> BuildDemoUnigramVocabulary(
+    const std::string& word_list_path, int target_size) {
+  RETURN_IF_ERROR(CheckMinimum(target_size));
+  ASSIGN_OR_RETURN(std::set<std::string> words, ReadLowercaseWords(word_list_path));
+  const std::string kSpace = "\u2581";
+  // Substrings of "▁word" up to 8 bytes (ASCII words, so characters), counted over the list.
+  std::unordered_map<std::string, int64_t> counts;
+  int64_t total = 0;
+  for (const auto& w : words) {
+    const std::string marked = kSpace + w;
+    const size_t first = kSpace.size();  // substrings start at "▁" or at a letter
+    for (size_t begin = 0; begin < marked.size(); begin = begin == 0 ? first : begin + 1) {
+      for (size_t end = begin + (begin == 0 ? first + 1 : 1);
+           end <= marked.size() && end - begin <= (begin == 0 ? first + 7 : 8); ++end) {
+        ++counts[marked.substr(begin, end - begin)];
+        ++total;
+      }
+    }
+  }
+  auto score_of = [&](const std::string& piece) {
+    auto it = counts.find(piece);
+    constexpr double kUnseen = -16.0;  // below any counted substring over ~10^6 counts
+    return it == counts.end() ? kUnseen
+                              : std::log(static_cast<double>(it->second) / static_cast<double>(total));
+  };
+
+  std::vector<std::pair<std::string, double>> vocab = {
+      {"<s>", 0.0}, {"<pad>", 0.0}, {"</s>", 0.0}, {"<unk>", 0.0}};
+  std::set<std::string> seen = {"<s>", "<pad>", "</s>", "<unk>", "<mask>"};
+  auto add = [&](const std::string& piece, double score) {
+    if (static_cast<int>(vocab.size()) < target_size - 1 && seen.insert(piece).second)
+      vocab.emplace_back(piece, score);
+  };
+  for (int b = 0; b < 256; ++b) add(absl::StrFormat("<0x%02X>", b), 0.0);
+  add(kSpace, score_of(kSpace));
+  std::vector<std::string> characters = SingleCharacters();
+  for (char c = 'A'; c <= 'Z'; ++c) characters.emplace_back(1, c);  // Unigram demos keep case
+  for (const auto& c : characters) {
+    add(c, score_of(c));
+    add(kSpace + c, score_of(kSpace + c));
+  }
+  std::vector<std::pair<int64_t, std::string>> ranked;
+  for (const auto& [piece, count] : counts) {
+    if (count >= 2) ranked.emplace_back(-count, piece);
+  }
+  std::sort(ranked.begin(), ranked.end());
+  for (const auto& [count, piece] : ranked) add(piece, score_of(piece));
+  if (static_cast<int>(vocab.size()) < target_size - 1) {
+    return absl::InvalidArgumentError(absl::StrCat("vocab_size: the word list yields only ",
+                                                   vocab.size() + 1, " pieces, fewer than ",
+                                                   target_size));
+  }
+  vocab.emplace_back("<mask>", 0.0);
+  return vocab;
+}
+
+absl::StatusOr<std::vector<std::string>> BuildDemoVocabulary(const std::string& word_list_path,
+                                                             int target_size) {
+  RETURN_IF_ERROR(CheckMinimum(target_size));
+  ASSIGN_OR_RETURN(std::set<std::string> words, ReadLowercaseWords(word_list_path));
 
   std::vector<std::string> vocab = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
   std::set<std::string> seen(vocab.begin(), vocab.end());

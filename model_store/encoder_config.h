@@ -1,14 +1,28 @@
-// Typed mirror of a Hugging Face `config.json` for encoder-only transformers.
+// Typed mirror of a Hugging Face `config.json` for encoder-only transformers, read through the
+// family's ArchitectureSpec (field names, position kind), so the encoder sees one shape.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "model_store/architecture.h"
 
 namespace embedding::model_store {
 
-enum class Activation { kGeluErf, kGeluTanh, kRelu };
+enum class Activation { kGeluErf, kGeluTanh, kRelu, kSilu };
+
+// Rotary positions (NomicBert): the first `dim` features of each head's queries and keys are
+// rotated by position-dependent angles with inverse frequencies base^(-2i/dim).
+struct RotaryConfig {
+  int64_t dim = 0;  // 0: no rotary
+  double base = 10000.0;
+  bool interleaved = false;  // pairs (0,1),(2,3)... instead of halves (i, i + dim/2)
+  // Dynamic NTK: past `max_trained_positions` tokens the base grows with the sequence length,
+  // base * (factor * L / max_trained - (factor - 1))^(dim / (dim - 2)). 0: no scaling.
+  double scaling_factor = 0.0;
+  int64_t max_trained_positions = 0;
+};
 
 struct EncoderConfig {
   std::string model_type;
@@ -22,14 +36,28 @@ struct EncoderConfig {
   int64_t pad_token_id = 0;
   double layer_norm_eps = 1e-12;
   Activation hidden_act = Activation::kGeluErf;
+  // out(in(x) * act(gate(x))) instead of out(act(in(x))).
+  bool gated_mlp = false;
+  // x + f(norm(x)) instead of norm(x + f(x)).
+  bool prenorm = false;
+  bool attention_bias = true;  // query/key/value and attention output
+  bool mlp_in_bias = true;
+  bool mlp_out_bias = true;
+  PositionKind positions = PositionKind::kAbsolute;
+  // Index of the first token's row in the position table (pad_token_id + 1 for XLM-R).
+  int64_t position_offset = 0;
+  RotaryConfig rotary;
   // Written by write_demo_model: seeded random weights.
   bool demo_model = false;
 
   int64_t head_dim() const { return hidden_size / num_attention_heads; }
+  // Longest sequence, special tokens included: the position table less its offset.
+  int64_t max_sequence_length() const { return max_position_embeddings - position_offset; }
 };
 
-// Reads and validates `config.json` (positive sizes, hidden divisible by heads, known
-// activation). DATA_LOSS names the file and the field; NOT_FOUND when the file is missing.
+// Reads and validates `config.json` through the spec of its model_type (positive sizes, hidden
+// divisible by heads, known activation, rotary settings). INVALID_ARGUMENT for an unsupported
+// model_type; DATA_LOSS names the file and the field; NOT_FOUND when the file is missing.
 absl::StatusOr<EncoderConfig> LoadEncoderConfig(const std::string& path);
 
 // Same, from JSON text (for tests and for the demo-model writer's round trip).

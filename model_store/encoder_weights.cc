@@ -44,10 +44,17 @@ class Binder {
     return raw.to(dtype.value_or(dtype_)).contiguous();
   }
 
-  absl::StatusOr<LinearWeights> Linear(const std::string& name, int64_t out, int64_t in) {
+  // `bias` false: the config says the layer has none, and it gets zeros, so every linear layer
+  // runs the same kernel.
+  absl::StatusOr<LinearWeights> Linear(const std::string& name, int64_t out, int64_t in,
+                                       bool bias) {
     LinearWeights linear;
     ASSIGN_OR_RETURN(linear.weight, Take(name + ".weight", {out, in}));
-    ASSIGN_OR_RETURN(linear.bias, Take(name + ".bias", {out}));
+    if (bias) {
+      ASSIGN_OR_RETURN(linear.bias, Take(name + ".bias", {out}));
+    } else {
+      linear.bias = torch::zeros({out}, torch::TensorOptions().dtype(dtype_));
+    }
     return linear;
   }
 
@@ -85,27 +92,52 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
   }
   Binder bind(checkpoint, *prefix, dtype);
   const int64_t h = config.hidden_size;
+  const int64_t inner = config.intermediate_size;
   EncoderWeights w;
   ASSIGN_OR_RETURN(w.word_embeddings,
                    bind.Take(spec.word_embeddings + ".weight", {config.vocab_size, h}));
-  ASSIGN_OR_RETURN(w.position_embeddings, bind.Take(spec.position_embeddings + ".weight",
-                                                    {config.max_position_embeddings, h}));
-  ASSIGN_OR_RETURN(w.token_type_embeddings,
-                   bind.Take(spec.token_type_embeddings + ".weight", {config.type_vocab_size, h}));
+  if (!spec.position_embeddings.empty()) {
+    ASSIGN_OR_RETURN(w.position_embeddings, bind.Take(spec.position_embeddings + ".weight",
+                                                      {config.max_position_embeddings, h}));
+  }
+  if (!spec.token_type_embeddings.empty()) {
+    ASSIGN_OR_RETURN(torch::Tensor types, bind.Take(spec.token_type_embeddings + ".weight",
+                                                    {config.type_vocab_size, h}));
+    w.token_type_embedding = types[0].contiguous();
+  }
   ASSIGN_OR_RETURN(w.embeddings_norm, bind.Norm(spec.embeddings_norm, h));
+  auto stack = [](const std::vector<LinearWeights>& parts) {
+    LinearWeights out;
+    std::vector<torch::Tensor> weights, biases;
+    for (const auto& part : parts) {
+      weights.push_back(part.weight);
+      biases.push_back(part.bias);
+    }
+    out.weight = torch::cat(weights, 0).contiguous();
+    out.bias = torch::cat(biases, 0).contiguous();
+    return out;
+  };
   for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
     const std::string p = absl::StrCat(spec.layer_prefix, i, ".");
     LayerWeights layer;
-    ASSIGN_OR_RETURN(LinearWeights query, bind.Linear(p + spec.query, h, h));
-    ASSIGN_OR_RETURN(LinearWeights key, bind.Linear(p + spec.key, h, h));
-    ASSIGN_OR_RETURN(LinearWeights value, bind.Linear(p + spec.value, h, h));
-    layer.qkv.weight = torch::cat({query.weight, key.weight, value.weight}, 0).contiguous();
-    layer.qkv.bias = torch::cat({query.bias, key.bias, value.bias}, 0).contiguous();
-    ASSIGN_OR_RETURN(layer.attention_output, bind.Linear(p + spec.attention_output, h, h));
+    if (!spec.fused_qkv.empty()) {
+      ASSIGN_OR_RETURN(layer.qkv, bind.Linear(p + spec.fused_qkv, 3 * h, h, config.attention_bias));
+    } else {
+      ASSIGN_OR_RETURN(LinearWeights query, bind.Linear(p + spec.query, h, h, config.attention_bias));
+      ASSIGN_OR_RETURN(LinearWeights key, bind.Linear(p + spec.key, h, h, config.attention_bias));
+      ASSIGN_OR_RETURN(LinearWeights value, bind.Linear(p + spec.value, h, h, config.attention_bias));
+      layer.qkv = stack({query, key, value});
+    }
+    ASSIGN_OR_RETURN(layer.attention_output,
+                     bind.Linear(p + spec.attention_output, h, h, config.attention_bias));
     ASSIGN_OR_RETURN(layer.attention_norm, bind.Norm(p + spec.attention_norm, h));
-    ASSIGN_OR_RETURN(layer.intermediate,
-                     bind.Linear(p + spec.intermediate, config.intermediate_size, h));
-    ASSIGN_OR_RETURN(layer.output, bind.Linear(p + spec.output, h, config.intermediate_size));
+    ASSIGN_OR_RETURN(layer.mlp_in, bind.Linear(p + spec.mlp_in, inner, h, config.mlp_in_bias));
+    if (config.gated_mlp) {
+      ASSIGN_OR_RETURN(LinearWeights gate, bind.Linear(p + spec.mlp_gate, inner, h,
+                                                       config.mlp_in_bias));
+      layer.mlp_in = stack({layer.mlp_in, gate});
+    }
+    ASSIGN_OR_RETURN(layer.mlp_out, bind.Linear(p + spec.mlp_out, h, inner, config.mlp_out_bias));
     ASSIGN_OR_RETURN(layer.output_norm, bind.Norm(p + spec.output_norm, h));
     w.layers.push_back(std::move(layer));
   }

@@ -18,7 +18,7 @@ class Int8Matmul;  // see int8_matmul.h
 
 struct LinearWeights {
   torch::Tensor weight;  // [out, in]; undefined once quantised for int8
-  torch::Tensor bias;    // [out]
+  torch::Tensor bias;    // [out]; zeros when the checkpoint has none
   std::shared_ptr<const Int8Matmul> int8;  // set for int8 (see linear_layer.h)
 };
 
@@ -32,14 +32,18 @@ struct NormWeights {
 struct LayerWeights {
   // Query, key and value stacked into one [3 x hidden, hidden] projection: one GEMM, not three.
   LinearWeights qkv;
-  LinearWeights attention_output, intermediate, output;
+  LinearWeights attention_output;
+  // [intermediate, hidden]; for a gated MLP the input and gate projections stacked into
+  // [2 x intermediate, hidden], input first.
+  LinearWeights mlp_in;
+  LinearWeights mlp_out;
   NormWeights attention_norm, output_norm;
 };
 
 struct EncoderWeights {
   torch::Tensor word_embeddings;      // [vocab, hidden]
-  torch::Tensor position_embeddings;  // [positions, hidden]
-  torch::Tensor token_type_embeddings;
+  torch::Tensor position_embeddings;  // [positions, hidden]; undefined for rotary positions
+  torch::Tensor token_type_embedding;  // [hidden], type 0 (single-segment input); may be undefined
   NormWeights embeddings_norm;
   std::vector<LayerWeights> layers;
 };

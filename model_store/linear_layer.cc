@@ -11,7 +11,7 @@ absl::Status PrepareLinearLayers(LinearKernel kernel, EncoderWeights* w) {
   }
   for (LayerWeights& layer : w->layers) {
     for (LinearWeights* linear :
-         {&layer.qkv, &layer.attention_output, &layer.intermediate, &layer.output}) {
+         {&layer.qkv, &layer.attention_output, &layer.mlp_in, &layer.mlp_out}) {
       if (kernel == LinearKernel::kInt8) {
         linear->int8 = std::make_shared<const Int8Matmul>(linear->weight, linear->bias);
         linear->weight = torch::Tensor();  // the quantised copy is all that is used

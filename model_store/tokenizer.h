@@ -1,6 +1,7 @@
-// BERT-family tokenizer: BERT normalizer, BERT pre-tokenizer, WordPiece, and a template
-// post-processor, configured from `tokenizer.json` or from `vocab.txt` + `tokenizer_config.json`.
-// Every token keeps the byte span of the original text it came from.
+// A Hugging Face tokenizer as `tokenizer.json` composes it: added tokens matched in the raw
+// text, then normalizer -> pre-tokenizer -> model (WordPiece or Unigram) -> template
+// post-processor. Also loads a BERT `vocab.txt` + `tokenizer_config.json`. Every token keeps the
+// byte span of the original text it came from.
 #pragma once
 
 #include <cstdint>
@@ -13,35 +14,29 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "common/span.h"
+#include "model_store/normalizer.h"
+#include "model_store/pre_tokenizer.h"
+#include "model_store/subword_model.h"
 
 namespace embedding::model_store {
 
 struct TokenizerConfig {
-  // BERT normalizer; `normalize` false means the file declared none.
-  bool normalize = true;
-  bool clean_text = true;
-  bool handle_chinese_chars = true;
-  bool strip_accents = true;  // already resolved: unset in the file follows `lowercase`
-  bool lowercase = true;
-  // WordPiece.
-  std::string unk_token = "[UNK]";
-  std::string continuing_subword_prefix = "##";
-  int max_input_chars_per_word = 100;
   // Post-processor for a single sequence: ids before and after the text.
   std::vector<int32_t> prefix_ids;
   std::vector<int32_t> suffix_ids;
-  // Tokens matched verbatim in the raw text before normalization (e.g. "[SEP]").
+  // Tokens matched verbatim in the raw text before normalization (e.g. "[SEP]", "<s>").
   std::vector<std::pair<std::string, int32_t>> added_tokens;
   int32_t pad_id = 0;
 };
 
-// Byte span [begin, end) in the original UTF-8 text.
-using TextSpan = ::embedding::Span;
-
-struct TokenizedText {
-  std::vector<int32_t> ids;  // content tokens only, no special tokens
-  std::vector<TextSpan> spans;
+// The stages of one tokenizer. `normalizer` may be null.
+struct TokenizerParts {
+  TokenizerConfig config;
+  std::unique_ptr<Normalizer> normalizer;
+  std::unique_ptr<PreTokenizer> pre_tokenizer;
+  std::unique_ptr<SubwordModel> model;
+  // Every vocabulary token with its id (the model's and the added ones), for IdToToken.
+  std::unordered_map<std::string, int32_t> vocab;
 };
 
 class Tokenizer {
@@ -51,9 +46,8 @@ class Tokenizer {
   // INVALID_ARGUMENT listing supported components for an unsupported model/normalizer.
   static absl::StatusOr<std::unique_ptr<Tokenizer>> Load(const std::string& model_dir);
 
-  // From a parsed configuration and vocabulary (token -> id).
-  static absl::StatusOr<std::unique_ptr<Tokenizer>> Create(
-      TokenizerConfig config, std::unordered_map<std::string, int32_t> vocab);
+  // From its stages. DATA_LOSS for a negative id.
+  static absl::StatusOr<std::unique_ptr<Tokenizer>> Create(TokenizerParts parts);
 
   // Splits `text` into content tokens with their byte spans. INVALID_ARGUMENT naming `field`
   // for invalid UTF-8. Thread-safe; linear in the text length.
@@ -72,17 +66,15 @@ class Tokenizer {
   const TokenizerConfig& config() const { return config_; }
 
  private:
-  struct NormalizedChar;
   Tokenizer() = default;
 
   void TokenizeSegment(std::string_view text, uint32_t base, TokenizedText* out) const;
-  void EmitWord(const std::vector<NormalizedChar>& word, uint32_t word_chars,
-                TokenizedText* out) const;
 
   TokenizerConfig config_;
-  std::unordered_map<std::string, int32_t> vocab_;
+  std::unique_ptr<Normalizer> normalizer_;
+  std::unique_ptr<PreTokenizer> pre_tokenizer_;
+  std::unique_ptr<SubwordModel> model_;
   std::vector<std::string> id_to_token_;
-  int32_t unk_id_ = 0;
 };
 
 }  // namespace embedding::model_store

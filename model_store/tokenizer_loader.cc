@@ -46,25 +46,6 @@ absl::StatusOr<int32_t> IdOf(const Vocab& vocab, const std::string& token,
   return it->second;
 }
 
-absl::Status ParseNormalizer(const std::string& label, const Json& normalizer,
-                             TokenizerConfig* config) {
-  if (normalizer.is_null()) {
-    config->normalize = false;
-    return absl::OkStatus();
-  }
-  const std::string type = normalizer.value("type", "");
-  if (type != "BertNormalizer") {
-    return absl::InvalidArgumentError(absl::StrCat(label, ": normalizer type '", type,
-                                                   "' is not supported (supported: "
-                                                   "BertNormalizer, null)"));
-  }
-  config->clean_text = BoolOr(normalizer, "clean_text", true);
-  config->handle_chinese_chars = BoolOr(normalizer, "handle_chinese_chars", true);
-  config->lowercase = BoolOr(normalizer, "lowercase", true);
-  config->strip_accents = BoolOr(normalizer, "strip_accents", config->lowercase);
-  return absl::OkStatus();
-}
-
 // TemplateProcessing ("single" list) or BertProcessing ("cls"/"sep" pairs); null adds nothing.
 absl::Status ParsePostProcessor(const std::string& label, const Json& post, const Vocab& vocab,
                                 TokenizerConfig* config) {
@@ -110,50 +91,94 @@ absl::Status ParsePostProcessor(const std::string& label, const Json& post, cons
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizerJson(const fs::path& path) {
-  const std::string label = path.string();
-  ASSIGN_OR_RETURN(Json json, ReadJson(path));
-  const Json& model = json.value("model", Json::object());
-  const std::string model_type = model.value("type", "");
-  if (model_type != "WordPiece") {
-    return absl::InvalidArgumentError(absl::StrCat(label, ": tokenizer model '", model_type,
-                                                   "' is not supported (supported: WordPiece)"));
-  }
-  const Json& pre = json.value("pre_tokenizer", Json());
-  if (pre.is_null() || pre.value("type", "") != "BertPreTokenizer") {
-    return absl::InvalidArgumentError(
-        absl::StrCat(label, ": pre_tokenizer must be BertPreTokenizer for a WordPiece model"));
-  }
-  TokenizerConfig config;
-  RETURN_IF_ERROR(ParseNormalizer(label, json.value("normalizer", Json()), &config));
-  config.unk_token = model.value("unk_token", config.unk_token);
-  config.continuing_subword_prefix =
-      model.value("continuing_subword_prefix", config.continuing_subword_prefix);
-  config.max_input_chars_per_word =
-      model.value("max_input_chars_per_word", config.max_input_chars_per_word);
-
-  Vocab vocab;
+// WordPiece: {"vocab": {token: id}, "unk_token", "continuing_subword_prefix", ...}.
+absl::Status ParseWordPiece(const std::string& label, const Json& model, TokenizerParts* parts) {
   const Json& vocab_json = model.value("vocab", Json());
   if (!vocab_json.is_object() || vocab_json.empty())
     return absl::DataLossError(absl::StrCat(label, ": model.vocab must be a non-empty object"));
   for (const auto& [token, id] : vocab_json.items()) {
     if (!id.is_number_integer())
       return absl::DataLossError(absl::StrCat(label, ": model.vocab['", token, "'] is not an id"));
-    vocab[token] = id.get<int32_t>();
+    parts->vocab[token] = id.get<int32_t>();
   }
+  WordPieceOptions options;
+  ASSIGN_OR_RETURN(options.unk_id,
+                   IdOf(parts->vocab, model.value("unk_token", "[UNK]"), label + ": model"));
+  options.continuing_subword_prefix =
+      model.value("continuing_subword_prefix", options.continuing_subword_prefix);
+  options.max_input_chars_per_word =
+      model.value("max_input_chars_per_word", options.max_input_chars_per_word);
+  if (options.max_input_chars_per_word <= 0)
+    return absl::DataLossError(absl::StrCat(label, ": model.max_input_chars_per_word must be > 0"));
+  parts->model = MakeWordPiece(parts->vocab, std::move(options));
+  return absl::OkStatus();
+}
+
+// Unigram: {"vocab": [[piece, score], ...], "unk_id", "byte_fallback"}; a piece's id is its index.
+absl::Status ParseUnigram(const std::string& label, const Json& model, TokenizerParts* parts) {
+  const Json& vocab_json = model.value("vocab", Json());
+  if (!vocab_json.is_array() || vocab_json.empty())
+    return absl::DataLossError(absl::StrCat(label, ": model.vocab must be a non-empty list"));
+  std::vector<std::pair<std::string, double>> pieces;
+  pieces.reserve(vocab_json.size());
+  for (const Json& entry : vocab_json) {
+    if (!entry.is_array() || entry.size() != 2 || !entry[0].is_string() || !entry[1].is_number())
+      return absl::DataLossError(absl::StrCat(label, ": model.vocab[", pieces.size(),
+                                              "] must be [piece, score]"));
+    pieces.emplace_back(entry[0].get<std::string>(), entry[1].get<double>());
+    parts->vocab.emplace(pieces.back().first, static_cast<int32_t>(pieces.size() - 1));
+  }
+  const Json& unk = model.value("unk_id", Json());
+  if (!unk.is_number_integer())
+    return absl::DataLossError(absl::StrCat(label, ": model.unk_id must be an id"));
+  UnigramOptions options;
+  options.unk_id = unk.get<int32_t>();
+  options.byte_fallback = model.value("byte_fallback", false);
+  auto unigram = MakeUnigram(std::move(pieces), options);
+  if (!unigram.ok())
+    return absl::DataLossError(absl::StrCat(label, ": ", unigram.status().message()));
+  parts->model = std::move(*unigram);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizerJson(const fs::path& path) {
+  const std::string label = path.string();
+  ASSIGN_OR_RETURN(Json json, ReadJson(path));
+  const Json& model = json.value("model", Json::object());
+  const std::string model_type = model.value("type", "");
+  TokenizerParts parts;
+  if (model_type == "WordPiece") {
+    RETURN_IF_ERROR(ParseWordPiece(label, model, &parts));
+  } else if (model_type == "Unigram") {
+    RETURN_IF_ERROR(ParseUnigram(label, model, &parts));
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        label, ": tokenizer model '", model_type, "' is not supported (supported: WordPiece, "
+        "Unigram)"));
+  }
+  ASSIGN_OR_RETURN(parts.normalizer, ParseNormalizer(label, json.value("normalizer", Json())));
+  ASSIGN_OR_RETURN(parts.pre_tokenizer,
+                   ParsePreTokenizer(label, json.value("pre_tokenizer", Json())));
+  TokenizerConfig& config = parts.config;
   for (const Json& added : json.value("added_tokens", Json::array())) {
     if (added.contains("content") && added.contains("id"))
       config.added_tokens.emplace_back(added["content"].get<std::string>(),
                                        added["id"].get<int32_t>());
   }
-  RETURN_IF_ERROR(ParsePostProcessor(label, json.value("post_processor", Json()), vocab, &config));
+  RETURN_IF_ERROR(
+      ParsePostProcessor(label, json.value("post_processor", Json()), parts.vocab, &config));
   const Json& padding = json.value("padding", Json());
   if (padding.is_object() && padding.contains("pad_id")) {
     config.pad_id = padding["pad_id"].get<int32_t>();
-  } else if (auto it = vocab.find("[PAD]"); it != vocab.end()) {
-    config.pad_id = it->second;
+  } else {
+    for (const char* pad : {"[PAD]", "<pad>"}) {
+      if (auto it = parts.vocab.find(pad); it != parts.vocab.end()) {
+        config.pad_id = it->second;
+        break;
+      }
+    }
   }
-  return Tokenizer::Create(std::move(config), std::move(vocab));
+  return Tokenizer::Create(std::move(parts));
 }
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> LoadVocabTxt(const fs::path& dir) {
@@ -173,12 +198,17 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadVocabTxt(const fs::path& dir) {
   if (fs::exists(dir / "tokenizer_config.json")) {
     ASSIGN_OR_RETURN(settings, ReadJson(dir / "tokenizer_config.json"));
   }
-  TokenizerConfig config;
-  config.lowercase = BoolOr(settings, "do_lower_case", true);
-  config.strip_accents = BoolOr(settings, "strip_accents", config.lowercase);
-  config.handle_chinese_chars = BoolOr(settings, "tokenize_chinese_chars", true);
-  config.unk_token = TokenOr(settings, "unk_token", "[UNK]");
+  TokenizerParts parts;
+  TokenizerConfig& config = parts.config;
+  BertNormalizerOptions normalizer;
+  normalizer.lowercase = BoolOr(settings, "do_lower_case", true);
+  normalizer.strip_accents = BoolOr(settings, "strip_accents", normalizer.lowercase);
+  normalizer.handle_chinese_chars = BoolOr(settings, "tokenize_chinese_chars", true);
+  parts.normalizer = MakeBertNormalizer(normalizer);
+  parts.pre_tokenizer = MakeBertPreTokenizer();
   const std::string label = vocab_path.string();
+  WordPieceOptions wordpiece;
+  ASSIGN_OR_RETURN(wordpiece.unk_id, IdOf(vocab, TokenOr(settings, "unk_token", "[UNK]"), label));
   ASSIGN_OR_RETURN(int32_t cls, IdOf(vocab, TokenOr(settings, "cls_token", "[CLS]"), label));
   ASSIGN_OR_RETURN(int32_t sep, IdOf(vocab, TokenOr(settings, "sep_token", "[SEP]"), label));
   config.prefix_ids = {cls};
@@ -190,7 +220,9 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadVocabTxt(const fs::path& dir) {
   }
   if (auto it = vocab.find(TokenOr(settings, "pad_token", "[PAD]")); it != vocab.end())
     config.pad_id = it->second;
-  return Tokenizer::Create(std::move(config), std::move(vocab));
+  parts.model = MakeWordPiece(vocab, std::move(wordpiece));
+  parts.vocab = std::move(vocab);
+  return Tokenizer::Create(std::move(parts));
 }
 
 }  // namespace

@@ -105,15 +105,38 @@ void AppendLowercase(char32_t cp, std::vector<char32_t>* out) {
 }
 
 void AppendCanonicalDecomposition(char32_t cp, std::vector<char32_t>* out) {
+  AppendDecomposition(cp, false, out);
+}
+
+void AppendDecomposition(char32_t cp, bool compatibility, std::vector<char32_t>* out) {
   utf8proc_int32_t buf[32];
   int last_boundclass = 0;
+  const int options = UTF8PROC_DECOMPOSE | (compatibility ? UTF8PROC_COMPAT : 0);
   const auto n = utf8proc_decompose_char(static_cast<utf8proc_int32_t>(cp), buf, 32,
-                                         UTF8PROC_DECOMPOSE, &last_boundclass);
+                                         static_cast<utf8proc_option_t>(options),
+                                         &last_boundclass);
   if (n <= 0 || n > 32) {
     out->push_back(cp);
     return;
   }
   for (int i = 0; i < n; ++i) out->push_back(static_cast<char32_t>(buf[i]));
+}
+
+int CombiningClass(char32_t cp) {
+  return utf8proc_get_property(static_cast<utf8proc_int32_t>(cp))->combining_class;
+}
+
+std::vector<char32_t> Compose(std::vector<char32_t> decomposed) {
+  std::vector<utf8proc_int32_t> buf(decomposed.begin(), decomposed.end());
+  const auto n = utf8proc_normalize_utf32(buf.data(), static_cast<utf8proc_ssize_t>(buf.size()),
+                                          UTF8PROC_COMPOSE);
+  if (n < 0) return decomposed;
+  return std::vector<char32_t>(buf.begin(), buf.begin() + n);
+}
+
+bool IsGraphemeBreak(char32_t before, char32_t after, int32_t* state) {
+  return utf8proc_grapheme_break_stateful(static_cast<utf8proc_int32_t>(before),
+                                          static_cast<utf8proc_int32_t>(after), state);
 }
 
 CodePointIndex::CodePointIndex(std::string_view text) : text_(text) {

@@ -38,6 +38,15 @@ bool IsNonspacingMark(char32_t cp);
 void AppendLowercase(char32_t cp, std::vector<char32_t>* out);
 // Appends the canonical decomposition (NFD) of `cp`.
 void AppendCanonicalDecomposition(char32_t cp, std::vector<char32_t>* out);
+// Appends the full decomposition of `cp`: compatibility (NFKD) or canonical (NFD).
+void AppendDecomposition(char32_t cp, bool compatibility, std::vector<char32_t>* out);
+// Canonical combining class (0 for starters).
+int CombiningClass(char32_t cp);
+// Canonical composition of a decomposed, canonically ordered sequence (NFD -> NFC).
+std::vector<char32_t> Compose(std::vector<char32_t> decomposed);
+// Whether a grapheme cluster boundary lies between `before` and `after` (UAX #29, extended).
+// `state` carries context along one text; start it at 0.
+bool IsGraphemeBreak(char32_t before, char32_t after, int32_t* state);
 
 // Number of code points in valid UTF-8 before each byte offset, for code-point spans.
 class CodePointIndex {

@@ -1,4 +1,4 @@
-// write_demo_model: writes a demo BERT model directory (seeded random weights; vectors are not
+// write_demo_model: writes a demo model directory (BERT, XLM-RoBERTa or NomicBert) (seeded random weights; vectors are not
 // semantically meaningful). Tests use a tiny one, benchmarks a BERT-base-shaped one.
 #include <iostream>
 
@@ -8,19 +8,20 @@
 #include "model_store/demo_model_writer.h"
 
 ABSL_FLAG(std::string, out, "", "Directory to write (created if needed).");
+ABSL_FLAG(std::string, architecture, "bert", "bert | xlm-roberta | nomic_bert.");
 ABSL_FLAG(int, layers, 2, "Transformer layers.");
 ABSL_FLAG(int, hidden, 128, "Hidden size.");
 ABSL_FLAG(int, heads, 4, "Attention heads (must divide --hidden).");
 ABSL_FLAG(int, intermediate, 0, "Feed-forward size; 0 means 4 x hidden.");
 ABSL_FLAG(int, max_positions, 512, "Position-table size (window incl. [CLS]/[SEP]).");
-ABSL_FLAG(int, vocab_size, 12000, "WordPiece vocabulary size (>= 8000).");
+ABSL_FLAG(int, vocab_size, 12000, "Vocabulary size (>= 8000).");
 ABSL_FLAG(uint64_t, seed, 20241031, "Weight seed.");
 ABSL_FLAG(std::string, pooling, "mean", "cls | mean | max.");
 ABSL_FLAG(std::string, word_list, "/usr/share/dict/words", "Word list for the vocabulary.");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "Writes a demo BERT model directory. Example:\n"
+      "Writes a demo model directory. Example:\n"
       "  write_demo_model --out=/tmp/demo --layers=12 --hidden=768 "
       "--heads=12");
   absl::ParseCommandLine(argc, argv);
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   embedding::model_store::DemoModelSpec spec;
+  spec.architecture = absl::GetFlag(FLAGS_architecture);
   spec.num_layers = absl::GetFlag(FLAGS_layers);
   spec.hidden_size = absl::GetFlag(FLAGS_hidden);
   spec.num_heads = absl::GetFlag(FLAGS_heads);

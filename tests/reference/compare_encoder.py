@@ -1,27 +1,37 @@
 #!/usr/bin/python3
-"""Checks the C++ encoder against a BERT built from PyTorch's own nn modules.
+"""Checks the C++ encoder against networks built from PyTorch's own modules and functional ops.
 
-The reference reads model.safetensors with its own parser, builds nn.Embedding, nn.LayerNorm
-and post-norm GELU nn.TransformerEncoderLayer blocks, and applies TempScale by scaling the
-query projection by 1/tau (the same as dividing the attention logits by tau). Each sequence
-runs alone and unpadded there, while the C++ side runs all of them in one padded batch with
-mixed temperatures. Prints the maximum absolute difference per tau; fails above 1e-4.
+One reference per architecture, written from the published model definitions, not from the C++:
+- bert and xlm-roberta: nn.Embedding, nn.LayerNorm and post-norm GELU nn.TransformerEncoderLayer
+  blocks; XLM-R's positions are Hugging Face's create_position_ids_from_input_ids (count the
+  non-padding tokens from padding_idx + 1; a padding token sits at padding_idx).
+- nomic_bert: nn.Linear / nn.LayerNorm with a fused Wqkv, rotary positions on queries and keys
+  (halves or interleaved pairs, dynamic NTK past max_trained_positions), a SwiGLU MLP
+  fc2(fc11(x) * silu(fc12(x))), post-norm or pre-norm as config.json says.
+TempScale is applied as the paper states it: softmax((QK^T/sqrt(d) + mask) / tau) (for the
+nn.TransformerEncoderLayer blocks, by scaling the query projection by 1/tau, the same thing).
+Each sequence runs alone and unpadded here, while the C++ side runs all of them in one padded
+batch with mixed temperatures. Prints the maximum absolute difference per tau; fails above 1e-4.
 
-usage: compare_encoder.py ENCODE_IDS_BINARY MODEL_DIR
+usage: compare_encoder.py ENCODE_IDS_BINARY MODEL_DIR [--prenorm] [--interleaved]
+The flags rewrite a copy of a nomic_bert config.json, to check those layouts too.
 """
 import json
+import math
 import random
+import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 TOLERANCE = 1e-4
-TEMPERATURES = (1.0, 0.8, 0.5)
-SEQUENCES_PER_TAU = 8  # 24 sequences in all
+TEMPERATURES = (1.0, 0.7, 0.5)
 
 
 def read_safetensors(path):
@@ -42,9 +52,13 @@ def read_safetensors(path):
 
 
 class ReferenceBert(nn.Module):
+    """BERT and XLM-RoBERTa: the same blocks; XLM-R offsets its positions past the padding."""
+
     def __init__(self, config, weights, tau):
         super().__init__()
         h, eps = config["hidden_size"], config.get("layer_norm_eps", 1e-12)
+        self.roberta = config["model_type"] == "xlm-roberta"
+        self.pad = config.get("pad_token_id", 0)
         self.word = nn.Embedding(config["vocab_size"], h)
         self.position = nn.Embedding(config["max_position_embeddings"], h)
         self.token_type = nn.Embedding(config.get("type_vocab_size", 2), h)
@@ -90,35 +104,157 @@ class ReferenceBert(nn.Module):
     @torch.no_grad()
     def forward(self, ids):
         ids = torch.tensor([ids], dtype=torch.long)
-        positions = torch.arange(ids.shape[1]).unsqueeze(0)
-        x = self.norm(self.word(ids) + self.position(positions) + self.token_type(torch.zeros_like(ids)))
+        if self.roberta:
+            mask = (ids != self.pad).long()
+            positions = torch.cumsum(mask, dim=1) * mask + self.pad
+        else:
+            positions = torch.arange(ids.shape[1]).unsqueeze(0)
+        x = self.norm(self.word(ids) + self.position(positions) +
+                      self.token_type(torch.zeros_like(ids)))
         for layer in self.layers:
             x = layer(x)
         return x[0]
 
 
-def main():
-    binary, model_dir = sys.argv[1], sys.argv[2]
-    torch.manual_seed(0)
-    config = json.load(open(f"{model_dir}/config.json"))
-    weights = read_safetensors(f"{model_dir}/model.safetensors")
-    pooling = next(k for k, v in json.load(open(f"{model_dir}/1_Pooling/config.json")).items()
-                   if k.startswith("pooling_mode_") and v)
-    rng = random.Random(20241031)
-    max_len = config["max_position_embeddings"]
-    lengths = [1, 2, 3, 17, 64, 129, 256, 511, max_len]
+def rotate_half(x, interleaved):
+    if not interleaved:
+        x1, x2 = x.chunk(2, dim=-1)
+        return torch.cat((-x2, x1), dim=-1)
+    x1, x2 = x[..., ::2], x[..., 1::2]
+    return torch.stack((-x2, x1), dim=-1).flatten(-2)
+
+
+class ReferenceNomicBert(nn.Module):
+    def __init__(self, config, weights, tau):
+        super().__init__()
+        h = config["n_embd"]
+        self.heads = config["n_head"]
+        self.head_dim = h // self.heads
+        self.tau = tau
+        self.prenorm = config.get("prenorm", False)
+        eps = config.get("layer_norm_epsilon", 1e-12)
+        inner = config.get("n_inner") or 4 * h
+        self.rotary_dim = int(self.head_dim * config.get("rotary_emb_fraction", 1.0))
+        self.base = config.get("rotary_emb_base", 10000)
+        self.interleaved = config.get("rotary_emb_interleaved", False)
+        self.scaling = config.get("rotary_scaling_factor")
+        self.trained = config.get("max_trained_positions", 2048)
+        self.word = nn.Embedding(config["vocab_size"], h)
+        self.token_type = nn.Embedding(config.get("type_vocab_size", 2), h)
+        self.emb_ln = nn.LayerNorm(h, eps=eps)
+        qkv_bias = config.get("qkv_proj_bias", True)
+        fc1_bias, fc2_bias = config.get("mlp_fc1_bias", True), config.get("mlp_fc2_bias", True)
+        self.layers = nn.ModuleList()
+        for _ in range(config["n_layer"]):
+            self.layers.append(nn.ModuleDict({
+                "Wqkv": nn.Linear(h, 3 * h, bias=qkv_bias),
+                "out_proj": nn.Linear(h, h, bias=qkv_bias),
+                "fc11": nn.Linear(h, inner, bias=fc1_bias),
+                "fc12": nn.Linear(h, inner, bias=fc1_bias),
+                "fc2": nn.Linear(inner, h, bias=fc2_bias),
+                "norm1": nn.LayerNorm(h, eps=eps),
+                "norm2": nn.LayerNorm(h, eps=eps)}))
+        with torch.no_grad():
+            self.word.weight.copy_(weights["embeddings.word_embeddings.weight"])
+            self.token_type.weight.copy_(weights["embeddings.token_type_embeddings.weight"])
+            self.emb_ln.weight.copy_(weights["emb_ln.weight"])
+            self.emb_ln.bias.copy_(weights["emb_ln.bias"])
+            for i, layer in enumerate(self.layers):
+                p = f"encoder.layers.{i}."
+                names = {"Wqkv": "attn.Wqkv", "out_proj": "attn.out_proj", "fc11": "mlp.fc11",
+                         "fc12": "mlp.fc12", "fc2": "mlp.fc2", "norm1": "norm1", "norm2": "norm2"}
+                for key, name in names.items():
+                    for param_name, param in layer[key].named_parameters():
+                        param.copy_(weights[f"{p}{name}.{param_name}"])
+        self.eval()
+
+    def angles(self, length):
+        base = self.base
+        if self.scaling and length > self.trained:  # dynamic NTK
+            base = base * ((self.scaling * length / self.trained) - (self.scaling - 1)) ** (
+                self.rotary_dim / (self.rotary_dim - 2))
+        inv_freq = 1.0 / (base ** (torch.arange(0, self.rotary_dim, 2, dtype=torch.float32) /
+                                   self.rotary_dim))
+        freqs = torch.outer(torch.arange(length, dtype=torch.float32), inv_freq)
+        if self.interleaved:
+            return freqs.cos().repeat_interleave(2, -1), freqs.sin().repeat_interleave(2, -1)
+        return freqs.cos().repeat(1, 2), freqs.sin().repeat(1, 2)
+
+    def rotate(self, x, cos, sin):  # x [heads, L, d]
+        r = self.rotary_dim
+        rotated = x[..., :r] * cos + rotate_half(x[..., :r], self.interleaved) * sin
+        return torch.cat([rotated, x[..., r:]], dim=-1)
+
+    def attention(self, layer, x, cos, sin):
+        length = x.shape[0]
+        q, k, v = layer["Wqkv"](x).view(length, 3, self.heads, self.head_dim).permute(1, 2, 0, 3)
+        q, k = self.rotate(q, cos, sin), self.rotate(k, cos, sin)
+        logits = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)
+        context = torch.softmax(logits / self.tau, dim=-1) @ v  # [heads, L, d]
+        return layer["out_proj"](context.transpose(0, 1).reshape(length, -1))
+
+    @staticmethod
+    def mlp(layer, x):
+        return layer["fc2"](layer["fc11"](x) * F.silu(layer["fc12"](x)))
+
+    @torch.no_grad()
+    def forward(self, ids):
+        ids = torch.tensor(ids, dtype=torch.long)
+        x = self.emb_ln(self.word(ids) + self.token_type(torch.zeros_like(ids)))
+        cos, sin = self.angles(len(ids))
+        for layer in self.layers:
+            if self.prenorm:
+                x = x + self.attention(layer, layer["norm1"](x), cos, sin)
+                x = x + self.mlp(layer, layer["norm2"](x))
+            else:
+                x = layer["norm1"](x + self.attention(layer, x, cos, sin))
+                x = layer["norm2"](x + self.mlp(layer, x))
+        return x
+
+
+def build_batch(config, max_len, rng):
+    """Lengths 1..max_len (the long ones capped at 3,000 to keep the reference quick), every
+    temperature at several lengths, shuffled so the batch really mixes them."""
+    fixed = [1, 2, 3, 17, 64, 129, 256, 511, 1024, 2048, 2049, 3000]
+    lengths = [n for n in fixed if n <= max_len]
+    vocab, pad = config["vocab_size"], config.get("pad_token_id", 0)
     sequences, taus = [], []
-    for tau in TEMPERATURES:
-        for i in range(SEQUENCES_PER_TAU):
-            k = TEMPERATURES.index(tau)
-            n = lengths[(i + 3 * k) % len(lengths)] if i < 6 else rng.randint(1, max_len)
-            sequences.append([2] + [rng.randrange(5, config["vocab_size"]) for _ in range(n - 1)])
+    for k, tau in enumerate(TEMPERATURES):
+        for i in range(len(lengths) + 2):
+            n = lengths[(i + 3 * k) % len(lengths)] if i < len(lengths) else rng.randint(1, min(max_len, 700))
+            ids = [0] + [rng.randrange(5, vocab) for _ in range(n - 1)]
+            sequences.append(ids[:n])
             taus.append(tau)
-    # Interleave temperatures so the batch really mixes them.
+    # A padding id inside the text: XLM-R gives it the padding position and does not count it.
+    sequences.append([0] + [rng.randrange(5, vocab) for _ in range(20)] + [pad] +
+                     [rng.randrange(5, vocab) for _ in range(20)])
+    taus.append(0.7)
     order = list(range(len(sequences)))
     rng.shuffle(order)
-    sequences = [sequences[i] for i in order]
-    taus = [taus[i] for i in order]
+    return [sequences[i] for i in order], [taus[i] for i in order]
+
+
+def main():
+    binary, model_dir = sys.argv[1], sys.argv[2]
+    flags = set(sys.argv[3:])
+    torch.manual_seed(0)
+    if flags:
+        scratch = tempfile.mkdtemp(prefix="compare-encoder-")
+        shutil.copytree(model_dir, scratch, dirs_exist_ok=True)
+        model_dir = scratch
+        config = json.load(open(f"{model_dir}/config.json"))
+        config["prenorm"] = "--prenorm" in flags
+        config["rotary_emb_interleaved"] = "--interleaved" in flags
+        json.dump(config, open(f"{model_dir}/config.json", "w"))
+    config = json.load(open(f"{model_dir}/config.json"))
+    weights = read_safetensors(f"{model_dir}/model.safetensors")
+    arch = config["model_type"]
+    reference = ReferenceNomicBert if arch == "nomic_bert" else ReferenceBert
+    max_len = config.get("n_positions") or (
+        config["max_position_embeddings"] - (config.get("pad_token_id", 0) + 1
+                                              if arch == "xlm-roberta" else 0))
+    rng = random.Random(20241031)
+    sequences, taus = build_batch(config, max_len, rng)
 
     out = subprocess.run([binary, model_dir], input=json.dumps(
         {"sequences": sequences, "temperatures": taus, "pooling": "mean"}),
@@ -126,7 +262,7 @@ def main():
     cpp = json.loads(out.stdout)
     dim = cpp["dim"]
 
-    models = {tau: ReferenceBert(config, weights, tau) for tau in TEMPERATURES}
+    models = {tau: reference(config, weights, tau) for tau in TEMPERATURES}
     worst = {tau: 0.0 for tau in TEMPERATURES}
     worst_hf = 0.0
     for i, (ids, tau) in enumerate(zip(sequences, taus)):
@@ -141,10 +277,11 @@ def main():
         worst_hf = max(worst_hf, abs(ref_hf - cpp["high_frequency_ratio"][i]))
 
     lengths_seen = sorted(len(s) for s in sequences)
-    print(f"{len(sequences)} sequences, lengths {lengths_seen[0]}..{lengths_seen[-1]}, "
-          f"checkpoint pooling {pooling}")
+    variant = " ".join(sorted(flags)) or "as written"
+    print(f"{arch} ({variant}): {len(sequences)} sequences in one batch, lengths "
+          f"{lengths_seen[0]}..{lengths_seen[-1]}")
     for tau in TEMPERATURES:
-        print(f"tau={tau}: max |C++ - torch.nn| over hidden states and pooled = {worst[tau]:.3e}")
+        print(f"tau={tau}: max |C++ - torch| over hidden states and pooled = {worst[tau]:.3e}")
     print(f"high-frequency ratio: max |C++ - numpy| = {worst_hf:.3e}")
     # A temperature that did nothing would pass the above trivially: insist it matters.
     same_ids = max(sequences, key=len)

@@ -28,6 +28,10 @@ std::string SmallModelDir() {
   return dir ? dir : EMB_SMALL_MODEL_DIR;
 }
 
+std::string XlmRobertaModelDir() { return EMB_XLMR_MODEL_DIR; }
+
+std::string NomicBertModelDir() { return EMB_NOMIC_MODEL_DIR; }
+
 std::string MakeScratchDir(const std::string& name) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   fs::path dir =

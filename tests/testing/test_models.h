@@ -17,6 +17,11 @@ std::string TinyModelDir();
 // seconds. Env SMALL_MODEL_DIR overrides.
 std::string SmallModelDir();
 
+// The long-window demo models (2 layers, 64 wide, 8,192 tokens per window): XLM-RoBERTa with a
+// Unigram tokenizer, and NomicBert with rotary positions.
+std::string XlmRobertaModelDir();
+std::string NomicBertModelDir();
+
 // A fresh empty directory under the test's temp dir.
 std::string MakeScratchDir(const std::string& name);
 

@@ -140,7 +140,7 @@ TEST(ModelLoad, BadConfigFieldsAreNamed) {
   EXPECT_THAT(Model::Load(dir, {}).status().message(), HasSubstr("not divisible"));
   EditJson(dir + "/config.json", [](nlohmann::json& j) {
     j["num_attention_heads"] = 4;
-    j["hidden_act"] = "swish";
+    j["hidden_act"] = "mish";
   });
   EXPECT_THAT(Model::Load(dir, {}).status().message(), HasSubstr("hidden_act"));
   EditJson(dir + "/config.json", [](nlohmann::json& j) {

@@ -1,0 +1,50 @@
+// Internal to model_store: the encoder's layers, each configured by EncoderConfig data
+// (position kind, MLP kind, norm placement, biases), never by architecture name. Encoder::Encode
+// chains them. Included only by encoder*.cc.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "model_store/encoder_config.h"
+#include "model_store/encoder_weights.h"
+#include "model_store/rotary.h"
+
+namespace embedding::model_store {
+
+// The batch's sequences back to back, unpadded, in `rows` rows (the tail rows past the last
+// sequence are filler that nothing attends to).
+struct PackedSequences {
+  std::vector<int64_t> offsets;  // sequence b is rows [offsets[b], offsets[b + 1])
+  int64_t rows = 0;
+  std::vector<float> temperatures;
+  // Per sequence, when positions are rotary.
+  std::vector<RotaryEmbedding::Angles> angles;
+  int64_t size() const { return static_cast<int64_t>(offsets.size()) - 1; }
+};
+
+// LayerNorm in fp32 (see NormWeights), back in x's dtype.
+torch::Tensor Norm(const torch::Tensor& x, const NormWeights& w, double eps);
+
+// Word + absolute position (when the model has a table) + token type 0, normalised. [rows, H]
+torch::Tensor Embeddings(const EncoderWeights& w, const torch::Tensor& ids,
+                         const torch::Tensor& positions, double eps);
+
+// Multi-head self-attention per sequence with its own temperature, rotary positions on queries
+// and keys first when `rotary` is set, then the output projection. [rows, H] -> [rows, H]
+torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
+                            const PackedSequences& batch, const EncoderConfig& config,
+                            const RotaryEmbedding* rotary);
+
+// The MLP, plain or gated, in blocks of rows so its activations stay bounded. [rows, H]
+torch::Tensor FeedForward(const torch::Tensor& x, const LayerWeights& layer,
+                          const EncoderConfig& config);
+
+// One transformer layer: attention and MLP, each with its residual and norm, post-norm
+// (norm(x + f(x))) or pre-norm (x + f(norm(x))) as the config says.
+torch::Tensor TransformerLayer(const torch::Tensor& x, const LayerWeights& layer,
+                               const PackedSequences& batch, const EncoderConfig& config,
+                               const RotaryEmbedding* rotary);
+
+}  // namespace embedding::model_store

@@ -1,0 +1,19 @@
+// Internal to model_store: what Encode returns, from the final hidden states: pooled vectors
+// and each sequence's collapse statistic. Included only by encoder.cc.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "model_store/encoder.h"
+
+namespace embedding::model_store {
+
+// `x`: the packed final hidden states [>= offsets.back(), H], any dtype. Pools each sequence
+// as `batch` asks (normalising if asked), measures its high-frequency ratio, and copies the
+// hidden states out when requested. All in fp32.
+EncodeResult PoolAndMeasure(const torch::Tensor& x, const std::vector<int64_t>& offsets,
+                            const EncodeBatch& batch);
+
+}  // namespace embedding::model_store

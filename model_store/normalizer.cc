@@ -1,0 +1,290 @@
+#include "model_store/normalizer.h"
+
+#include <algorithm>
+#include <optional>
+#include <regex>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "model_store/precompiled_charsmap.h"
+#include "model_store/unicode_text.h"
+
+namespace embedding::model_store {
+namespace {
+using Json = nlohmann::json;
+
+bool BoolOr(const Json& obj, const char* key, bool fallback) {
+  auto it = obj.find(key);
+  return (it != obj.end() && it->is_boolean()) ? it->get<bool>() : fallback;
+}
+
+class BertNormalizer : public Normalizer {
+ public:
+  explicit BertNormalizer(const BertNormalizerOptions& options) : options_(options) {}
+
+  void Normalize(NormalizedText* text) const override {
+    NormalizedText out;
+    out.reserve(text->size());
+    std::vector<char32_t> stage, next;
+    for (const NormalizedChar& c : *text) {
+      stage.assign(1, c.cp);
+      if (options_.clean_text) {
+        if (c.cp == 0 || c.cp == 0xFFFD || IsBertControl(c.cp)) continue;
+        if (IsBertWhitespace(c.cp)) stage[0] = ' ';
+      }
+      if (options_.handle_chinese_chars && IsChineseChar(c.cp)) stage = {' ', c.cp, ' '};
+      if (options_.strip_accents) {
+        next.clear();
+        for (char32_t s : stage) AppendCanonicalDecomposition(s, &next);
+        stage.clear();
+        for (char32_t s : next) {
+          if (!IsNonspacingMark(s)) stage.push_back(s);
+        }
+      }
+      if (options_.lowercase) {
+        next.clear();
+        for (char32_t s : stage) AppendLowercase(s, &next);
+        stage.swap(next);
+      }
+      for (char32_t s : stage) out.push_back({s, c.begin, c.end});
+    }
+    *text = std::move(out);
+  }
+
+ private:
+  BertNormalizerOptions options_;
+};
+
+// NFC, NFD, NFKC, NFKD. Decomposed code points keep their source's span; a composed one spans
+// the code points it absorbed (found by decomposing it again, which yields exactly them).
+class UnicodeForm : public Normalizer {
+ public:
+  UnicodeForm(bool compatibility, bool compose)
+      : compatibility_(compatibility), compose_(compose) {}
+
+  void Normalize(NormalizedText* text) const override {
+    NormalizedText decomposed;
+    decomposed.reserve(text->size());
+    std::vector<char32_t> parts;
+    for (const NormalizedChar& c : *text) {
+      parts.clear();
+      AppendDecomposition(c.cp, compatibility_, &parts);
+      for (char32_t p : parts) decomposed.push_back({p, c.begin, c.end});
+    }
+    // Canonical ordering: a stable sort of each run of non-starters by combining class.
+    for (size_t i = 0; i < decomposed.size();) {
+      size_t j = i;
+      while (j < decomposed.size() && CombiningClass(decomposed[j].cp) != 0) ++j;
+      if (j - i > 1) {
+        std::stable_sort(decomposed.begin() + i, decomposed.begin() + j,
+                         [](const NormalizedChar& a, const NormalizedChar& b) {
+                           return CombiningClass(a.cp) < CombiningClass(b.cp);
+                         });
+      }
+      i = j == i ? i + 1 : j;
+    }
+    if (!compose_) {
+      *text = std::move(decomposed);
+      return;
+    }
+    std::vector<char32_t> cps;
+    for (const auto& c : decomposed) cps.push_back(c.cp);
+    const std::vector<char32_t> composed = Compose(std::move(cps));
+    NormalizedText out;
+    out.reserve(composed.size());
+    size_t pos = 0;
+    for (char32_t cp : composed) {
+      parts.clear();
+      AppendDecomposition(cp, false, &parts);
+      const size_t take = std::max<size_t>(1, std::min(parts.size(), decomposed.size() - pos));
+      if (pos >= decomposed.size()) break;
+      out.push_back({cp, decomposed[pos].begin, decomposed[pos + take - 1].end});
+      pos += take;
+    }
+    *text = std::move(out);
+  }
+
+ private:
+  bool compatibility_;
+  bool compose_;
+};
+
+class Lowercase : public Normalizer {
+ public:
+  void Normalize(NormalizedText* text) const override {
+    NormalizedText out;
+    out.reserve(text->size());
+    std::vector<char32_t> lower;
+    for (const NormalizedChar& c : *text) {
+      lower.clear();
+      AppendLowercase(c.cp, &lower);
+      for (char32_t l : lower) out.push_back({l, c.begin, c.end});
+    }
+    *text = std::move(out);
+  }
+};
+
+class Strip : public Normalizer {
+ public:
+  Strip(bool left, bool right) : left_(left), right_(right) {}
+  void Normalize(NormalizedText* text) const override {
+    size_t begin = 0, end = text->size();
+    while (left_ && begin < end && IsUnicodeWhitespace((*text)[begin].cp)) ++begin;
+    while (right_ && end > begin && IsUnicodeWhitespace((*text)[end - 1].cp)) --end;
+    *text = NormalizedText(text->begin() + begin, text->begin() + end);
+  }
+
+ private:
+  bool left_, right_;
+};
+
+// Replace: a literal string or a regular expression (ECMAScript syntax, matched on UTF-8
+// bytes: enough for the whitespace and quote patterns converted checkpoints carry). Each
+// replacement character spans the whole match.
+class Replace : public Normalizer {
+ public:
+  Replace(std::string literal, std::optional<std::regex> regex, std::string content)
+      : literal_(std::move(literal)), regex_(std::move(regex)), content_(std::move(content)) {}
+
+  void Normalize(NormalizedText* text) const override {
+    // Byte offset of each character in the UTF-8 form, plus the end.
+    std::string utf8;
+    std::vector<size_t> char_at_byte;
+    for (size_t i = 0; i < text->size(); ++i) {
+      AppendUtf8((*text)[i].cp, &utf8);
+      char_at_byte.resize(utf8.size(), i);
+    }
+    std::vector<std::pair<size_t, size_t>> matches;  // byte ranges
+    if (regex_) {
+      for (auto it = std::sregex_iterator(utf8.begin(), utf8.end(), *regex_);
+           it != std::sregex_iterator(); ++it) {
+        if (it->length(0) > 0) matches.emplace_back(it->position(0), it->position(0) + it->length(0));
+      }
+    } else if (!literal_.empty()) {
+      for (size_t at = utf8.find(literal_); at != std::string::npos;
+           at = utf8.find(literal_, at + literal_.size()))
+        matches.emplace_back(at, at + literal_.size());
+    }
+    if (matches.empty()) return;
+    const NormalizedText content = DecodeNormalized(content_, 0);
+    NormalizedText out;
+    size_t next_char = 0;
+    for (const auto& [begin, end] : matches) {
+      const size_t first = char_at_byte[begin], last = char_at_byte[end - 1];
+      if (first < next_char) continue;  // a regex match starting inside a character
+      out.insert(out.end(), text->begin() + next_char, text->begin() + first);
+      for (const auto& c : content) out.push_back({c.cp, (*text)[first].begin, (*text)[last].end});
+      next_char = last + 1;
+    }
+    out.insert(out.end(), text->begin() + next_char, text->end());
+    *text = std::move(out);
+  }
+
+ private:
+  std::string literal_;
+  std::optional<std::regex> regex_;
+  std::string content_;
+};
+
+class Precompiled : public Normalizer {
+ public:
+  explicit Precompiled(PrecompiledCharsmap map) : map_(std::move(map)) {}
+  void Normalize(NormalizedText* text) const override { map_.Normalize(text); }
+
+ private:
+  PrecompiledCharsmap map_;
+};
+
+class Sequence : public Normalizer {
+ public:
+  explicit Sequence(std::vector<std::unique_ptr<Normalizer>> steps) : steps_(std::move(steps)) {}
+  void Normalize(NormalizedText* text) const override {
+    for (const auto& step : steps_) step->Normalize(text);
+  }
+
+ private:
+  std::vector<std::unique_ptr<Normalizer>> steps_;
+};
+
+absl::StatusOr<std::unique_ptr<Normalizer>> ParseReplace(const std::string& label,
+                                                         const Json& json) {
+  const Json& pattern = json.value("pattern", Json::object());
+  const std::string content = json.value("content", "");
+  if (pattern.contains("String") && pattern["String"].is_string())
+    return std::make_unique<Replace>(pattern["String"].get<std::string>(), std::nullopt, content);
+  if (pattern.contains("Regex") && pattern["Regex"].is_string()) {
+    try {
+      return std::make_unique<Replace>("", std::regex(pattern["Regex"].get<std::string>()),
+                                       content);
+    } catch (const std::regex_error& e) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          label, ": normalizer Replace pattern '", pattern["Regex"].get<std::string>(),
+          "' is not a supported regular expression: ", e.what()));
+    }
+  }
+  return absl::DataLossError(
+      absl::StrCat(label, ": normalizer Replace needs pattern.String or pattern.Regex"));
+}
+
+}  // namespace
+
+std::unique_ptr<Normalizer> MakeBertNormalizer(const BertNormalizerOptions& options) {
+  return std::make_unique<BertNormalizer>(options);
+}
+
+absl::StatusOr<std::unique_ptr<Normalizer>> ParseNormalizer(const std::string& label,
+                                                            const Json& json) {
+  if (json.is_null()) return nullptr;
+  if (!json.is_object())
+    return absl::DataLossError(absl::StrCat(label, ": normalizer must be an object or null"));
+  const std::string type = json.value("type", "");
+  if (type == "BertNormalizer") {
+    BertNormalizerOptions options;
+    options.clean_text = BoolOr(json, "clean_text", true);
+    options.handle_chinese_chars = BoolOr(json, "handle_chinese_chars", true);
+    options.lowercase = BoolOr(json, "lowercase", true);
+    // Unset strip_accents follows lowercase, as in BERT.
+    options.strip_accents = BoolOr(json, "strip_accents", options.lowercase);
+    return MakeBertNormalizer(options);
+  }
+  if (type == "NFC") return std::make_unique<UnicodeForm>(false, true);
+  if (type == "NFD") return std::make_unique<UnicodeForm>(false, false);
+  if (type == "NFKC") return std::make_unique<UnicodeForm>(true, true);
+  if (type == "NFKD") return std::make_unique<UnicodeForm>(true, false);
+  if (type == "Lowercase") return std::make_unique<Lowercase>();
+  if (type == "Strip") {
+    return std::make_unique<Strip>(BoolOr(json, "strip_left", true),
+                                   BoolOr(json, "strip_right", true));
+  }
+  if (type == "Replace") return ParseReplace(label, json);
+  if (type == "Precompiled") {
+    const Json& map = json.value("precompiled_charsmap", Json());
+    if (map.is_null()) return std::make_unique<Sequence>(std::vector<std::unique_ptr<Normalizer>>{});
+    std::string blob;
+    if (!map.is_string() || !absl::Base64Unescape(map.get<std::string>(), &blob)) {
+      return absl::DataLossError(
+          absl::StrCat(label, ": normalizer precompiled_charsmap is not base64"));
+    }
+    ASSIGN_OR_RETURN(PrecompiledCharsmap parsed, PrecompiledCharsmap::Parse(label, std::move(blob)));
+    return std::make_unique<Precompiled>(std::move(parsed));
+  }
+  if (type == "Sequence") {
+    const Json& list = json.value("normalizers", Json());
+    if (!list.is_array())
+      return absl::DataLossError(absl::StrCat(label, ": normalizer Sequence needs a list"));
+    std::vector<std::unique_ptr<Normalizer>> steps;
+    for (const Json& item : list) {
+      ASSIGN_OR_RETURN(auto step, ParseNormalizer(label, item));
+      if (step) steps.push_back(std::move(step));
+    }
+    return std::make_unique<Sequence>(std::move(steps));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      label, ": normalizer type '", type,
+      "' is not supported (supported: BertNormalizer, NFC, NFD, NFKC, NFKD, Lowercase, Strip, "
+      "Replace, Precompiled, Sequence, null)"));
+}
+
+}  // namespace embedding::model_store

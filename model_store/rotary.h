@@ -1,0 +1,36 @@
+// Internal to model_store: rotary position embeddings on queries and keys (NomicBert), with
+// dynamic NTK scaling past the trained length. Included only by encoder*.cc.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "model_store/encoder_config.h"
+
+namespace embedding::model_store {
+
+class RotaryEmbedding {
+ public:
+  // Angles for one sequence: cos and sin, each [L, dim / 2], fp32.
+  struct Angles {
+    torch::Tensor cos;
+    torch::Tensor sin;
+  };
+
+  // Precomputes the unscaled angles of `max_length` positions. `config.dim` must be > 0.
+  RotaryEmbedding(const RotaryConfig& config, int64_t max_length);
+
+  // The angles of a sequence of `length` tokens. Its own length decides the NTK base, never the
+  // batch's longest: a sequence embeds the same alone or batched. Thread-safe.
+  Angles For(int64_t length) const;
+
+  // x [heads, L, head_dim] with its first `dim` features rotated, in x's dtype.
+  torch::Tensor Apply(const torch::Tensor& x, const Angles& angles) const;
+
+ private:
+  Angles Compute(double base, int64_t length) const;
+
+  RotaryConfig config_;
+  Angles table_;  // base angles for every position up to max_length
+};
+
+}  // namespace embedding::model_store
