@@ -21,6 +21,7 @@ BUILD_PACKAGES=(
 TEST_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-torch python3-numpy python3-grpcio python3-protobuf
+  python3-sentencepiece              # trains the Unigram fixture (test tooling, its own process)
   prometheus                         # promtool and the real-Prometheus test
   openssl                            # certificates for the client TLS test
   docker.io mmdebstrap               # the container smoke test (local base image, no registry)
@@ -56,7 +57,7 @@ npm_setup() {
 }
 
 # Node (Debian's nodejs unless a node exists) and the npm packages the tests use: the Node
-# client, and the offline Kubernetes schema checks. kubectl (for `kubectl kustomize`) from
+# client, the offline Kubernetes schema checks, and Hugging Face's tokenizers as a peer. kubectl (for `kubectl kustomize`) from
 # Debian's kubernetes-client unless one is on PATH.
 node_setup() {
   if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
@@ -65,6 +66,7 @@ node_setup() {
   command -v kubectl >/dev/null || install_packages kubernetes-client
   npm_setup client/node
   npm_setup tests/e2e/k8s
+  npm_setup tests/reference
 }
 
 build() {

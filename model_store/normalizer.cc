@@ -57,33 +57,46 @@ class BertNormalizer : public Normalizer {
   BertNormalizerOptions options_;
 };
 
-// NFC, NFD, NFKC, NFKD. Decomposed code points keep their source's span; a composed one spans
-// the code points it absorbed (found by decomposing it again, which yields exactly them).
+// NFC, NFD, NFKC, NFKD, aligned as Hugging Face aligns them: each code point's decomposition
+// is its first part (which takes the span of the next original code point, in order) and added
+// parts (which repeat the span before them); canonical reordering moves parts with their role,
+// so spans are handed out only after it. A composed code point keeps the span of the first
+// part it absorbed.
 class UnicodeForm : public Normalizer {
  public:
   UnicodeForm(bool compatibility, bool compose)
       : compatibility_(compatibility), compose_(compose) {}
 
   void Normalize(NormalizedText* text) const override {
-    NormalizedText decomposed;
-    decomposed.reserve(text->size());
-    std::vector<char32_t> parts;
+    struct Part {
+      char32_t cp;
+      bool first;
+    };
+    std::vector<Part> parts;
+    parts.reserve(text->size());
+    std::vector<char32_t> pieces;
     for (const NormalizedChar& c : *text) {
-      parts.clear();
-      AppendDecomposition(c.cp, compatibility_, &parts);
-      for (char32_t p : parts) decomposed.push_back({p, c.begin, c.end});
+      pieces.clear();
+      AppendDecomposition(c.cp, compatibility_, &pieces);
+      for (size_t i = 0; i < pieces.size(); ++i) parts.push_back({pieces[i], i == 0});
     }
     // Canonical ordering: a stable sort of each run of non-starters by combining class.
-    for (size_t i = 0; i < decomposed.size();) {
+    for (size_t i = 0; i < parts.size();) {
       size_t j = i;
-      while (j < decomposed.size() && CombiningClass(decomposed[j].cp) != 0) ++j;
-      if (j - i > 1) {
-        std::stable_sort(decomposed.begin() + i, decomposed.begin() + j,
-                         [](const NormalizedChar& a, const NormalizedChar& b) {
-                           return CombiningClass(a.cp) < CombiningClass(b.cp);
-                         });
-      }
+      while (j < parts.size() && CombiningClass(parts[j].cp) != 0) ++j;
+      std::stable_sort(parts.begin() + i, parts.begin() + j, [](const Part& a, const Part& b) {
+        return CombiningClass(a.cp) < CombiningClass(b.cp);
+      });
       i = j == i ? i + 1 : j;
+    }
+    NormalizedText decomposed;
+    decomposed.reserve(parts.size());
+    size_t source = 0;
+    for (const Part& part : parts) {
+      const NormalizedChar& from =
+          (part.first || decomposed.empty()) ? (*text)[std::min(source++, text->size() - 1)]
+                                             : decomposed.back();
+      decomposed.push_back({part.cp, from.begin, from.end});
     }
     if (!compose_) {
       *text = std::move(decomposed);
@@ -96,12 +109,11 @@ class UnicodeForm : public Normalizer {
     out.reserve(composed.size());
     size_t pos = 0;
     for (char32_t cp : composed) {
-      parts.clear();
-      AppendDecomposition(cp, false, &parts);
-      const size_t take = std::max<size_t>(1, std::min(parts.size(), decomposed.size() - pos));
       if (pos >= decomposed.size()) break;
-      out.push_back({cp, decomposed[pos].begin, decomposed[pos + take - 1].end});
-      pos += take;
+      pieces.clear();
+      AppendDecomposition(cp, false, &pieces);
+      out.push_back({cp, decomposed[pos].begin, decomposed[pos].end});
+      pos += std::max<size_t>(1, std::min(pieces.size(), decomposed.size() - pos));
     }
     *text = std::move(out);
   }
@@ -141,8 +153,8 @@ class Strip : public Normalizer {
 };
 
 // Replace: a literal string or a regular expression (ECMAScript syntax, matched on UTF-8
-// bytes: enough for the whitespace and quote patterns converted checkpoints carry). Each
-// replacement character spans the whole match.
+// bytes: enough for the whitespace and quote patterns converted checkpoints carry). As in
+// Hugging Face, every replacement character takes the span of the match's last character.
 class Replace : public Normalizer {
  public:
   Replace(std::string literal, std::optional<std::regex> regex, std::string content)
@@ -175,7 +187,7 @@ class Replace : public Normalizer {
       const size_t first = char_at_byte[begin], last = char_at_byte[end - 1];
       if (first < next_char) continue;  // a regex match starting inside a character
       out.insert(out.end(), text->begin() + next_char, text->begin() + first);
-      for (const auto& c : content) out.push_back({c.cp, (*text)[first].begin, (*text)[last].end});
+      for (const auto& c : content) out.push_back({c.cp, (*text)[last].begin, (*text)[last].end});
       next_char = last + 1;
     }
     out.insert(out.end(), text->begin() + next_char, text->end());

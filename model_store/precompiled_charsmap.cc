@@ -66,9 +66,15 @@ std::optional<std::string_view> PrecompiledCharsmap::Transform(std::string_view 
 void PrecompiledCharsmap::Normalize(NormalizedText* text) const {
   NormalizedText out;
   out.reserve(text->size());
-  auto replace = [&](std::string_view replacement, uint32_t begin, uint32_t end) {
-    for (const NormalizedChar& c :
-         DecodeNormalized(replacement, 0)) out.push_back({c.cp, begin, end});
+  // As Hugging Face aligns a replacement: its i-th character takes the span of the i-th
+  // replaced one; characters beyond those replaced take the span before them.
+  auto replace = [&](std::string_view replacement, size_t from, size_t to) {
+    size_t source = from;
+    for (const NormalizedChar& c : DecodeNormalized(replacement, 0)) {
+      const NormalizedChar& original = (*text)[std::min(source, to - 1)];
+      out.push_back({c.cp, original.begin, original.end});
+      ++source;
+    }
   };
   int32_t state = 0;
   size_t start = 0;
@@ -79,13 +85,13 @@ void PrecompiledCharsmap::Normalize(NormalizedText* text) const {
     std::optional<std::string_view> whole;
     if (grapheme.size() < 6) whole = Transform(grapheme);
     if (whole) {
-      replace(*whole, in[start].begin, in[i - 1].end);
+      replace(*whole, start, i);
     } else {
       for (size_t j = start; j < i; ++j) {
         std::string one;
         AppendUtf8(in[j].cp, &one);
         if (auto part = Transform(one)) {
-          replace(*part, in[j].begin, in[j].end);
+          replace(*part, j, j + 1);
         } else {
           out.push_back(in[j]);
         }

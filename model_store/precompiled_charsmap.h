@@ -25,8 +25,9 @@ class PrecompiledCharsmap {
   std::optional<std::string_view> Transform(std::string_view chunk) const;
 
   // Each grapheme cluster under 6 bytes is replaced whole when a key prefixes it; otherwise
-  // each of its code points is replaced on its own. Replacements span the original they
-  // replace.
+  // each of its code points is replaced on its own. A replacement's i-th character takes the
+  // span of the i-th replaced one (extra characters the span before them), as Hugging Face
+  // aligns it.
   void Normalize(NormalizedText* text) const;
 
  private:
