@@ -33,9 +33,18 @@ RotaryEmbedding::Angles RotaryEmbedding::For(int64_t length) const {
 }
 
 torch::Tensor RotaryEmbedding::Apply(const torch::Tensor& x, const Angles& angles) const {
-  const int64_t dim = config_.dim;
+  // Head by head into one contiguous result: the rotation's temporaries are then [L, d], not
+  // [heads, L, d] (at 8,192 tokens and 12 heads, ~150 MB of transients fewer per layer).
   const torch::Tensor cos = angles.cos.to(x.scalar_type());
   const torch::Tensor sin = angles.sin.to(x.scalar_type());
+  torch::Tensor out = torch::empty(x.sizes(), x.options());
+  for (int64_t h = 0; h < x.size(0); ++h) out[h].copy_(ApplyOneHead(x[h], cos, sin));
+  return out;
+}
+
+torch::Tensor RotaryEmbedding::ApplyOneHead(const torch::Tensor& x, const torch::Tensor& cos,
+                                            const torch::Tensor& sin) const {
+  const int64_t dim = config_.dim;
   const torch::Tensor rotated = x.slice(-1, 0, dim);
   torch::Tensor first, second;
   if (config_.interleaved) {

@@ -23,10 +23,13 @@ class RotaryEmbedding {
   // batch's longest: a sequence embeds the same alone or batched. Thread-safe.
   Angles For(int64_t length) const;
 
-  // x [heads, L, head_dim] with its first `dim` features rotated, in x's dtype.
+  // x [heads, L, head_dim] with its first `dim` features rotated, in x's dtype; contiguous.
   torch::Tensor Apply(const torch::Tensor& x, const Angles& angles) const;
 
  private:
+  // x [L, head_dim]; cos and sin already in x's dtype.
+  torch::Tensor ApplyOneHead(const torch::Tensor& x, const torch::Tensor& cos,
+                             const torch::Tensor& sin) const;
   Angles Compute(double base, int64_t length) const;
 
   RotaryConfig config_;

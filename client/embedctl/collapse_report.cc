@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -51,9 +52,10 @@ absl::StatusOr<std::vector<std::string>> CutToBuckets(EmbeddingClient& client,
 
 }  // namespace
 
-const CollapseCell* CollapseReport::Find(const std::string& bucket, float temperature) const {
+const CollapseCell* CollapseReport::Find(const std::string& bucket, float temperature,
+                                         const std::string& mode) const {
   for (const auto& cell : cells)
-    if (cell.bucket == bucket && cell.temperature == temperature) return &cell;
+    if (cell.mode == mode && cell.bucket == bucket && cell.temperature == temperature) return &cell;
   return nullptr;
 }
 
@@ -75,50 +77,69 @@ absl::StatusOr<CollapseReport> RunCollapseReport(EmbeddingClient& client,
   }
   std::sort(report.temperatures.begin(), report.temperatures.end());
 
+  // Each mode: its name and the chunk length it asks for (none: the model's window).
+  std::vector<std::pair<std::string, uint32_t>> modes = {{"native", 0}};
+  if (options.compare_chunk_tokens > 0) {
+    modes.emplace_back(absl::StrCat("chunks of ", options.compare_chunk_tokens),
+                       options.compare_chunk_tokens);
+  }
   const size_t batch = static_cast<size_t>(std::max(1, options.batch_size));
   const size_t batches_per_tau = (documents.size() + batch - 1) / batch;
-  const size_t total = batches_per_tau * report.temperatures.size();
+  const size_t total = batches_per_tau * report.temperatures.size() * modes.size();
   size_t done = 0;
-  // (bucket, tau) -> vectors and high-frequency ratios.
-  std::map<std::pair<std::string, float>, std::pair<std::vector<std::vector<float>>, double>>
+  // (mode, bucket, tau) -> vectors and high-frequency ratios.
+  std::map<std::tuple<std::string, std::string, float>,
+           std::pair<std::vector<std::vector<float>>, double>>
       groups;
-  for (float tau : report.temperatures) {
-    for (size_t start = 0; start < documents.size(); start += batch) {
-      EmbedOptions embed;
-      embed.model = options.model;
-      embed.temperature = tau;
-      embed.strategy = options.strategy;
-      const std::vector<std::string> slice(
-          documents.begin() + start, documents.begin() + std::min(documents.size(), start + batch));
-      auto response = client.Embed(MakeEmbedRequest(slice, embed));
-      if (!response.ok()) return response.status();
-      for (const auto& doc : response->documents()) {
-        auto& group = groups[{doc.length_bucket(), tau}];
-        group.first.emplace_back(doc.vector().begin(), doc.vector().end());
-        group.second += doc.high_frequency_ratio();
+  for (const auto& [mode, chunk_tokens] : modes) {
+    report.modes.push_back(mode);
+    for (float tau : report.temperatures) {
+      for (size_t start = 0; start < documents.size(); start += batch) {
+        EmbedOptions embed;
+        embed.model = options.model;
+        embed.temperature = tau;
+        embed.strategy = options.strategy;
+        if (chunk_tokens > 0) {
+          embed.strategy = v1::LONG_TEXT_STRATEGY_CHUNK_MEAN;
+          embed.chunk_tokens = chunk_tokens;
+        }
+        const std::vector<std::string> slice(
+            documents.begin() + start,
+            documents.begin() + std::min(documents.size(), start + batch));
+        auto response = client.Embed(MakeEmbedRequest(slice, embed));
+        if (!response.ok()) return response.status();
+        for (const auto& doc : response->documents()) {
+          auto& group = groups[{mode, doc.length_bucket(), tau}];
+          group.first.emplace_back(doc.vector().begin(), doc.vector().end());
+          group.second += doc.high_frequency_ratio();
+        }
+        if (options.progress) options.progress(++done, total);
       }
-      if (options.progress) options.progress(++done, total);
     }
   }
 
   for (const auto& [key, group] : groups) {
-    if (std::find(report.buckets.begin(), report.buckets.end(), key.first) == report.buckets.end())
-      report.buckets.push_back(key.first);
+    const std::string& bucket = std::get<1>(key);
+    if (std::find(report.buckets.begin(), report.buckets.end(), bucket) == report.buckets.end())
+      report.buckets.push_back(bucket);
   }
   std::sort(
       report.buckets.begin(), report.buckets.end(),
       [](const std::string& a, const std::string& b) { return BucketRank(a) < BucketRank(b); });
-  for (const auto& bucket : report.buckets) {
-    for (float tau : report.temperatures) {
-      auto it = groups.find({bucket, tau});
-      if (it == groups.end()) continue;
-      CollapseCell cell;
-      cell.bucket = bucket;
-      cell.temperature = tau;
-      cell.count = it->second.first.size();
-      cell.mean_cosine = MeanPairwiseCosine(it->second.first);
-      cell.mean_hf_ratio = it->second.second / static_cast<double>(cell.count);
-      report.cells.push_back(cell);
+  for (const auto& mode : report.modes) {
+    for (const auto& bucket : report.buckets) {
+      for (float tau : report.temperatures) {
+        auto it = groups.find({mode, bucket, tau});
+        if (it == groups.end()) continue;
+        CollapseCell cell;
+        cell.mode = mode;
+        cell.bucket = bucket;
+        cell.temperature = tau;
+        cell.count = it->second.first.size();
+        cell.mean_cosine = MeanPairwiseCosine(it->second.first);
+        cell.mean_hf_ratio = it->second.second / static_cast<double>(cell.count);
+        report.cells.push_back(cell);
+      }
     }
   }
   for (const auto& bucket : report.buckets) {
@@ -147,11 +168,11 @@ absl::StatusOr<CollapseReport> RunCollapseReport(EmbeddingClient& client,
 }
 
 std::string FormatCollapseTable(const CollapseReport& report) {
-  std::string out = absl::StrFormat("%-10s %6s %12s %10s %7s\n", "bucket", "tau", "mean_cosine",
-                                    "hf_ratio", "count");
+  std::string out = absl::StrFormat("%-16s %-10s %6s %12s %10s %7s\n", "mode", "bucket", "tau",
+                                    "mean_cosine", "hf_ratio", "count");
   for (const auto& cell : report.cells) {
-    absl::StrAppendFormat(&out, "%-10s %6.2f %12.4f %10.4f %7d\n", cell.bucket, cell.temperature,
-                          cell.mean_cosine, cell.mean_hf_ratio, cell.count);
+    absl::StrAppendFormat(&out, "%-16s %-10s %6.2f %12.4f %10.4f %7d\n", cell.mode, cell.bucket,
+                          cell.temperature, cell.mean_cosine, cell.mean_hf_ratio, cell.count);
   }
   if (report.reference_bucket.empty()) {
     out += "\nno recommendation: no bucket has two documents at tau = 1\n";
@@ -174,7 +195,8 @@ std::string CollapseReportJson(const CollapseReport& report) {
   json["buckets"] = report.buckets;
   json["cells"] = nlohmann::json::array();
   for (const auto& cell : report.cells) {
-    json["cells"].push_back({{"length_bucket", cell.bucket},
+    json["cells"].push_back({{"mode", cell.mode},
+                             {"length_bucket", cell.bucket},
                              {"temperature", cell.temperature},
                              {"mean_cosine", cell.mean_cosine},
                              {"mean_high_frequency_ratio", cell.mean_hf_ratio},
@@ -188,14 +210,17 @@ std::string CollapseReportJson(const CollapseReport& report) {
 
 std::string CollapseChartSvg(const CollapseReport& report, const std::string& model) {
   std::vector<ChartSeries> series;
-  for (float tau : report.temperatures) {
-    ChartSeries s;
-    s.label = absl::StrFormat("tau = %.2f", tau);
-    for (const auto& bucket : report.buckets) {
-      const CollapseCell* cell = report.Find(bucket, tau);
-      s.values.push_back(cell && cell->count >= 2 ? cell->mean_cosine : NAN);
+  for (const auto& mode : report.modes) {
+    for (float tau : report.temperatures) {
+      ChartSeries s;
+      s.label = absl::StrFormat("tau = %.2f", tau);
+      if (report.modes.size() > 1) absl::StrAppend(&s.label, ", ", mode);
+      for (const auto& bucket : report.buckets) {
+        const CollapseCell* cell = report.Find(bucket, tau, mode);
+        s.values.push_back(cell && cell->count >= 2 ? cell->mean_cosine : NAN);
+      }
+      series.push_back(std::move(s));
     }
-    series.push_back(std::move(s));
   }
   return RenderLineChartSvg(absl::StrCat("Length collapse: mean pairwise cosine by length",
                                          model.empty() ? "" : absl::StrCat(" (", model, ")")),

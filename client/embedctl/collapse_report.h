@@ -22,11 +22,15 @@ struct CollapseReportOptions {
   // documents covers every bucket.
   bool cut_to_buckets = false;
   int batch_size = 16;
+  // > 0: also embed every document as the mean of chunks of this many tokens, beside the
+  // model's native window, to compare one long window with chunk-and-merge.
+  uint32_t compare_chunk_tokens = 0;
   // Called after each request with (done, total) requests.
   std::function<void(size_t, size_t)> progress;
 };
 
 struct CollapseCell {
+  std::string mode = "native";  // or "chunks of N"
   std::string bucket;
   float temperature = 1.0f;
   double mean_cosine = 0;
@@ -37,12 +41,14 @@ struct CollapseCell {
 struct CollapseReport {
   std::vector<std::string> buckets;  // those with data, shortest first
   std::vector<float> temperatures;   // ascending
-  std::vector<CollapseCell> cells;   // bucket-major
-  std::string reference_bucket;      // shortest bucket with >= 2 documents at tau = 1
+  std::vector<std::string> modes;    // "native" first
+  std::vector<CollapseCell> cells;   // mode-, then bucket-major
+  std::string reference_bucket;      // shortest bucket with >= 2 native documents at tau = 1
   double reference_cosine = 0;
-  std::map<std::string, float> recommended;  // bucket -> tau
+  std::map<std::string, float> recommended;  // bucket -> tau, from the native cells
 
-  const CollapseCell* Find(const std::string& bucket, float temperature) const;
+  const CollapseCell* Find(const std::string& bucket, float temperature,
+                           const std::string& mode = "native") const;
 };
 
 // Errors are the server's (first failing request) or INVALID_ARGUMENT for an empty corpus.

@@ -56,6 +56,9 @@ ABSL_FLAG(std::string, temperatures, "1,0.9,0.8,0.7,0.6", "collapse-report: taus
 ABSL_FLAG(bool, cut_to_buckets, false, "collapse-report: cut documents to every bucket length.");
 ABSL_FLAG(std::string, json, "", "collapse-report: also write the report as JSON here.");
 ABSL_FLAG(std::string, chart, "", "collapse-report: write an SVG chart here.");
+ABSL_FLAG(uint32_t, compare_chunk_tokens, 0,
+          "collapse-report: also embed as the mean of chunks of this many tokens, beside the "
+          "native window (0: native only).");
 ABSL_FLAG(int64_t, requests, 0, "bench: requests to send (0: bounded by --duration-s).");
 ABSL_FLAG(double, duration_s, 0, "bench: seconds to run (0: bounded by --requests).");
 ABSL_FLAG(int, concurrency, 1, "bench: requests in flight (closed loop).");
@@ -244,6 +247,7 @@ int CollapseReportCommand(EmbeddingClient& client) {
   options.model = embed->model;
   options.strategy = embed->strategy;
   options.cut_to_buckets = absl::GetFlag(FLAGS_cut_to_buckets);
+  options.compare_chunk_tokens = absl::GetFlag(FLAGS_compare_chunk_tokens);
   for (absl::string_view t :
        absl::StrSplit(absl::GetFlag(FLAGS_temperatures), ',', absl::SkipEmpty())) {
     float tau;

@@ -137,13 +137,14 @@ class EmbedctlTest(unittest.TestCase):
         open(corpus_path, "w").write("\n".join(corpus) + "\n")
         report_path, chart_path = os.path.join(work, "r.json"), os.path.join(work, "r.svg")
         run = self.embedctl("collapse-report", f"--corpus={corpus_path}", "--cut-to-buckets",
-                            "--temperatures=0.6,1", f"--json={report_path}",
-                            f"--chart={chart_path}")
+                            "--temperatures=0.6,1", "--compare-chunk-tokens=128",
+                            f"--json={report_path}", f"--chart={chart_path}")
         self.assertEqual(run.returncode, 0, run.stderr)
         self.assertIn("recommended tau per bucket", run.stdout)
         report = json.load(open(report_path))
         svg = open(chart_path).read()
-        self.assertTrue(svg.startswith("<svg") and "tau = 0.60" in svg and "polyline" in svg)
+        self.assertTrue(svg.startswith("<svg") and "tau = 0.60, native" in svg and
+                        "tau = 0.60, chunks of 128" in svg and "polyline" in svg)
 
         # The same computation, independently.
         client = EmbeddingClient(self.server.grpc_address)
@@ -154,25 +155,32 @@ class EmbedctlTest(unittest.TestCase):
                 if len(tokens) >= target:
                     cut.append(doc.encode()[:tokens[target - 1].byte_span.end].decode())
         groups = {}
-        for tau in (0.6, 1.0):
-            response = client.embed(cut, temperature=tau)
-            for doc in response.documents:
-                group = groups.setdefault((doc.length_bucket, tau), [[], []])
-                group[0].append(list(doc.vector))
-                group[1].append(doc.high_frequency_ratio)
-        cells = {(c["length_bucket"], round(c["temperature"], 4)): c for c in report["cells"]}
+        modes = {"native": {}, "chunks of 128": {"strategy": "LONG_TEXT_STRATEGY_CHUNK_MEAN",
+                                   "chunk_tokens": 128}}
+        for mode, options in modes.items():
+            for tau in (0.6, 1.0):
+                response = client.embed(cut, temperature=tau, **options)
+                for doc in response.documents:
+                    group = groups.setdefault((mode, doc.length_bucket, tau), [[], []])
+                    group[0].append(list(doc.vector))
+                    group[1].append(doc.high_frequency_ratio)
+        cells = {(c["mode"], c["length_bucket"], round(c["temperature"], 4)): c
+                 for c in report["cells"]}
         self.assertEqual(len(cells), len(groups))
-        for (bucket, tau), (vectors, ratios) in groups.items():
-            cell = cells[(bucket, tau)]
+        # Chunks of 128 change every bucket past one chunk: the comparison is not a copy.
+        self.assertNotAlmostEqual(cells[("native", "512-1023", 1.0)]["mean_cosine"],
+                                  cells[("chunks of 128", "512-1023", 1.0)]["mean_cosine"], 6)
+        for (mode, bucket, tau), (vectors, ratios) in groups.items():
+            cell = cells[(mode, bucket, tau)]
             self.assertEqual(cell["count"], len(vectors))
             self.assertAlmostEqual(cell["mean_cosine"], mean_pairwise_cosine(vectors), delta=1e-6)
             self.assertAlmostEqual(cell["mean_high_frequency_ratio"],
                                    math.fsum(ratios) / len(ratios), delta=1e-6)
-        reference = mean_pairwise_cosine(groups[("0-63", 1.0)][0])
+        reference = mean_pairwise_cosine(groups[("native", "0-63", 1.0)][0])
         self.assertAlmostEqual(report["reference"]["mean_cosine"], reference, delta=1e-6)
         for bucket in report["buckets"]:
             best = min((0.6, 1.0), key=lambda t: abs(
-                mean_pairwise_cosine(groups[(bucket, t)][0]) - reference))
+                mean_pairwise_cosine(groups[("native", bucket, t)][0]) - reference))
             self.assertAlmostEqual(report["recommended_temperature"][bucket], best, places=5)
 
 
