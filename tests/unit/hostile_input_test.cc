@@ -51,8 +51,11 @@ TEST(HostileInput, MutatedSafetensorsNeverCrash) {
   EXPECT_LT(accepted, 5000) << "mutations must be refused sometimes";
 }
 
-TEST(HostileInput, RandomTextNeverCrashesTheTokenizer) {
-  auto tokenizer = Tokenizer::Load(testing::TinyModelDir());
+// WordPiece (tiny) and Unigram with Metaspace and byte fallback (XLM-R).
+class HostileTokenizerInput : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HostileTokenizerInput, RandomTextNeverCrashesTheTokenizer) {
+  auto tokenizer = Tokenizer::Load(GetParam());
   ASSERT_TRUE(tokenizer.ok());
   std::mt19937 rng(12);
   // Pieces that stress normalisation: combining marks, CJK, emoji, controls, specials.
@@ -73,6 +76,10 @@ TEST(HostileInput, RandomTextNeverCrashesTheTokenizer) {
                                            "\xEF\xBF\xBD",
                                            "!",
                                            "\xE2\x80\x8B",
+                                           "<s>",
+                                           "\xE2\x96\x81",           // the Metaspace mark
+                                           "\xEF\xBD\xB1\xEF\xBE\x9E",  // halfwidth katakana + voiced mark
+                                           "\xEF\xAC\x81",           // fi ligature
                                            "\xC3"};
   int invalid = 0;
   for (int round = 0; round < 3000; ++round) {
@@ -87,6 +94,7 @@ TEST(HostileInput, RandomTextNeverCrashesTheTokenizer) {
     }
     ASSERT_EQ(tokens->ids.size(), tokens->spans.size());
     for (size_t i = 0; i < tokens->ids.size(); ++i) {
+      ASSERT_LT(static_cast<size_t>(tokens->ids[i]), (*tokenizer)->vocab_size());
       ASSERT_LE(tokens->spans[i].end, text.size());
       ASSERT_TRUE(ValidateUtf8(text.substr(tokens->spans[i].begin,
                                            tokens->spans[i].end - tokens->spans[i].begin),
@@ -96,6 +104,10 @@ TEST(HostileInput, RandomTextNeverCrashesTheTokenizer) {
   }
   EXPECT_GT(invalid, 0) << "a lone \\xC3 makes some texts invalid UTF-8";
 }
+
+INSTANTIATE_TEST_SUITE_P(WordPieceAndUnigram, HostileTokenizerInput,
+                         ::testing::Values(testing::TinyModelDir(),
+                                           testing::XlmRobertaModelDir()));
 
 }  // namespace
 }  // namespace embedding::model_store

@@ -71,6 +71,47 @@ TEST(ModelLoad, AcceptsTheBertPrefixAndGivesTheSameVectors) {
             EmbedOne(**with_prefix, "a prefixed checkpoint"));
 }
 
+TEST(ModelLoad, XlmRobertaAcceptsTheRobertaPrefixAndGivesTheSameVectors) {
+  const std::string dir = testing::CopyModelDir(testing::XlmRobertaModelDir(), "roberta");
+  std::map<std::string, F32Tensor> prefixed;
+  for (auto& [name, t] : testing::ReadTensors(dir + "/model.safetensors"))
+    prefixed["roberta." + name] = std::move(t);
+  ASSERT_TRUE(WriteSafetensors(dir + "/model.safetensors", prefixed).ok());
+  auto plain = Model::Load(testing::XlmRobertaModelDir(), {});
+  auto with_prefix = Model::Load(dir, {});
+  ASSERT_TRUE(plain.ok() && with_prefix.ok()) << with_prefix.status();
+  EXPECT_EQ((*plain)->config().max_sequence_length(), 8192);
+  EXPECT_EQ((*plain)->max_content_tokens(), 8190);
+  EXPECT_EQ(EmbedOne(**plain, "ein Text, un texte"), EmbedOne(**with_prefix, "ein Text, un texte"));
+}
+
+TEST(ModelLoad, NomicBertConfigErrorsNameTheirGpt2Fields) {
+  const std::string dir = testing::CopyModelDir(testing::NomicBertModelDir(), "nomic_config");
+  auto expect_error = [&](const std::function<void(nlohmann::json&)>& edit,
+                          const std::vector<std::string>& words) {
+    const std::string original = testing::ReadFile(dir + "/config.json");
+    EditJson(dir + "/config.json", edit);
+    auto model = Model::Load(dir, {});
+    EXPECT_EQ(model.status().code(), absl::StatusCode::kDataLoss);
+    for (const auto& word : words) EXPECT_THAT(model.status().message(), HasSubstr(word));
+    testing::WriteFile(dir + "/config.json", original);
+  };
+  expect_error([](nlohmann::json& j) { j.erase("n_embd"); }, {"config.json", "n_embd"});
+  expect_error([](nlohmann::json& j) { j["rotary_emb_fraction"] = 0.0; },
+               {"rotary_emb_fraction"});
+  expect_error([](nlohmann::json& j) { j["activation_function"] = "gelu"; },
+               {"activation_function", "swiglu"});
+  expect_error([](nlohmann::json& j) { j["n_head"] = 5; }, {"n_head", "not divisible"});
+  // A checkpoint with biases the config denies is read as the config says, so a missing bias
+  // the config promises is a named missing tensor.
+  expect_error([](nlohmann::json& j) { j["qkv_proj_bias"] = true; },
+               {"encoder.layers.0.attn.Wqkv.bias"});
+  auto model = Model::Load(dir, {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->config().rotary.dim, 16);
+  EXPECT_TRUE((*model)->config().gated_mlp);
+}
+
 TEST(ModelLoad, ShardedCheckpointLoadsLikeTheSingleFile) {
   const std::string dir = testing::CopyModelDir(testing::TinyModelDir(), "sharded");
   auto tensors = testing::ReadTensors(dir + "/model.safetensors");

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <filesystem>
 
 #include "model_store/unicode_text.h"
@@ -159,6 +160,68 @@ TEST(Tokenizer, BadTokenizerFilesAreErrorsNotCrashes) {
                      R"({"model": {"type": "WordPiece", "vocab": {"a": 0}, "unk_token": 5},
                          "pre_tokenizer": {"type": "BertPreTokenizer"}})");
   EXPECT_EQ(Tokenizer::Load(dir).status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(Tokenizer, UnigramTenMegabyteWordIsLinear) {
+  auto tokenizer = Tokenizer::Load(testing::XlmRobertaModelDir());
+  ASSERT_TRUE(tokenizer.ok());
+  const std::string word(10 << 20, 'q');
+  const auto start = std::chrono::steady_clock::now();
+  auto tokens = (*tokenizer)->Tokenize("see " + word + " end");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(tokens.ok());
+  EXPECT_GT(tokens->ids.size(), 2u);
+  EXPECT_EQ(tokens->spans.back().end, 8u + word.size());
+  EXPECT_LT(seconds, 60.0) << "Viterbi over a word is linear in its length";
+}
+
+TEST(Tokenizer, UnigramTemplateAddsSAndEndS) {
+  auto tokenizer = Tokenizer::Load(testing::XlmRobertaModelDir());
+  ASSERT_TRUE(tokenizer.ok());
+  const auto ids = (*tokenizer)->AddSpecialTokens((*tokenizer)->Tokenize("hello")->ids);
+  EXPECT_EQ((*tokenizer)->IdToToken(ids.front()), "<s>");
+  EXPECT_EQ((*tokenizer)->IdToToken(ids.back()), "</s>");
+  EXPECT_EQ((*tokenizer)->config().pad_id, 1);
+}
+
+// Each broken Unigram-side component is an error naming it, never a crash.
+TEST(Tokenizer, BadUnigramFilesNameTheComponent) {
+  const Json base =
+      Json::parse(testing::ReadFile(testing::XlmRobertaModelDir() + "/tokenizer.json"));
+  const std::string dir = testing::MakeScratchDir("bad_unigram");
+  auto load = [&](const std::function<void(Json&)>& edit) {
+    Json json = base;
+    edit(json);
+    testing::WriteFile(dir + "/tokenizer.json", json.dump());
+    return Tokenizer::Load(dir).status();
+  };
+  auto expect = [](const absl::Status& status, absl::StatusCode code, const std::string& word) {
+    EXPECT_EQ(status.code(), code) << status;
+    EXPECT_THAT(status.message(), HasSubstr(word));
+  };
+  expect(load([](Json& j) { j["model"]["vocab"] = Json::object(); }), absl::StatusCode::kDataLoss,
+         "model.vocab");
+  expect(load([](Json& j) { j["model"]["vocab"][7] = Json::array({"x"}); }),
+         absl::StatusCode::kDataLoss, "model.vocab[7]");
+  expect(load([](Json& j) { j["model"]["unk_id"] = 1 << 30; }), absl::StatusCode::kDataLoss,
+         "unk_id");
+  expect(load([](Json& j) { j["normalizer"] = {{"type", "Precompiled"},
+                                               {"precompiled_charsmap", "***"}}; }),
+         absl::StatusCode::kDataLoss, "precompiled_charsmap");
+  expect(load([](Json& j) { j["normalizer"] = {{"type", "Precompiled"},
+                                               {"precompiled_charsmap", "AAAQAA=="}}; }),
+         absl::StatusCode::kDataLoss, "precompiled_charsmap");
+  expect(load([](Json& j) { j["normalizer"] = {{"type", "Nmt"}}; }),
+         absl::StatusCode::kInvalidArgument, "supported: BertNormalizer");
+  expect(load([](Json& j) { j["pre_tokenizer"]["prepend_scheme"] = "sometimes"; }),
+         absl::StatusCode::kDataLoss, "prepend_scheme");
+  expect(load([](Json& j) { j["pre_tokenizer"] = {{"type", "ByteLevel"}}; }),
+         absl::StatusCode::kInvalidArgument, "supported: BertPreTokenizer");
+  expect(load([](Json& j) {
+           j["normalizer"] = {{"type", "Replace"}, {"pattern", {{"Regex", "("}}}, {"content", ""}};
+         }),
+         absl::StatusCode::kInvalidArgument, "Replace pattern");
 }
 
 }  // namespace
