@@ -30,16 +30,16 @@ ArchitectureSpec BertLayout(std::string model_type, std::string prefix) {
 ArchitectureSpec BertSpec() {
   ArchitectureSpec spec = BertLayout("bert", "bert.");
   spec.known_checkpoints =
-      "BAAI/bge-*-en-v1.5, sentence-transformers/all-MiniLM-L6-v2, intfloat/e5-*-v2, "
-      "thenlper/gte-*";
+      "BAAI/bge-small-en-v1.5, BAAI/bge-base-en-v1.5, BAAI/bge-large-en-v1.5, "
+      "sentence-transformers/all-MiniLM-L6-v2, intfloat/e5-base-v2, thenlper/gte-base";
   return spec;
 }
 
 ArchitectureSpec XlmRobertaSpec() {
   ArchitectureSpec spec = BertLayout("xlm-roberta", "roberta.");
   spec.known_checkpoints =
-      "BAAI/bge-m3 (8,192 tokens), intfloat/multilingual-e5-{small,base,large}, "
-      "sentence-transformers/paraphrase-multilingual-*";
+      "BAAI/bge-m3, intfloat/multilingual-e5-small, intfloat/multilingual-e5-base, "
+      "intfloat/multilingual-e5-large, sentence-transformers/paraphrase-multilingual-mpnet-base-v2";
   // As Hugging Face's create_position_ids_from_input_ids: positions count the non-padding
   // tokens from padding_idx + 1.
   spec.positions = PositionKind::kAbsoluteAfterPadding;

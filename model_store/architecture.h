@@ -29,7 +29,7 @@ struct ConfigFieldNames {
 
 struct ArchitectureSpec {
   std::string model_type;
-  // Hub checkpoints of the family, for the README and error messages.
+  // Hub checkpoints of the family, ", "-separated (the README's table lists each).
   std::string known_checkpoints;
   ConfigFieldNames fields;
   PositionKind positions = PositionKind::kAbsolute;

@@ -5,6 +5,8 @@
 
 #include <filesystem>
 
+#include "absl/strings/str_split.h"
+#include "model_store/architecture.h"
 #include "model_store/checkpoint.h"
 #include "model_store/model.h"
 #include "nlohmann/json.hpp"
@@ -110,6 +112,16 @@ TEST(ModelLoad, NomicBertConfigErrorsNameTheirGpt2Fields) {
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_EQ((*model)->config().rotary.dim, 16);
   EXPECT_TRUE((*model)->config().gated_mlp);
+}
+
+// The README's architecture table is the registry's: every model_type with its checkpoints.
+TEST(ModelLoad, ReadmeListsEveryArchitectureAndItsCheckpoints) {
+  const std::string readme = testing::ReadFile(std::string(EMB_SOURCE_DIR) + "/README.md");
+  for (const ArchitectureSpec& spec : AllArchitectures()) {
+    EXPECT_THAT(readme, HasSubstr("`model_type: " + spec.model_type + "`"));
+    for (absl::string_view name : absl::StrSplit(spec.known_checkpoints, ", "))
+      EXPECT_THAT(readme, HasSubstr(std::string(name))) << spec.model_type;
+  }
 }
 
 TEST(ModelLoad, ShardedCheckpointLoadsLikeTheSingleFile) {
