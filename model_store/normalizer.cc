@@ -1,8 +1,6 @@
 #include "model_store/normalizer.h"
 
 #include <algorithm>
-#include <optional>
-#include <regex>
 #include <vector>
 
 #include "absl/strings/escaping.h"
@@ -10,6 +8,7 @@
 #include "common/status_macros.h"
 #include "model_store/precompiled_charsmap.h"
 #include "model_store/unicode_text.h"
+#include "re2/re2.h"
 
 namespace embedding::model_store {
 namespace {
@@ -152,12 +151,13 @@ class Strip : public Normalizer {
   bool left_, right_;
 };
 
-// Replace: a literal string or a regular expression (ECMAScript syntax, matched on UTF-8
-// bytes: enough for the whitespace and quote patterns converted checkpoints carry). As in
-// Hugging Face, every replacement character takes the span of the match's last character.
+// Replace: a literal string or a regular expression. Patterns run on RE2 (linear time, no
+// recursion: std::regex overflowed its stack on 100,000 spaces against " {2,}", the pattern
+// converted XLM-R checkpoints carry). As in Hugging Face, every replacement character takes
+// the span of the match's last character.
 class Replace : public Normalizer {
  public:
-  Replace(std::string literal, std::optional<std::regex> regex, std::string content)
+  Replace(std::string literal, std::unique_ptr<re2::RE2> regex, std::string content)
       : literal_(std::move(literal)), regex_(std::move(regex)), content_(std::move(content)) {}
 
   void Normalize(NormalizedText* text) const override {
@@ -170,9 +170,17 @@ class Replace : public Normalizer {
     }
     std::vector<std::pair<size_t, size_t>> matches;  // byte ranges
     if (regex_) {
-      for (auto it = std::sregex_iterator(utf8.begin(), utf8.end(), *regex_);
-           it != std::sregex_iterator(); ++it) {
-        if (it->length(0) > 0) matches.emplace_back(it->position(0), it->position(0) + it->length(0));
+      const re2::StringPiece input(utf8);
+      re2::StringPiece match;
+      for (size_t at = 0; at <= utf8.size() &&
+                          regex_->Match(input, at, utf8.size(), re2::RE2::UNANCHORED, &match, 1);) {
+        const size_t begin = static_cast<size_t>(match.data() - utf8.data());
+        if (match.empty()) {
+          at = begin + 1;
+          continue;
+        }
+        matches.emplace_back(begin, begin + match.size());
+        at = begin + match.size();
       }
     } else if (!literal_.empty()) {
       for (size_t at = utf8.find(literal_); at != std::string::npos;
@@ -196,7 +204,7 @@ class Replace : public Normalizer {
 
  private:
   std::string literal_;
-  std::optional<std::regex> regex_;
+  std::unique_ptr<re2::RE2> regex_;
   std::string content_;
 };
 
@@ -225,16 +233,16 @@ absl::StatusOr<std::unique_ptr<Normalizer>> ParseReplace(const std::string& labe
   const Json& pattern = json.value("pattern", Json::object());
   const std::string content = json.value("content", "");
   if (pattern.contains("String") && pattern["String"].is_string())
-    return std::make_unique<Replace>(pattern["String"].get<std::string>(), std::nullopt, content);
+    return std::make_unique<Replace>(pattern["String"].get<std::string>(), nullptr, content);
   if (pattern.contains("Regex") && pattern["Regex"].is_string()) {
-    try {
-      return std::make_unique<Replace>("", std::regex(pattern["Regex"].get<std::string>()),
-                                       content);
-    } catch (const std::regex_error& e) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          label, ": normalizer Replace pattern '", pattern["Regex"].get<std::string>(),
-          "' is not a supported regular expression: ", e.what()));
+    const std::string source = pattern["Regex"].get<std::string>();
+    auto regex = std::make_unique<re2::RE2>(source, re2::RE2::Quiet);
+    if (!regex->ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(label, ": normalizer Replace pattern '",
+                                                     source, "' is not a supported regular "
+                                                     "expression: ", regex->error()));
     }
+    return std::make_unique<Replace>("", std::move(regex), content);
   }
   return absl::DataLossError(
       absl::StrCat(label, ": normalizer Replace needs pattern.String or pattern.Regex"));

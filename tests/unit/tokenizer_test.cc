@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <filesystem>
@@ -183,6 +184,30 @@ TEST(Tokenizer, UnigramTemplateAddsSAndEndS) {
   EXPECT_EQ((*tokenizer)->IdToToken(ids.front()), "<s>");
   EXPECT_EQ((*tokenizer)->IdToToken(ids.back()), "</s>");
   EXPECT_EQ((*tokenizer)->config().pad_id, 1);
+}
+
+// The " {2,}" collapse converted XLM-R checkpoints carry, on a megabyte of spaces: linear and
+// without recursion (std::regex overflowed its stack at 100,000).
+TEST(Tokenizer, ReplacePatternOnAMegabyteOfSpaces) {
+  Json json = Json::parse(testing::ReadFile(testing::XlmRobertaModelDir() + "/tokenizer.json"));
+  json["normalizer"] = {{"type", "Sequence"},
+                        {"normalizers",
+                         {{{"type", "NFKC"}},
+                          {{"type", "Replace"},
+                           {"pattern", {{"Regex", " {2,}"}}},
+                           {"content", " "}}}}};
+  const std::string dir = testing::MakeScratchDir("replace_spaces");
+  testing::WriteFile(dir + "/tokenizer.json", json.dump());
+  auto tokenizer = Tokenizer::Load(dir);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  auto wide = (*tokenizer)->Tokenize("river" + std::string(1 << 20, ' ') + "stone");
+  auto narrow = (*tokenizer)->Tokenize("river stone");
+  ASSERT_TRUE(wide.ok() && narrow.ok());
+  EXPECT_EQ(wide->ids, narrow->ids);
+  // The collapsed space takes the span of the run's last space, as Hugging Face aligns it.
+  const uint32_t last_space = 5u + (1u << 20) - 1;
+  EXPECT_TRUE(std::any_of(wide->spans.begin(), wide->spans.end(),
+                          [&](const TextSpan& span) { return span.begin == last_space; }));
 }
 
 // Each broken Unigram-side component is an error naming it, never a crash.
