@@ -60,12 +60,18 @@ TEST(ModelLoad, PoolingOverrideWins) {
   EXPECT_EQ((*model)->pooling(), PoolingMode::kCls);
 }
 
-TEST(ModelLoad, AcceptsTheBertPrefixAndGivesTheSameVectors) {
-  const std::string dir = testing::CopyModelDir(testing::TinyModelDir(), "prefixed");
+// A copy of `from` whose tensors are all saved under `prefix`.
+std::string CopyWithPrefix(const std::string& from, const std::string& prefix) {
+  const std::string dir = testing::CopyModelDir(from, "prefixed_" + prefix);
   std::map<std::string, F32Tensor> prefixed;
   for (auto& [name, t] : testing::ReadTensors(dir + "/model.safetensors"))
-    prefixed["bert." + name] = std::move(t);
-  ASSERT_TRUE(WriteSafetensors(dir + "/model.safetensors", prefixed).ok());
+    prefixed[prefix + name] = std::move(t);
+  EXPECT_TRUE(WriteSafetensors(dir + "/model.safetensors", prefixed).ok());
+  return dir;
+}
+
+TEST(ModelLoad, AcceptsTheBertPrefixAndGivesTheSameVectors) {
+  const std::string dir = CopyWithPrefix(testing::TinyModelDir(), "bert.");
   auto plain = Model::Load(testing::TinyModelDir(), {});
   auto with_prefix = Model::Load(dir, {});
   ASSERT_TRUE(plain.ok() && with_prefix.ok()) << with_prefix.status();
@@ -74,11 +80,7 @@ TEST(ModelLoad, AcceptsTheBertPrefixAndGivesTheSameVectors) {
 }
 
 TEST(ModelLoad, XlmRobertaAcceptsTheRobertaPrefixAndGivesTheSameVectors) {
-  const std::string dir = testing::CopyModelDir(testing::XlmRobertaModelDir(), "roberta");
-  std::map<std::string, F32Tensor> prefixed;
-  for (auto& [name, t] : testing::ReadTensors(dir + "/model.safetensors"))
-    prefixed["roberta." + name] = std::move(t);
-  ASSERT_TRUE(WriteSafetensors(dir + "/model.safetensors", prefixed).ok());
+  const std::string dir = CopyWithPrefix(testing::XlmRobertaModelDir(), "roberta.");
   auto plain = Model::Load(testing::XlmRobertaModelDir(), {});
   auto with_prefix = Model::Load(dir, {});
   ASSERT_TRUE(plain.ok() && with_prefix.ok()) << with_prefix.status();
