@@ -41,6 +41,11 @@ class Binder {
     }
     torch::Tensor raw = torch::empty(shape, torch::TensorOptions().dtype(TorchType(view->dtype)));
     std::memcpy(raw.data_ptr(), view->data, view->size_bytes);
+    // A NaN or infinite weight once loaded and served NaN vectors with status OK.
+    if (!torch::isfinite(raw).all().item<bool>()) {
+      return absl::DataLossError(absl::StrCat(view->file, ": tensor '", full,
+                                              "' holds NaN or infinite values"));
+    }
     return raw.to(dtype.value_or(dtype_)).contiguous();
   }
 

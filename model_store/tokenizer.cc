@@ -22,6 +22,13 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(TokenizerParts part
       return absl::DataLossError(absl::StrCat("added_tokens: '", token, "' has id ", id));
     max_id = std::max(max_id, id);
   }
+  // Ids are (nearly) dense in every real vocabulary; a stray huge id must not size the table
+  // (an id of 2^31 - 2 would ask for 64 GB here).
+  const size_t entries = parts.vocab.size() + config.added_tokens.size();
+  if (static_cast<size_t>(max_id) >= 2 * entries + 1024) {
+    return absl::DataLossError(absl::StrCat("vocab: id ", max_id, " is far beyond the ", entries,
+                                            " tokens the files define"));
+  }
   tokenizer->id_to_token_.resize(max_id + 1);
   for (const auto& [token, id] : parts.vocab) tokenizer->id_to_token_[id] = token;
   for (const auto& [token, id] : config.added_tokens) tokenizer->id_to_token_[id] = token;

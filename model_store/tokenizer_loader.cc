@@ -1,5 +1,6 @@
 // Tokenizer::Load: reads the Hugging Face tokenizer files into a TokenizerConfig + vocabulary.
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <sstream>
 
@@ -38,6 +39,18 @@ std::string TokenOr(const Json& obj, const char* key, const std::string& fallbac
   return fallback;
 }
 
+// A token id from the file: an integer in [0, 2^31 - 1). Larger ids once wrapped silently
+// (2^40 became 0, [PAD]); DATA_LOSS naming `where` instead.
+absl::StatusOr<int32_t> ReadId(const Json& value, const std::string& where) {
+  constexpr int64_t kMaxId = std::numeric_limits<int32_t>::max() - 1;
+  if (value.is_number_unsigned() && value.get<uint64_t>() <= static_cast<uint64_t>(kMaxId))
+    return static_cast<int32_t>(value.get<uint64_t>());
+  if (value.is_number_integer() && value.get<int64_t>() >= 0 && value.get<int64_t>() <= kMaxId)
+    return static_cast<int32_t>(value.get<int64_t>());
+  return absl::DataLossError(
+      absl::StrCat(where, ": id ", value.dump(), " is not an integer in [0, ", kMaxId, "]"));
+}
+
 absl::StatusOr<int32_t> IdOf(const Vocab& vocab, const std::string& token,
                              const std::string& where) {
   auto it = vocab.find(token);
@@ -54,11 +67,11 @@ absl::Status ParsePostProcessor(const std::string& label, const Json& post, cons
   if (type == "BertProcessing" || type == "RobertaProcessing") {
     for (const char* key : {"cls", "sep"}) {
       const Json& pair = post.value(key, Json());
-      if (!pair.is_array() || pair.size() != 2 || !pair[1].is_number_integer())
+      if (!pair.is_array() || pair.size() != 2)
         return absl::DataLossError(
             absl::StrCat(label, ": post_processor.", key, " must be [token, id]"));
-      (std::string(key) == "cls" ? config->prefix_ids : config->suffix_ids)
-          .push_back(pair[1].get<int32_t>());
+      ASSIGN_OR_RETURN(int32_t id, ReadId(pair[1], absl::StrCat(label, ": post_processor.", key)));
+      (std::string(key) == "cls" ? config->prefix_ids : config->suffix_ids).push_back(id);
     }
     return absl::OkStatus();
   }
@@ -80,7 +93,11 @@ absl::Status ParsePostProcessor(const std::string& label, const Json& post, cons
     const std::string name = item.value("SpecialToken", Json::object()).value("id", "");
     std::vector<int32_t> ids;
     if (specials.contains(name) && specials[name].contains("ids")) {
-      for (const Json& id : specials[name]["ids"]) ids.push_back(id.get<int32_t>());
+      for (const Json& id : specials[name]["ids"]) {
+        ASSIGN_OR_RETURN(int32_t value, ReadId(id, absl::StrCat(label, ": post_processor.",
+                                                                "special_tokens['", name, "']")));
+        ids.push_back(value);
+      }
     } else {
       ASSIGN_OR_RETURN(int32_t id, IdOf(vocab, name, label + ": post_processor"));
       ids.push_back(id);
@@ -97,9 +114,8 @@ absl::Status ParseWordPiece(const std::string& label, const Json& model, Tokeniz
   if (!vocab_json.is_object() || vocab_json.empty())
     return absl::DataLossError(absl::StrCat(label, ": model.vocab must be a non-empty object"));
   for (const auto& [token, id] : vocab_json.items()) {
-    if (!id.is_number_integer())
-      return absl::DataLossError(absl::StrCat(label, ": model.vocab['", token, "'] is not an id"));
-    parts->vocab[token] = id.get<int32_t>();
+    ASSIGN_OR_RETURN(parts->vocab[token],
+                     ReadId(id, absl::StrCat(label, ": model.vocab['", token, "']")));
   }
   WordPieceOptions options;
   ASSIGN_OR_RETURN(options.unk_id,
@@ -128,11 +144,9 @@ absl::Status ParseUnigram(const std::string& label, const Json& model, Tokenizer
     pieces.emplace_back(entry[0].get<std::string>(), entry[1].get<double>());
     parts->vocab.emplace(pieces.back().first, static_cast<int32_t>(pieces.size() - 1));
   }
-  const Json& unk = model.value("unk_id", Json());
-  if (!unk.is_number_integer())
-    return absl::DataLossError(absl::StrCat(label, ": model.unk_id must be an id"));
   UnigramOptions options;
-  options.unk_id = unk.get<int32_t>();
+  ASSIGN_OR_RETURN(options.unk_id,
+                   ReadId(model.value("unk_id", Json()), absl::StrCat(label, ": model.unk_id")));
   options.byte_fallback = model.value("byte_fallback", false);
   auto unigram = MakeUnigram(std::move(pieces), options);
   if (!unigram.ok())
@@ -161,15 +175,18 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizerJson(const fs::path& pat
                    ParsePreTokenizer(label, json.value("pre_tokenizer", Json())));
   TokenizerConfig& config = parts.config;
   for (const Json& added : json.value("added_tokens", Json::array())) {
-    if (added.contains("content") && added.contains("id"))
-      config.added_tokens.emplace_back(added["content"].get<std::string>(),
-                                       added["id"].get<int32_t>());
+    if (!added.contains("content") || !added.contains("id")) continue;
+    const std::string content = added["content"].get<std::string>();
+    ASSIGN_OR_RETURN(int32_t id,
+                     ReadId(added["id"], absl::StrCat(label, ": added_tokens['", content, "']")));
+    config.added_tokens.emplace_back(content, id);
   }
   RETURN_IF_ERROR(
       ParsePostProcessor(label, json.value("post_processor", Json()), parts.vocab, &config));
   const Json& padding = json.value("padding", Json());
   if (padding.is_object() && padding.contains("pad_id")) {
-    config.pad_id = padding["pad_id"].get<int32_t>();
+    ASSIGN_OR_RETURN(config.pad_id,
+                     ReadId(padding["pad_id"], absl::StrCat(label, ": padding.pad_id")));
   } else {
     for (const char* pad : {"[PAD]", "<pad>"}) {
       if (auto it = parts.vocab.find(pad); it != parts.vocab.end()) {

@@ -32,7 +32,7 @@ void EmbedStreamReactor::OnReadDone(bool ok) {
   }
   ++outstanding_;
   v1::EmbedStreamRequest item;
-  const absl::Status parsed = ParseRequest(request_, &item);
+  const absl::Status parsed = ParseRequest(request_, &item, service_->limits().max_inputs_per_request);
   const std::string id = parsed.ok() ? item.request_id() : StreamRequestId(request_);
   const uint64_t key = next_key_++;
   auto job = parsed.ok() ? service_->StartEmbed(

@@ -17,8 +17,22 @@ absl::Time CallDeadline(const grpc::CallbackServerContext* context) {
 }
 
 EmbeddingService::EmbeddingService(const ServerOptions& options, WorkerPool* pool,
-                                   Admission* admission, ServiceObserver observer)
-    : options_(options), pool_(pool), admission_(admission), observer_(std::move(observer)) {}
+                                   Admission* admission, ServiceObserver observer,
+                                   const BearerAuth* auth)
+    : options_(options),
+      pool_(pool),
+      admission_(admission),
+      observer_(std::move(observer)),
+      auth_(auth) {}
+
+absl::Status EmbeddingService::Authorize(const grpc::CallbackServerContext* context) const {
+  if (auth_ == nullptr) return absl::OkStatus();
+  const auto& metadata = context->client_metadata();
+  auto it = metadata.find("authorization");
+  return auth_->Check(it == metadata.end() ? absl::string_view()
+                                           : absl::string_view(it->second.data(),
+                                                               it->second.size()));
+}
 
 void EmbeddingService::CallDone(const char* method, grpc::StatusCode code, absl::Time started) {
   if (observer_.on_rpc_done)
@@ -77,7 +91,8 @@ grpc::ServerUnaryReactor* EmbeddingService::Embed(grpc::CallbackServerContext* c
                                                   grpc::ByteBuffer* response_bytes) {
   auto* call = new UnaryCall(this, "Embed", CallDeadline(context));
   v1::EmbedRequest request;
-  absl::Status parsed = ParseRequest(*request_bytes, &request);
+  absl::Status parsed = Authorize(context);
+  if (parsed.ok()) parsed = ParseRequest(*request_bytes, &request, limits().max_inputs_per_request);
   if (!parsed.ok()) {
     call->FinishOnce(ToGrpcStatus(parsed));
     return call;
@@ -95,8 +110,24 @@ grpc::ServerUnaryReactor* EmbeddingService::Embed(grpc::CallbackServerContext* c
   return call;
 }
 
+namespace {
+
+// A stream refused before its first read (authentication): finishes at once, owns itself.
+class RefusedStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  explicit RefusedStream(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* EmbeddingService::EmbedStream(
     grpc::CallbackServerContext* context) {
+  if (absl::Status denied = Authorize(context); !denied.ok()) {
+    CallStarted();  // counted like every call, so metrics see the refusal
+    CallDone("EmbedStream", grpc::StatusCode::UNAUTHENTICATED, absl::Now());
+    return new RefusedStream(ToGrpcStatus(denied));
+  }
   return new EmbedStreamReactor(this, context);
 }
 
@@ -105,10 +136,12 @@ grpc::ServerUnaryReactor* EmbeddingService::Tokenize(grpc::CallbackServerContext
                                                      grpc::ByteBuffer* response_bytes) {
   auto* call = new UnaryCall(this, "Tokenize", CallDeadline(context));
   auto request = std::make_shared<v1::TokenizeRequest>();
-  absl::Status status = ParseRequest(*request_bytes, request.get());
+  absl::Status status = Authorize(context);
+  if (status.ok()) status = ParseRequest(*request_bytes, request.get(), limits().max_inputs_per_request);
   absl::StatusOr<const ServedModel*> served = status.ok() ? FindModel(request->model()) : status;
   if (status.ok()) status = served.status();
   if (status.ok()) status = ValidateInputCount(request->inputs_size(), options_.limits);
+  if (status.ok()) status = ValidateTextBytes(request->inputs(), 0, options_.limits);
   absl::StatusOr<AdmissionPermit> permit =
       status.ok() ? admission_->Admit() : absl::StatusOr<AdmissionPermit>(status);
   if (!permit.ok()) {
@@ -118,14 +151,22 @@ grpc::ServerUnaryReactor* EmbeddingService::Tokenize(grpc::CallbackServerContext
   // Held until the answer is built: the slot comes back on every path.
   auto slot = std::make_shared<AdmissionPermit>(*std::move(permit));
   const ServedModel* model = *served;
-  pool_->Schedule([call, request, response_bytes, model, slot] {
+  // The response carries ~50 bytes per token: bounded like one document's tokens.
+  const int64_t max_tokens = options_.limits.max_tokens_per_document;
+  pool_->Schedule([call, request, response_bytes, model, slot, max_tokens] {
     const auto& tokenizer = model->model->tokenizer();
     const bool specials = !request->has_add_special_tokens() || request->add_special_tokens();
     v1::TokenizeResponse response;
     response.set_model(model->name);
     grpc::Status result;
+    int64_t total = 0;
     for (int i = 0; i < request->inputs_size(); ++i) {
       auto tokens = tokenizer.Tokenize(request->inputs(i), absl::StrCat("inputs[", i, "]"));
+      if (tokens.ok() && (total += static_cast<int64_t>(tokens->ids.size())) > max_tokens) {
+        tokens = absl::InvalidArgumentError(absl::StrCat(
+            "inputs[", i, "]: the inputs make more than ", max_tokens,
+            " tokens; allowed [0, ", max_tokens, "] per Tokenize call (--max-tokens-per-document)"));
+      }
       if (!tokens.ok()) {
         result = ToGrpcStatus(tokens.status());
         break;
@@ -144,6 +185,10 @@ grpc::ServerUnaryReactor* EmbeddingService::ListModels(grpc::CallbackServerConte
                                                        const v1::ListModelsRequest* request,
                                                        v1::ListModelsResponse* response) {
   auto* call = new UnaryCall(this, "ListModels", CallDeadline(context));
+  if (absl::Status denied = Authorize(context); !denied.ok()) {
+    call->FinishOnce(ToGrpcStatus(denied));
+    return call;
+  }
   auto registry = ServingRegistry();
   if (!registry.ok()) {
     call->FinishOnce(ToGrpcStatus(registry.status()));
@@ -161,7 +206,8 @@ grpc::ServerUnaryReactor* EmbeddingService::GetModelInfo(grpc::CallbackServerCon
                                                          grpc::ByteBuffer* response_bytes) {
   auto* call = new UnaryCall(this, "GetModelInfo", CallDeadline(context));
   v1::GetModelInfoRequest request;
-  absl::Status parsed = ParseRequest(*request_bytes, &request);
+  absl::Status parsed = Authorize(context);
+  if (parsed.ok()) parsed = ParseRequest(*request_bytes, &request, limits().max_inputs_per_request);
   absl::StatusOr<const ServedModel*> served = parsed.ok() ? FindModel(request.model()) : parsed;
   if (served.ok()) {
     v1::ModelInfo info;

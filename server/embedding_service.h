@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "embedding/v1/embedding.grpc.pb.h"
 #include "server/admission.h"
+#include "server/bearer_auth.h"
 #include "server/embed_job.h"
 #include "server/model_registry.h"
 #include "server/server_options.h"
@@ -44,8 +45,9 @@ using EmbeddingServiceBase = v1::EmbeddingService::WithRawCallbackMethod_Embed<
 class EmbeddingService final : public EmbeddingServiceBase {
  public:
   // `pool` and `admission` must outlive the service.
+  // `auth` (may be null: no authentication) must outlive the service.
   EmbeddingService(const ServerOptions& options, WorkerPool* pool, Admission* admission,
-                   ServiceObserver observer = {});
+                   ServiceObserver observer = {}, const BearerAuth* auth = nullptr);
 
   // Until called, every RPC answers UNAVAILABLE (models are loading). `registry` must
   // outlive the service.
@@ -80,9 +82,12 @@ class EmbeddingService final : public EmbeddingServiceBase {
 
   // Bookkeeping for reactors.
   void CallStarted() { active_calls_.fetch_add(1); }
+  const RequestLimits& limits() const { return options_.limits; }
   void CallDone(const char* method, grpc::StatusCode code, absl::Time started);
 
  private:
+  // OK without authentication or with an accepted bearer token; UNAUTHENTICATED otherwise.
+  absl::Status Authorize(const grpc::CallbackServerContext* context) const;
   // Checks readiness and draining. UNAVAILABLE when not serving.
   absl::StatusOr<const ModelRegistry*> ServingRegistry() const;
   // The served model `name` ("" for the default); UNAVAILABLE or NOT_FOUND.
@@ -92,6 +97,7 @@ class EmbeddingService final : public EmbeddingServiceBase {
   WorkerPool* const pool_;
   Admission* const admission_;
   const ServiceObserver observer_;
+  const BearerAuth* const auth_;
   std::atomic<const ModelRegistry*> registry_{nullptr};
   std::atomic<bool> draining_{false};
   std::atomic<int64_t> active_calls_{0};

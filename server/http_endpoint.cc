@@ -1,16 +1,30 @@
 #include "server/http_endpoint.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
 namespace embedding::server {
+namespace {
+
+// 32 workers: a probe, a scrape and their retries never wait behind a few stalled clients;
+// idle workers cost ~8 KiB of stack each until used.
+constexpr size_t kHttpWorkers = 32;
+// A stalled request frees its worker after 2 s; a Prometheus scrape or probe sends its whole
+// request at once.
+constexpr time_t kHttpReadTimeoutSeconds = 2;
+constexpr size_t kHttpKeepAliveRequests = 100;
+constexpr size_t kHttpMaxBodyBytes = 64 << 10;
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& address,
                                                                   Metrics* metrics,
-                                                                  std::function<bool()> serving) {
+                                                                  std::function<bool()> serving,
+                                                                  const BearerAuth* metrics_auth) {
   const size_t colon = address.rfind(':');
   int port = 0;
   if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port)) {
@@ -21,7 +35,31 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::str
   auto endpoint = std::unique_ptr<HttpEndpoint>(new HttpEndpoint());
   endpoint->server_ = std::make_unique<httplib::Server>();
   httplib::Server& server = *endpoint->server_;
-  server.Get("/metrics", [metrics](const httplib::Request&, httplib::Response& res) {
+  // SO_REUSEADDR only: httplib's default SO_REUSEPORT let a second server bind the same port
+  // and take half the probes. A port in use is a start-up error.
+  server.set_socket_options([](int sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  // Slow clients: each connection holds a worker only until its read times out, and there are
+  // more workers than a handful of stalled connections (10 partial-header connections blacked
+  // out /healthz behind httplib's 8 default workers). Bodies: these routes take none.
+  server.new_task_queue = [] { return new httplib::ThreadPool(kHttpWorkers); };
+  server.set_read_timeout(kHttpReadTimeoutSeconds, 0);
+  server.set_write_timeout(kHttpReadTimeoutSeconds, 0);
+  server.set_keep_alive_max_count(kHttpKeepAliveRequests);
+  server.set_payload_max_length(kHttpMaxBodyBytes);
+  server.Get("/metrics", [metrics, metrics_auth](const httplib::Request& req,
+                                                 httplib::Response& res) {
+    if (metrics_auth != nullptr) {
+      const absl::Status allowed = metrics_auth->Check(req.get_header_value("Authorization"));
+      if (!allowed.ok()) {
+        res.status = 401;
+        res.set_header("WWW-Authenticate", "Bearer");
+        res.set_content(std::string(allowed.message()) + "\n", "text/plain");
+        return;
+      }
+    }
     res.set_content(metrics->Render(), "text/plain; version=0.0.4; charset=utf-8");
   });
   server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "server/bearer_auth.h"
 #include "server/metrics.h"
 
 namespace httplib {
@@ -20,10 +21,12 @@ namespace embedding::server {
 class HttpEndpoint {
  public:
   // Listens on `address` ("host:port"; port 0 picks a free one). `serving` tells /readyz.
-  // UNAVAILABLE when the address cannot be bound.
+  // `metrics_auth` (may be null; must outlive the endpoint) guards /metrics with a bearer
+  // token; the probes stay open. UNAVAILABLE when the address cannot be bound.
   static absl::StatusOr<std::unique_ptr<HttpEndpoint>> Start(const std::string& address,
                                                              Metrics* metrics,
-                                                             std::function<bool()> serving);
+                                                             std::function<bool()> serving,
+                                                             const BearerAuth* metrics_auth);
   // Stops listening and joins the thread.
   ~HttpEndpoint();
 

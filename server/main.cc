@@ -15,9 +15,11 @@
 #include "server/admission.h"
 #include "server/embedding_service.h"
 #include "server/http_endpoint.h"
+#include "server/log_throttle.h"
 #include "server/metrics.h"
 #include "server/model_registry.h"
 #include "server/server_options.h"
+#include "server/tls_credentials.h"
 #include "server/worker_pool.h"
 
 namespace embedding::server {
@@ -43,6 +45,7 @@ int Run(int argc, char** argv) {
   // against 69-96 MiB at 64, at the same speed (the encoder rounds its shapes so they repeat).
   // Read when oneDNN first runs, so set before any model loads; the environment may override.
   setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "64", /*overwrite=*/0);
+  ThrottleProtobufLogs();
 
   auto options = ParseServerOptions(argc, argv);
   if (!options.ok()) {
@@ -65,13 +68,30 @@ int Run(int argc, char** argv) {
   metrics.SetGaugeSources([&admission] { return admission.queued_tokens(); },
                           [&admission] { return admission.in_flight_requests(); });
   metrics.SetLimits(options->limits.max_queued_tokens, options->limits.max_concurrent_requests);
-  EmbeddingService service(*options, pool.get(), &admission, metrics.ServiceHooks());
+  std::unique_ptr<BearerAuth> auth;
+  if (!options->auth_token_file.empty()) {
+    auto loaded = BearerAuth::Load(options->auth_token_file);
+    if (!loaded.ok()) {
+      std::cerr << "embedding_server: " << loaded.status().message() << "\n";
+      return 2;
+    }
+    auth = *std::move(loaded);
+  }
+  EmbeddingService service(*options, pool.get(), &admission, metrics.ServiceHooks(), auth.get());
 
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  if (options->reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  // gRPC sets SO_REUSEPORT by default, so a second server on the same port started and took
+  // half the calls with other models. A port in use is a start-up error.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   int port = 0;
-  builder.AddListeningPort(options->grpc_listen, grpc::InsecureServerCredentials(), &port);
+  auto credentials = GrpcServerCredentials(options->tls);
+  if (!credentials.ok()) {
+    std::cerr << "embedding_server: " << credentials.status().message() << "\n";
+    return 2;
+  }
+  builder.AddListeningPort(options->grpc_listen, *credentials, &port);
   builder.RegisterService(&service);
   builder.SetMaxReceiveMessageSize(static_cast<int>(
       std::min<int64_t>(options->limits.max_request_bytes + (4 << 20), INT32_MAX)));
@@ -97,7 +117,8 @@ int Run(int argc, char** argv) {
   };
   std::unique_ptr<HttpEndpoint> http;
   if (!options->http_listen.empty()) {
-    auto started = HttpEndpoint::Start(options->http_listen, &metrics, ready);
+    auto started = HttpEndpoint::Start(options->http_listen, &metrics, ready,
+                                       options->auth_metrics ? auth.get() : nullptr);
     if (!started.ok()) {
       std::cerr << "embedding_server: " << started.status().message() << "\n";
       server->Shutdown();

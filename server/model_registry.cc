@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/quoted_value.h"
 #include "model_store/model_version.h"
 
 namespace embedding::server {
@@ -55,7 +56,8 @@ absl::StatusOr<const ServedModel*> ModelRegistry::Find(const std::string& name) 
   std::vector<std::string> names;
   for (const auto& m : models_) names.push_back(m->name);
   return absl::NotFoundError(
-      absl::StrCat("model: '", wanted, "' is not served; available: ", absl::StrJoin(names, ", ")));
+      absl::StrCat("model: ", QuotedValue(wanted), " is not served; available: ",
+                   absl::StrJoin(names, ", ")));
 }
 
 }  // namespace embedding::server

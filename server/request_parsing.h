@@ -6,6 +6,7 @@
 
 #include <grpcpp/support/byte_buffer.h>
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -13,10 +14,13 @@
 
 namespace embedding::server {
 
-// Parses `buffer` into `message` (an embedding.v1 request with a twin). On failure:
-// INVALID_ARGUMENT naming the first string field that is not UTF-8 (nested ones as
-// "request.inputs[0]"), or saying the message is malformed.
-absl::Status ParseRequest(const grpc::ByteBuffer& buffer, google::protobuf::Message* message);
+// Parses `buffer` into `message` (an embedding.v1 request with a twin). First, without parsing,
+// counts the message's `inputs` (or its `request.inputs`) on the wire: 10 million empty inputs
+// are 20 MB there but 570 MB parsed, so more than `max_inputs` is INVALID_ARGUMENT before any
+// allocation. On a failed parse: INVALID_ARGUMENT naming the first string field that is not
+// UTF-8 (nested ones as "request.inputs[0]"), or saying the message is malformed.
+absl::Status ParseRequest(const grpc::ByteBuffer& buffer, google::protobuf::Message* message,
+                          int64_t max_inputs);
 
 // An EmbedStreamRequest item's request_id even when the item does not parse (so its error
 // can be answered under its id); "" when there is none or it is not UTF-8.

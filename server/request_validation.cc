@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/quoted_value.h"
 #include "common/status_macros.h"
 
 namespace embedding::server {
@@ -39,17 +40,26 @@ absl::Status ValidateInputCount(int count, const RequestLimits& limits) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateTextBytes(const google::protobuf::RepeatedPtrField<std::string>& inputs,
+                               size_t prompt_bytes, const RequestLimits& limits) {
+  int64_t bytes = 0;
+  for (const auto& input : inputs) bytes += static_cast<int64_t>(input.size() + prompt_bytes);
+  if (bytes <= limits.max_request_bytes) return absl::OkStatus();
+  return Invalid(absl::StrCat(prompt_bytes > 0 ? "inputs and prompt: " : "inputs: ", bytes,
+                              " bytes of text",
+                              prompt_bytes > 0 ? " (the prompt counts once per input)" : "",
+                              " exceed the bound; allowed [0, ", limits.max_request_bytes,
+                              "] (--max-request-bytes)"));
+}
+
 absl::StatusOr<EmbedParams> ValidateEmbedRequest(const v1::EmbedRequest& request,
                                                  const model_store::Model& model,
                                                  const RequestLimits& limits) {
   EmbedParams params;
   RETURN_IF_ERROR(ValidateInputCount(request.inputs_size(), limits));
-  int64_t bytes = 0;
-  for (const auto& input : request.inputs()) bytes += static_cast<int64_t>(input.size());
-  if (bytes > limits.max_request_bytes) {
-    return Invalid(absl::StrCat("inputs: ", bytes, " bytes of text exceed the bound; allowed [0, ",
-                                limits.max_request_bytes, "] (--max-request-bytes)"));
-  }
+  // Before the prompt is resolved or copied anywhere: what the inputs and a request prompt
+  // will cost once the prompt is prepended to each.
+  RETURN_IF_ERROR(ValidateTextBytes(request.inputs(), request.prompt().size(), limits));
 
   params.temperature = limits.default_temperature;
   if (request.has_temperature()) {
@@ -103,16 +113,18 @@ absl::StatusOr<EmbedParams> ValidateEmbedRequest(const v1::EmbedRequest& request
     if (it == prompts.end()) {
       std::vector<std::string> names;
       for (const auto& [name, text] : prompts) names.push_back(name);
-      return Invalid(absl::StrCat("prompt_name: '", request.prompt_name(),
-                                  "' is not one of the model's prompts [",
+      return Invalid(absl::StrCat("prompt_name: ", QuotedValue(request.prompt_name()),
+                                  " is not one of the model's prompts [",
                                   absl::StrJoin(names, ", "), "]"));
     }
     params.prompt = it->second;
+    RETURN_IF_ERROR(ValidateTextBytes(request.inputs(), params.prompt.size(), limits));
   } else if (!request.prompt().empty()) {
     params.prompt = request.prompt();
   } else if (auto it = prompts.find(model.sentence_transformers().default_prompt_name);
              it != prompts.end()) {
     params.prompt = it->second;  // as sentence-transformers applies default_prompt_name
+    RETURN_IF_ERROR(ValidateTextBytes(request.inputs(), params.prompt.size(), limits));
   }
   return params;
 }

@@ -21,4 +21,9 @@ absl::StatusOr<EmbedParams> ValidateEmbedRequest(const v1::EmbedRequest& request
 // `inputs` holds between 1 and --max-inputs-per-request entries; INVALID_ARGUMENT otherwise.
 absl::Status ValidateInputCount(int count, const RequestLimits& limits);
 
+// The text a request makes, every input with `prompt_bytes` prepended to each, is at most
+// --max-request-bytes; INVALID_ARGUMENT naming inputs (and prompt when it counts) otherwise.
+absl::Status ValidateTextBytes(const google::protobuf::RepeatedPtrField<std::string>& inputs,
+                               size_t prompt_bytes, const RequestLimits& limits);
+
 }  // namespace embedding::server

@@ -16,6 +16,18 @@
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC address (port 0 picks a free port).");
 ABSL_FLAG(std::string, http_listen, "0.0.0.0:8080",
           "HTTP address for /metrics, /healthz and /readyz; empty disables.");
+ABSL_FLAG(std::string, tls_cert_file, "", "PEM certificate chain for TLS on the gRPC listener.");
+ABSL_FLAG(std::string, tls_key_file, "", "PEM private key for --tls-cert-file.");
+ABSL_FLAG(std::string, tls_client_ca_file, "",
+          "PEM CA bundle: require client certificates it signed (mTLS).");
+// 60 s: a rotated certificate is in use within a minute; each check is one stat per file.
+ABSL_FLAG(uint32_t, tls_reload_interval_s, 60,
+          "How often the TLS files are checked for changes (they reload without a restart).");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "File of bearer tokens, one per line, re-read when it changes; every RPC but health "
+          "must then carry 'authorization: Bearer <token>'. Empty: no authentication.");
+ABSL_FLAG(bool, auth_metrics, false, "Also require the bearer token on /metrics.");
+ABSL_FLAG(bool, reflection, true, "Serve gRPC server reflection.");
 ABSL_FLAG(std::string, model_store, "",
           "Directory whose subdirectories are models, each served under its directory name.");
 ABSL_FLAG(std::string, default_model, "", "Model used when a request names none.");
@@ -119,6 +131,17 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv) {
 
   options.grpc_listen = absl::GetFlag(FLAGS_listen);
   options.http_listen = absl::GetFlag(FLAGS_http_listen);
+  options.tls.cert_file = absl::GetFlag(FLAGS_tls_cert_file);
+  options.tls.key_file = absl::GetFlag(FLAGS_tls_key_file);
+  options.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
+  options.tls.reload_interval_s = absl::GetFlag(FLAGS_tls_reload_interval_s);
+  if (options.tls.reload_interval_s < 1)
+    return absl::InvalidArgumentError("--tls_reload_interval_s: must be >= 1");
+  options.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
+  options.auth_metrics = absl::GetFlag(FLAGS_auth_metrics);
+  options.reflection = absl::GetFlag(FLAGS_reflection);
+  if (options.auth_metrics && options.auth_token_file.empty())
+    return absl::InvalidArgumentError("--auth_metrics: needs --auth-token-file");
   options.models.default_model = absl::GetFlag(FLAGS_default_model);
   const std::string dtype = absl::GetFlag(FLAGS_dtype);
   bool known_dtype = false;

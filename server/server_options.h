@@ -38,6 +38,14 @@ struct RequestLimits {
   Strategy default_strategy = v1::LONG_TEXT_STRATEGY_CHUNK_MEAN;
 };
 
+// TLS on the gRPC listener (tls_credentials.h). Empty certificate and key: plaintext.
+struct TlsOptions {
+  std::string cert_file;
+  std::string key_file;
+  std::string client_ca_file;  // set: mTLS, every client presents a certificate it signed
+  unsigned reload_interval_s = 60;
+};
+
 struct ServerOptions {
   std::string grpc_listen = "0.0.0.0:50051";
   std::string http_listen = "0.0.0.0:8080";  // /metrics, /healthz, /readyz; empty disables
@@ -45,6 +53,13 @@ struct ServerOptions {
   BatcherOptions batching;
   RequestLimits limits;
   int tokenizer_threads = 2;
+  TlsOptions tls;
+  // Bearer tokens (bearer_auth.h); empty: no authentication.
+  std::string auth_token_file;
+  // Also require the token on /metrics (health probes stay open).
+  bool auth_metrics = false;
+  // gRPC server reflection (grpcurl, the Python reflection client).
+  bool reflection = true;
   // W: recent document vectors per collapse-metric series.
   int collapse_window = 512;
   absl::Duration drain_timeout = absl::Seconds(30);

@@ -1,33 +1,22 @@
-// The client's TLS, mTLS and bearer-token options against an in-process TLS server that
-// requires a client certificate and checks the token. Certificates come from openssl.
+// TLS, mTLS and bearer tokens between the client library and a real server: the server's
+// --tls-* and --auth-token-file flags, the client's matching options, and certificates that
+// rotate under a running server. Certificates come from openssl.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 
 #include "client/embedding_client.h"
+#include "tests/testing/server_process.h"
 #include "tests/testing/test_models.h"
 
 namespace embedding {
 namespace {
 
-class TokenCheckingService final : public v1::EmbeddingService::Service {
-  grpc::Status ListModels(grpc::ServerContext* context, const v1::ListModelsRequest*,
-                          v1::ListModelsResponse* response) override {
-    auto it = context->client_metadata().find("authorization");
-    if (it == context->client_metadata().end() || it->second != "Bearer s3cret")
-      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "authorization: bad bearer token");
-    response->set_default_model("tls-ok");
-    return grpc::Status::OK;
-  }
-};
-
-class ClientTlsTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = testing::MakeScratchDir("pki");
-    // A CA, and a server (SAN 127.0.0.1) and a client certificate it signs.
-    testing::WriteFile(dir_ + "/make_pki.sh", R"sh(set -e
+// A CA, and a server (SAN 127.0.0.1) and a client certificate it signs, in `dir`.
+void MakePki(const std::string& dir) {
+  testing::WriteFile(dir + "/make_pki.sh", R"sh(set -e
 openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=test-ca -keyout ca.key -out ca.pem
 for who in server client; do
   openssl req -newkey rsa:2048 -nodes -subj /CN=$who -keyout $who.key -out $who.csr
@@ -36,70 +25,115 @@ for who in server client; do
     -extfile $who.ext -out $who.pem
 done
 )sh");
-    ASSERT_EQ(std::system(("cd " + dir_ + " && sh make_pki.sh >/dev/null 2>&1").c_str()), 0)
-        << "openssl failed";
-    grpc::SslServerCredentialsOptions ssl(
-        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-    ssl.pem_root_certs = testing::ReadFile(dir_ + "/ca.pem");
-    ssl.pem_key_cert_pairs.push_back(
-        {testing::ReadFile(dir_ + "/server.key"), testing::ReadFile(dir_ + "/server.pem")});
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::SslServerCredentials(ssl), &port_);
-    builder.RegisterService(&service_);
-    server_ = builder.BuildAndStart();
-    ASSERT_TRUE(server_ && port_ > 0);
-  }
-  void TearDown() override {
-    if (server_) server_->Shutdown();
+  ASSERT_EQ(std::system(("cd " + dir + " && sh make_pki.sh >/dev/null 2>&1").c_str()), 0)
+      << "openssl failed";
+}
+
+class ClientTlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::MakeScratchDir("pki");
+    MakePki(dir_);
+    // The server reads copies, so a test can rotate them.
+    for (const char* file : {"server.pem", "server.key", "ca.pem"})
+      std::filesystem::copy_file(dir_ + "/" + file, dir_ + "/served-" + file);
+    testing::WriteFile(dir_ + "/tokens", "s3cret\n");
+    server_ = std::make_unique<testing::ServerProcess>(std::vector<std::string>{
+        "--model=tiny=" + testing::TinyModelDir(), "--tls-cert-file=" + dir_ + "/served-server.pem",
+        "--tls-key-file=" + dir_ + "/served-server.key",
+        "--tls-client-ca-file=" + dir_ + "/served-ca.pem", "--tls-reload-interval-s=1",
+        "--auth-token-file=" + dir_ + "/tokens"});
+    ASSERT_TRUE(server_->ok()) << server_->Log();
   }
 
-  client::ClientOptions Options() const {
+  client::ClientOptions Options(const std::string& pki) const {
     client::ClientOptions o;
-    o.addresses = {"127.0.0.1:" + std::to_string(port_)};
+    o.addresses = {server_->grpc_address()};
     o.timeout = absl::Seconds(10);
     o.max_attempts = 1;
-    o.ca_cert_file = dir_ + "/ca.pem";
-    o.client_cert_file = dir_ + "/client.pem";
-    o.client_key_file = dir_ + "/client.key";
+    o.ca_cert_file = pki + "/ca.pem";
+    o.client_cert_file = pki + "/client.pem";
+    o.client_key_file = pki + "/client.key";
     o.bearer_token = "s3cret";
     return o;
   }
 
+  static absl::Status ListModels(const client::ClientOptions& options) {
+    return client::EmbeddingClient::Connect(options).value()->ListModels().status();
+  }
+
   std::string dir_;
-  int port_ = 0;
-  TokenCheckingService service_;
-  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<testing::ServerProcess> server_;
 };
 
 TEST_F(ClientTlsTest, MutualTlsWithBearerToken) {
-  auto client = client::EmbeddingClient::Connect(Options()).value();
+  auto client = client::EmbeddingClient::Connect(Options(dir_)).value();
   auto models = client->ListModels();
   ASSERT_TRUE(models.ok()) << models.status();
-  EXPECT_EQ(models->default_model(), "tls-ok");
+  EXPECT_EQ(models->default_model(), "tiny");
+  EXPECT_TRUE(client->EmbedTexts({"over TLS"}).ok());
 }
 
 TEST_F(ClientTlsTest, WrongTokenIsUnauthenticated) {
-  auto options = Options();
+  auto options = Options(dir_);
   options.bearer_token = "wrong";
-  auto models = client::EmbeddingClient::Connect(options).value()->ListModels();
-  EXPECT_EQ(models.status().code(), absl::StatusCode::kUnauthenticated);
-  EXPECT_THAT(models.status().message(), ::testing::HasSubstr("authorization"));
+  const absl::Status status = ListModels(options);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_THAT(status.message(), ::testing::HasSubstr("authorization"));
 }
 
-TEST_F(ClientTlsTest, NoClientCertificateIsRefused) {
-  auto options = Options();
+TEST_F(ClientTlsTest, NoClientCertificateOrPlaintextIsRefused) {
+  auto options = Options(dir_);
   options.client_cert_file.clear();
   options.client_key_file.clear();
-  auto models = client::EmbeddingClient::Connect(options).value()->ListModels();
-  EXPECT_EQ(models.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(ListModels(options).code(), absl::StatusCode::kUnavailable);
+  client::ClientOptions plaintext;
+  plaintext.addresses = {server_->grpc_address()};
+  plaintext.timeout = absl::Seconds(5);
+  plaintext.max_attempts = 1;
+  plaintext.bearer_token = "s3cret";
+  EXPECT_EQ(ListModels(plaintext).code(), absl::StatusCode::kUnavailable);
 }
 
 TEST_F(ClientTlsTest, HalfAClientPairIsAnError) {
-  auto options = Options();
+  auto options = Options(dir_);
   options.client_key_file.clear();
   auto client = client::EmbeddingClient::Connect(options);
   EXPECT_EQ(client.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(client.status().message(), ::testing::HasSubstr("client_cert_file"));
+}
+
+// A new CA, server certificate and client CA replace the files under the running server: within
+// the reload interval, clients of the new CA connect and clients of the old one no longer do.
+TEST_F(ClientTlsTest, CertificatesRotateWithoutARestart) {
+  const std::string next = testing::MakeScratchDir("pki_next");
+  MakePki(next);
+  ASSERT_TRUE(ListModels(Options(dir_)).ok());
+  for (const char* file : {"server.pem", "server.key", "ca.pem"}) {
+    std::filesystem::copy_file(next + "/" + file, dir_ + "/served-" + file,
+                               std::filesystem::copy_options::overwrite_existing);
+  }
+  absl::Status rotated = absl::UnknownError("not tried");
+  for (int i = 0; i < 40 && !rotated.ok(); ++i) {
+    absl::SleepFor(absl::Milliseconds(250));
+    rotated = ListModels(Options(next));
+  }
+  EXPECT_TRUE(rotated.ok()) << rotated;
+  EXPECT_EQ(ListModels(Options(dir_)).code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(ServerTlsFlags, BadCombinationsAreStartUpErrorsNamingTheFlag) {
+  testing::ServerProcess half({"--model=tiny=" + testing::TinyModelDir(),
+                               "--tls-cert-file=/nonexistent/cert.pem"},
+                              absl::Seconds(20));
+  EXPECT_EQ(half.Wait(), 2);
+  EXPECT_THAT(half.Log(), ::testing::HasSubstr("--tls-cert-file and --tls-key-file"));
+  testing::ServerProcess missing(
+      {"--model=tiny=" + testing::TinyModelDir(), "--tls-cert-file=/nonexistent/cert.pem",
+       "--tls-key-file=/nonexistent/key.pem"},
+      absl::Seconds(20));
+  EXPECT_EQ(missing.Wait(), 2);
+  EXPECT_THAT(missing.Log(), ::testing::HasSubstr("--tls-cert-file=/nonexistent/cert.pem"));
 }
 
 }  // namespace

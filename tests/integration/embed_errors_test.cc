@@ -162,6 +162,90 @@ TEST_F(EmbedErrorsTest, TokenizeErrors) {
   EXPECT_EQ(client_->Tokenize(request).status().code(), absl::StatusCode::kNotFound);
 }
 
+// The prompt is prepended to every input, so it counts once per input: 4 empty inputs and a
+// 30,000-byte prompt are 120,000 bytes of text against 100,000 (once accepted as 0 bytes).
+TEST_F(EmbedErrorsTest, PromptCountsOncePerInputInTheByteBound) {
+  ExpectError(
+      [](v1::EmbedRequest* r) {
+        r->set_inputs(0, "");
+        for (int i = 0; i < 3; ++i) r->add_inputs("");
+        r->set_prompt(std::string(30000, 'p'));
+      },
+      kInvalid, {"inputs and prompt: 120000 bytes", "allowed [0, 100000] (--max-request-bytes)"});
+}
+
+// Tokenize is bounded like Embed: bytes before tokenising, and the tokens its answer carries
+// (one call once grew a server to 2.48 GB and answered 256 MB).
+TEST_F(EmbedErrorsTest, TokenizeIsBoundedInBytesAndTokens) {
+  v1::TokenizeRequest request;
+  request.add_inputs(std::string(100001, 'a'));
+  auto bytes = client_->Tokenize(request);
+  EXPECT_EQ(bytes.status().code(), kInvalid);
+  EXPECT_THAT(bytes.status().message(), HasSubstr("allowed [0, 100000] (--max-request-bytes)"));
+  std::string words;
+  for (int i = 0; i < 3001; ++i) words += "a ";
+  request.set_inputs(0, words);
+  auto tokens = client_->Tokenize(request);
+  EXPECT_EQ(tokens.status().code(), kInvalid);
+  EXPECT_THAT(tokens.status().message(),
+              AllOf(HasSubstr("inputs[0]"), HasSubstr("allowed [0, 3000]"),
+                    HasSubstr("--max-tokens-per-document")));
+  request.set_inputs(0, words.substr(0, 2 * 3000));
+  EXPECT_TRUE(client_->Tokenize(request).ok());
+}
+
+// 2 million empty inputs are 4 MB on the wire and ~110 MB parsed: counted on the wire first.
+TEST_F(EmbedErrorsTest, InputCountIsCheckedOnTheWireBeforeParsing) {
+  v1::EmbedRequest request;
+  for (int i = 0; i < 2000000; ++i) request.add_inputs("");
+  const long before = server_->PeakRssKib();
+  auto response = client_->Embed(request);
+  ASSERT_EQ(response.status().code(), kInvalid) << response.status();
+  EXPECT_THAT(response.status().message(),
+              HasSubstr("inputs: more than 4 inputs; allowed [1, 4] (--max-inputs-per-request)"));
+  const long grown_mib = (server_->PeakRssKib() - before) / 1024;
+  EXPECT_LT(grown_mib, 40) << "peak RSS grew by " << grown_mib << " MiB";
+}
+
+// A megabyte-long model or prompt name is quoted by its first 64 bytes and its length (whole,
+// it once made the error too large for gRPC's metadata).
+TEST_F(EmbedErrorsTest, LongNamesAreNotEchoedWhole) {
+  const std::string name(1 << 20, 'n');
+  for (auto edit : std::vector<std::function<void(v1::EmbedRequest*)>>{
+           [&](v1::EmbedRequest* r) { r->set_model(name); },
+           [&](v1::EmbedRequest* r) { r->set_prompt_name(name); }}) {
+    v1::EmbedRequest request;
+    request.add_inputs("text");
+    edit(&request);
+    auto response = client_->Embed(request);
+    EXPECT_NE(response.status().code(), absl::StatusCode::kOk);
+    EXPECT_THAT(response.status().message(), HasSubstr("...' (1048576 bytes)"));
+    EXPECT_LT(response.status().message().size(), 300u);
+  }
+}
+
+// Each invalid-UTF-8 request made protobuf write an error line, unthrottled: 200 of them now
+// leave a handful, the last saying how many were suppressed.
+TEST_F(EmbedErrorsTest, ParseErrorLogLinesAreRateLimited) {
+  auto count = [](const std::string& log) {
+    size_t n = 0;
+    for (size_t at = log.find("invalid UTF-8 data"); at != std::string::npos;
+         at = log.find("invalid UTF-8 data", at + 1))
+      ++n;
+    return n;
+  };
+  const size_t before = count(server_->Log());
+  v1::EmbedRequest request;
+  request.add_inputs("bad \xC3 text");
+  for (int i = 0; i < 200; ++i) EXPECT_EQ(client_->Embed(request).status().code(), kInvalid);
+  absl::SleepFor(absl::Milliseconds(1100));
+  EXPECT_EQ(client_->Embed(request).status().code(), kInvalid);  // a new second: one line more
+  absl::SleepFor(absl::Milliseconds(200));
+  const std::string log = server_->Log();
+  EXPECT_LE(count(log) - before, 20u);
+  EXPECT_THAT(log, HasSubstr("similar lines suppressed"));
+}
+
 TEST_F(EmbedErrorsTest, StreamAnswersEachRequestByIdWithErrorsInBand) {
   auto context = client_->NewContext();
   auto stream = client_->stub().EmbedStream(context.get());

@@ -4,7 +4,6 @@
 // builds full attention scores.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <string>
 
 #include "client/embedding_client.h"
@@ -13,20 +12,6 @@
 
 namespace embedding {
 namespace {
-
-// The process's peak resident set (VmHWM), in KiB.
-long PeakRssKib(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string key;
-  long value = -1;
-  while (status >> key) {
-    if (key == "VmHWM:") {
-      status >> value;
-      break;
-    }
-  }
-  return value;
-}
 
 struct Growth {
   v1::EmbedResponse response;
@@ -45,12 +30,12 @@ Growth LateChunkOneDocument(const std::string& model_dir, int words) {
   client::EmbedOptions options;
   options.strategy = v1::LONG_TEXT_STRATEGY_LATE_CHUNKING;
   EXPECT_TRUE(client->Embed(client::MakeEmbedRequest({"warm up"}, options)).ok());
-  const long before = PeakRssKib(server.pid());
+  const long before = server.PeakRssKib();
   auto response = client->Embed(client::MakeEmbedRequest({document}, options));
   EXPECT_TRUE(response.ok()) << response.status();
   Growth growth;
   if (response.ok()) growth.response = *std::move(response);
-  growth.peak_growth_mib = (PeakRssKib(server.pid()) - before) / 1024;
+  growth.peak_growth_mib = (server.PeakRssKib() - before) / 1024;
   return growth;
 }
 

@@ -1,9 +1,15 @@
 // Flow control against a real server: overload, deadlines, cancellation, fairness between a
-// huge document and a short request, and graceful draining on SIGTERM. Uses the "small" demo
-// model, slow enough that a 100,000-token document takes seconds.
+// huge document and a short request, graceful draining on SIGTERM, slow HTTP clients, and
+// ports already in use. Uses the "small" demo model, slow enough that a 100,000-token document
+// takes seconds.
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <future>
@@ -206,6 +212,67 @@ TEST(ServerLifecycle, BadFlagsAndModelsExitNonZeroNamingTheProblem) {
   EXPECT_FALSE(missing.ok());
   EXPECT_EQ(missing.Wait(), 1);
   EXPECT_THAT(missing.Log(), HasSubstr("model 'gone'"));
+}
+
+// A socket to `address` (HOST:PORT) that sent `bytes` and stays open; -1 on failure.
+int OpenStalledConnection(const std::string& address, const std::string& bytes) {
+  const size_t colon = address.rfind(':');
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(std::stoi(address.substr(colon + 1))));
+  inet_pton(AF_INET, address.substr(0, colon).c_str(), &addr.sin_addr);
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return -1;
+  if (write(fd, bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size())) return -1;
+  return fd;
+}
+
+// Slowloris: 20 connections hold half-sent headers. They once took all 8 of httplib's workers
+// and /healthz went dark while gRPC was fine (Kubernetes would kill a healthy pod). Probes must
+// keep answering, and a body larger than any route takes is refused without buffering it.
+TEST(ServerLifecycle, HealthAnswersWhileSlowClientsHoldConnections) {
+  testing::ServerProcess server({"--model=tiny=" + testing::TinyModelDir()});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  std::vector<int> stalled;
+  for (int i = 0; i < 20; ++i) {
+    stalled.push_back(OpenStalledConnection(server.http_address(), "GET /metrics HTTP/1.1\r\nHo"));
+    ASSERT_GE(stalled.back(), 0);
+  }
+  absl::SleepFor(absl::Milliseconds(200));  // every stalled connection reaches a worker
+  const size_t colon = server.http_address().rfind(':');
+  httplib::Client http(server.http_address().substr(0, colon),
+                       std::stoi(server.http_address().substr(colon + 1)));
+  http.set_connection_timeout(1, 0);
+  http.set_read_timeout(1, 0);
+  for (const char* path : {"/healthz", "/readyz", "/metrics"}) {
+    auto response = http.Get(path);
+    ASSERT_TRUE(response) << path << " did not answer within 1 s";
+    EXPECT_EQ(response->status, 200) << path;
+  }
+  const long before = server.PeakRssKib();
+  auto posted = http.Post("/unknown", std::string(16 << 20, 'x'), "text/plain");
+  if (posted) EXPECT_EQ(posted->status, 413);
+  EXPECT_LT((server.PeakRssKib() - before) / 1024, 8) << "a refused body was buffered";
+  for (int fd : stalled) close(fd);
+}
+
+// gRPC and httplib both set SO_REUSEPORT by default: a second server once bound the same ports
+// and took half the calls. A port in use is now a start-up error naming the flag.
+TEST(ServerLifecycle, APortInUseIsAStartUpError) {
+  testing::ServerProcess first({"--model=tiny=" + testing::TinyModelDir()});
+  ASSERT_TRUE(first.ok()) << first.Log();
+  testing::ServerProcess same_grpc(
+      {"--model=tiny=" + testing::TinyModelDir(), "--listen=" + first.grpc_address()},
+      absl::Seconds(30));
+  EXPECT_FALSE(same_grpc.ok());
+  EXPECT_EQ(same_grpc.Wait(), 1);
+  EXPECT_THAT(same_grpc.Log(), HasSubstr("--listen=" + first.grpc_address()));
+  testing::ServerProcess same_http(
+      {"--model=tiny=" + testing::TinyModelDir(), "--http-listen=" + first.http_address()},
+      absl::Seconds(30));
+  EXPECT_FALSE(same_http.ok());
+  EXPECT_EQ(same_http.Wait(), 1);
+  EXPECT_THAT(same_http.Log(), HasSubstr("--http-listen=" + first.http_address()));
 }
 
 }  // namespace

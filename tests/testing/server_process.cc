@@ -107,6 +107,19 @@ int ServerProcess::Wait(absl::Duration timeout) {
   return -1;
 }
 
+long ServerProcess::PeakRssKib() const {
+  std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
+  std::string key;
+  long value = -1;
+  while (status >> key) {
+    if (key == "VmHWM:") {
+      status >> value;
+      break;
+    }
+  }
+  return value;
+}
+
 std::string ServerProcess::Log() const {
   std::ifstream in(log_path_);
   std::stringstream ss;

@@ -31,6 +31,8 @@ class ServerProcess {
   int Wait(absl::Duration timeout = absl::Seconds(60));
   // Everything the server wrote to stderr so far (for failure messages).
   std::string Log() const;
+  // The server's peak resident set so far (VmHWM), in KiB; -1 when unknown.
+  long PeakRssKib() const;
 
  private:
   pid_t pid_ = -1;

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "absl/strings/str_split.h"
@@ -179,6 +180,19 @@ TEST(ModelLoad, ShapeMismatchWithConfigIsNamed) {
   EXPECT_EQ(model.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(model.status().message(),
               AllOf(HasSubstr("intermediate.dense.weight"), HasSubstr("100")));
+}
+
+// A NaN or infinite weight once loaded and served NaN vectors with status OK.
+TEST(ModelLoad, NonFiniteWeightsAreRefusedNamingTheTensor) {
+  for (float bad : {std::nanf(""), INFINITY}) {
+    const std::string dir = testing::CopyModelDir(testing::TinyModelDir(), "nonfinite");
+    auto tensors = testing::ReadTensors(dir + "/model.safetensors");
+    tensors[kQuery1].values[7] = bad;
+    ASSERT_TRUE(WriteSafetensors(dir + "/model.safetensors", tensors).ok());
+    auto model = Model::Load(dir, {});
+    EXPECT_EQ(model.status().code(), absl::StatusCode::kDataLoss);
+    EXPECT_THAT(model.status().message(), AllOf(HasSubstr(kQuery1), HasSubstr("NaN or infinite")));
+  }
 }
 
 TEST(ModelLoad, UnknownModelTypeListsTheSupportedOnes) {

@@ -92,7 +92,7 @@ void ExpectEachStringFieldIsNamed(const Descriptor* twin_type, const std::string
       reflection->SetString(target, field, bad);
     }
     std::unique_ptr<Message> pub(factory->GetPrototype(outer_public)->New());
-    const absl::Status status = ParseRequest(ToBuffer(outer->SerializeAsString()), pub.get());
+    const absl::Status status = ParseRequest(ToBuffer(outer->SerializeAsString()), pub.get(), 512);
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << label;
     EXPECT_THAT(std::string(status.message()), StartsWith(label + ": invalid UTF-8")) << label;
   }
@@ -118,12 +118,12 @@ TEST(RequestParsing, ValidMessagesParseAndGarbageIsMalformed) {
   item.mutable_request()->set_model(std::string(200, 'm'));
   item.mutable_request()->add_inputs("naïve café");
   v1::EmbedStreamRequest parsed;
-  ASSERT_TRUE(ParseRequest(ToBuffer(item.SerializeAsString()), &parsed).ok());
+  ASSERT_TRUE(ParseRequest(ToBuffer(item.SerializeAsString()), &parsed, 512).ok());
   EXPECT_EQ(parsed.request_id(), item.request_id());
   EXPECT_EQ(parsed.request().model(), item.request().model());
   EXPECT_EQ(parsed.request().inputs(0), "naïve café");
 
-  const absl::Status garbage = ParseRequest(ToBuffer("\xff\xff\xff"), &parsed);
+  const absl::Status garbage = ParseRequest(ToBuffer("\xff\xff\xff"), &parsed, 512);
   EXPECT_EQ(garbage.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(garbage.message()), StartsWith("request: not a valid embedding.v1"));
 }

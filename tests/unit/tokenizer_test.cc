@@ -212,6 +212,25 @@ TEST(Tokenizer, ReplacePatternOnAMegabyteOfSpaces) {
                           [&](const TextSpan& span) { return span.begin == last_space; }));
 }
 
+// Ids of 2^31 and more once wrapped silently (2^40 became 0, [PAD]); a huge id must not size
+// the id table either.
+TEST(Tokenizer, OutOfRangeIdsAreRefusedNamingTheToken) {
+  const Json base = Json::parse(testing::ReadFile(testing::TinyModelDir() + "/tokenizer.json"));
+  const std::string dir = testing::MakeScratchDir("huge_ids");
+  for (const auto& [where, edit] : std::vector<std::pair<std::string, std::function<void(Json&)>>>{
+           {"model.vocab['the']", [](Json& j) { j["model"]["vocab"]["the"] = 1LL << 40; }},
+           {"model.vocab['the']", [](Json& j) { j["model"]["vocab"]["the"] = -3; }},
+           {"added_tokens['[SEP]']", [](Json& j) { j["added_tokens"][3]["id"] = 1LL << 32; }},
+           {"far beyond", [](Json& j) { j["model"]["vocab"]["the"] = 2000000000; }}}) {
+    Json json = base;
+    edit(json);
+    testing::WriteFile(dir + "/tokenizer.json", json.dump());
+    auto tokenizer = Tokenizer::Load(dir);
+    EXPECT_EQ(tokenizer.status().code(), absl::StatusCode::kDataLoss) << where;
+    EXPECT_THAT(tokenizer.status().message(), HasSubstr(where));
+  }
+}
+
 // Each broken Unigram-side component is an error naming it, never a crash.
 TEST(Tokenizer, BadUnigramFilesNameTheComponent) {
   const Json base =
