@@ -5,7 +5,7 @@
 namespace embedding {
 
 std::string QuotedValue(absl::string_view value) {
-  constexpr size_t kMaxEcho = 64;
+  constexpr size_t kMaxEcho = 512;
   if (value.size() <= kMaxEcho) return absl::StrCat("'", value, "'");
   size_t cut = kMaxEcho;
   while (cut > 0 && (static_cast<unsigned char>(value[cut]) & 0xC0) == 0x80) --cut;

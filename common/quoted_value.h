@@ -8,7 +8,7 @@
 
 namespace embedding {
 
-// 'value' whole up to 64 bytes; longer values as their first 64 bytes, cut on a UTF-8
+// 'value' whole up to 512 bytes; longer values as their first 512 bytes, cut on a UTF-8
 // boundary, and their length: 'abc...' (10485760 bytes).
 std::string QuotedValue(absl::string_view value);
 

@@ -18,7 +18,10 @@ v1::EmbedStreamResponse ErrorItem(const std::string& request_id, const grpc::Sta
 
 EmbedStreamReactor::EmbedStreamReactor(EmbeddingService* service,
                                        grpc::CallbackServerContext* context)
-    : service_(service), context_(context), started_(absl::Now()) {
+    : service_(service),
+      context_(context),
+      request_id_(AcceptRequestId(context)),
+      started_(absl::Now()) {
   service_->CallStarted();
   StartRead(&request_);
 }
@@ -126,9 +129,10 @@ void EmbedStreamReactor::OnCancel() {
 }
 
 void EmbedStreamReactor::OnDone() {
-  service_->CallDone(
-      "EmbedStream",
-      finished_ && !write_failed_ ? grpc::StatusCode::OK : grpc::StatusCode::CANCELLED, started_);
+  const bool ok = finished_ && !write_failed_;
+  service_->CallDone({"EmbedStream", request_id_,
+                      ok ? grpc::StatusCode::OK : grpc::StatusCode::CANCELLED,
+                      ok ? "" : "client went away", absl::ToDoubleSeconds(absl::Now() - started_)});
   delete this;
 }
 

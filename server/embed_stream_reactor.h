@@ -42,6 +42,7 @@ class EmbedStreamReactor final
 
   EmbeddingService* const service_;
   grpc::CallbackServerContext* const context_;
+  const std::string request_id_;
   const absl::Time started_;
   grpc::ByteBuffer request_;
 

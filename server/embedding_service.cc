@@ -34,9 +34,8 @@ absl::Status EmbeddingService::Authorize(const grpc::CallbackServerContext* cont
                                                                it->second.size()));
 }
 
-void EmbeddingService::CallDone(const char* method, grpc::StatusCode code, absl::Time started) {
-  if (observer_.on_rpc_done)
-    observer_.on_rpc_done(method, code, absl::ToDoubleSeconds(absl::Now() - started));
+void EmbeddingService::CallDone(const CallRecord& call) {
+  if (observer_.on_rpc_done) observer_.on_rpc_done(call);
   active_calls_.fetch_sub(1);
 }
 
@@ -89,7 +88,7 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> EmbeddingService::StartEmbed(
 grpc::ServerUnaryReactor* EmbeddingService::Embed(grpc::CallbackServerContext* context,
                                                   const grpc::ByteBuffer* request_bytes,
                                                   grpc::ByteBuffer* response_bytes) {
-  auto* call = new UnaryCall(this, "Embed", CallDeadline(context));
+  auto* call = new UnaryCall(this, "Embed", context);
   v1::EmbedRequest request;
   absl::Status parsed = Authorize(context);
   if (parsed.ok()) parsed = ParseRequest(*request_bytes, &request, limits().max_inputs_per_request);
@@ -124,8 +123,9 @@ class RefusedStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* EmbeddingService::EmbedStream(
     grpc::CallbackServerContext* context) {
   if (absl::Status denied = Authorize(context); !denied.ok()) {
-    CallStarted();  // counted like every call, so metrics see the refusal
-    CallDone("EmbedStream", grpc::StatusCode::UNAUTHENTICATED, absl::Now());
+    CallStarted();  // counted like every call, so metrics and the log see the refusal
+    CallDone({"EmbedStream", AcceptRequestId(context), grpc::StatusCode::UNAUTHENTICATED,
+              std::string(denied.message()), 0.0});
     return new RefusedStream(ToGrpcStatus(denied));
   }
   return new EmbedStreamReactor(this, context);
@@ -134,7 +134,7 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* EmbeddingService::E
 grpc::ServerUnaryReactor* EmbeddingService::Tokenize(grpc::CallbackServerContext* context,
                                                      const grpc::ByteBuffer* request_bytes,
                                                      grpc::ByteBuffer* response_bytes) {
-  auto* call = new UnaryCall(this, "Tokenize", CallDeadline(context));
+  auto* call = new UnaryCall(this, "Tokenize", context);
   auto request = std::make_shared<v1::TokenizeRequest>();
   absl::Status status = Authorize(context);
   if (status.ok()) status = ParseRequest(*request_bytes, request.get(), limits().max_inputs_per_request);
@@ -184,7 +184,7 @@ grpc::ServerUnaryReactor* EmbeddingService::Tokenize(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* EmbeddingService::ListModels(grpc::CallbackServerContext* context,
                                                        const v1::ListModelsRequest* request,
                                                        v1::ListModelsResponse* response) {
-  auto* call = new UnaryCall(this, "ListModels", CallDeadline(context));
+  auto* call = new UnaryCall(this, "ListModels", context);
   if (absl::Status denied = Authorize(context); !denied.ok()) {
     call->FinishOnce(ToGrpcStatus(denied));
     return call;
@@ -204,7 +204,7 @@ grpc::ServerUnaryReactor* EmbeddingService::ListModels(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* EmbeddingService::GetModelInfo(grpc::CallbackServerContext* context,
                                                          const grpc::ByteBuffer* request_bytes,
                                                          grpc::ByteBuffer* response_bytes) {
-  auto* call = new UnaryCall(this, "GetModelInfo", CallDeadline(context));
+  auto* call = new UnaryCall(this, "GetModelInfo", context);
   v1::GetModelInfoRequest request;
   absl::Status parsed = Authorize(context);
   if (parsed.ok()) parsed = ParseRequest(*request_bytes, &request, limits().max_inputs_per_request);

@@ -15,6 +15,7 @@
 #include "server/bearer_auth.h"
 #include "server/embed_job.h"
 #include "server/model_registry.h"
+#include "server/request_log.h"
 #include "server/server_options.h"
 #include "server/worker_pool.h"
 
@@ -25,8 +26,8 @@ absl::Time CallDeadline(const grpc::CallbackServerContext* context);
 
 // Hooks for metrics; every member may be empty.
 struct ServiceObserver {
-  // Every finished RPC: method name ("Embed", ...), its code and duration.
-  std::function<void(const char* method, grpc::StatusCode code, double seconds)> on_rpc_done;
+  // Every finished RPC: its method ("Embed", ...), request id, code, message and duration.
+  std::function<void(const CallRecord& call)> on_rpc_done;
   // Every successful Embed (unary or stream item).
   std::function<void(const ServedModel& model, const EmbedParams& params,
                      const EmbedResult& result)>
@@ -83,7 +84,7 @@ class EmbeddingService final : public EmbeddingServiceBase {
   // Bookkeeping for reactors.
   void CallStarted() { active_calls_.fetch_add(1); }
   const RequestLimits& limits() const { return options_.limits; }
-  void CallDone(const char* method, grpc::StatusCode code, absl::Time started);
+  void CallDone(const CallRecord& call);
 
  private:
   // OK without authentication or with an accepted bearer token; UNAUTHENTICATED otherwise.

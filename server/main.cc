@@ -77,7 +77,21 @@ int Run(int argc, char** argv) {
     }
     auth = *std::move(loaded);
   }
-  EmbeddingService service(*options, pool.get(), &admission, metrics.ServiceHooks(), auth.get());
+  auto log_format = ParseLogFormat(options->log_format);
+  auto log_level = ParseRequestLogLevel(options->log_requests);
+  for (const absl::Status& bad : {log_format.status(), log_level.status()}) {
+    if (!bad.ok()) {
+      std::cerr << "embedding_server: " << bad.message() << "\n";
+      return 2;
+    }
+  }
+  RequestLog request_log(*log_format, *log_level, &std::cerr);
+  ServiceObserver hooks = metrics.ServiceHooks();
+  hooks.on_rpc_done = [metrics_hook = hooks.on_rpc_done, &request_log](const CallRecord& call) {
+    metrics_hook(call);
+    request_log.Record(call);
+  };
+  EmbeddingService service(*options, pool.get(), &admission, hooks, auth.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   if (options->reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -152,8 +152,8 @@ Metrics::Metrics(size_t collapse_window)
 
 ServiceObserver Metrics::ServiceHooks() {
   ServiceObserver hooks;
-  hooks.on_rpc_done = [this](const char* method, grpc::StatusCode code, double seconds) {
-    ObserveRpc(method, code, seconds);
+  hooks.on_rpc_done = [this](const CallRecord& call) {
+    ObserveRpc(call.method, call.code, call.seconds);
   };
   hooks.on_embedded = [this](const ServedModel& model, const EmbedParams& params,
                              const EmbedResult& result) { ObserveEmbedded(model, params, result); };

@@ -28,6 +28,11 @@ ABSL_FLAG(std::string, auth_token_file, "",
           "must then carry 'authorization: Bearer <token>'. Empty: no authentication.");
 ABSL_FLAG(bool, auth_metrics, false, "Also require the bearer token on /metrics.");
 ABSL_FLAG(bool, reflection, true, "Serve gRPC server reflection.");
+ABSL_FLAG(std::string, log_format, "text", "text | json: the request log's line format.");
+// errors by default: a line per failed call (rate-limited) says what went wrong and for whom
+// without a line per success on a busy server.
+ABSL_FLAG(std::string, log_requests, "errors",
+          "off | errors | all: which finished RPCs get a log line (with their request id).");
 ABSL_FLAG(std::string, model_store, "",
           "Directory whose subdirectories are models, each served under its directory name.");
 ABSL_FLAG(std::string, default_model, "", "Model used when a request names none.");
@@ -140,6 +145,8 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv) {
   options.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
   options.auth_metrics = absl::GetFlag(FLAGS_auth_metrics);
   options.reflection = absl::GetFlag(FLAGS_reflection);
+  options.log_format = absl::GetFlag(FLAGS_log_format);
+  options.log_requests = absl::GetFlag(FLAGS_log_requests);
   if (options.auth_metrics && options.auth_token_file.empty())
     return absl::InvalidArgumentError("--auth_metrics: needs --auth-token-file");
   options.models.default_model = absl::GetFlag(FLAGS_default_model);

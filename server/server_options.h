@@ -60,6 +60,9 @@ struct ServerOptions {
   bool auth_metrics = false;
   // gRPC server reflection (grpcurl, the Python reflection client).
   bool reflection = true;
+  // The request log (request_log.h).
+  std::string log_format = "text";
+  std::string log_requests = "errors";
   // W: recent document vectors per collapse-metric series.
   int collapse_window = 512;
   absl::Duration drain_timeout = absl::Seconds(30);

@@ -1,5 +1,5 @@
-// A unary reactor that counts itself as an active call, times itself, reports the code the
-// client saw, and forwards client cancellation to a hook.
+// A unary reactor that counts itself as an active call, carries the call's request id, times
+// itself, reports the code the client saw, and forwards client cancellation to a hook.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -9,13 +9,19 @@
 
 #include "absl/time/time.h"
 #include "server/embedding_service.h"
+#include "server/request_log.h"
 
 namespace embedding::server {
 
 class UnaryCall final : public grpc::ServerUnaryReactor {
  public:
-  UnaryCall(EmbeddingService* service, const char* method, absl::Time deadline)
-      : service_(service), method_(method), deadline_(deadline), started_(absl::Now()) {
+  UnaryCall(EmbeddingService* service, const char* method,
+            grpc::CallbackServerContext* context)
+      : service_(service),
+        method_(method),
+        request_id_(AcceptRequestId(context)),
+        deadline_(CallDeadline(context)),
+        started_(absl::Now()) {
     service_->CallStarted();
   }
 
@@ -26,6 +32,7 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
       if (finished_) return;
       finished_ = true;
       code_ = status.error_code();
+      message_ = status.error_message();
     }
     Finish(status);
   }
@@ -53,23 +60,27 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
   }
 
   void OnDone() override {
-    grpc::StatusCode code;
+    CallRecord record{method_, request_id_, grpc::StatusCode::OK, "",
+                      absl::ToDoubleSeconds(absl::Now() - started_)};
     {
       std::lock_guard<std::mutex> lock(mu_);
-      code = code_;
+      record.code = code_;
+      record.message = message_;
       // A cancelled call ends with what the client saw, whatever the server answered late.
       if (cancelled_) {
-        code = absl::Now() >= deadline_ ? grpc::StatusCode::DEADLINE_EXCEEDED
-                                        : grpc::StatusCode::CANCELLED;
+        record.code = absl::Now() >= deadline_ ? grpc::StatusCode::DEADLINE_EXCEEDED
+                                               : grpc::StatusCode::CANCELLED;
+        record.message.clear();
       }
     }
-    service_->CallDone(method_, code, started_);
+    service_->CallDone(record);
     delete this;
   }
 
  private:
   EmbeddingService* const service_;
   const char* const method_;
+  const std::string request_id_;
   const absl::Time deadline_;
   const absl::Time started_;
   std::mutex mu_;
@@ -77,6 +88,7 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
   bool cancelled_ = false;
   bool finished_ = false;
   grpc::StatusCode code_ = grpc::StatusCode::CANCELLED;
+  std::string message_;
 };
 
 }  // namespace embedding::server
