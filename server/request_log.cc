@@ -52,7 +52,10 @@ std::string AcceptRequestId(grpc::CallbackServerContext* context) {
   std::string id;
   if (it != metadata.end()) id.assign(it->second.data(), it->second.size());
   if (!UsableRequestId(id)) id = FreshRequestId();
-  context->AddInitialMetadata("x-request-id", id);
+  // Trailing, not initial, metadata: response headers commit a call, and a committed call is
+  // never retried, so a draining replica's UNAVAILABLE would stop reaching the client's retry
+  // policy (the failover tests caught it).
+  context->AddTrailingMetadata("x-request-id", id);
   return id;
 }
 

@@ -1,6 +1,6 @@
 // One log line per finished RPC, text or JSON, carrying the call's request id: the client's
 // `x-request-id` when it sends a usable one, else a fresh one, returned to the client in the
-// response's initial metadata either way. Lines for failed calls are rate-limited (a caller can
+// response's trailing metadata either way. Lines for failed calls are rate-limited (a caller can
 // make as many as it likes); secrets never reach them (the record has no headers).
 #pragma once
 
@@ -33,7 +33,7 @@ struct CallRecord {
 };
 
 // The id of the call in `context`: its `x-request-id` when that is 1-128 bytes of [A-Za-z0-9._-],
-// else 16 random hex digits. Adds it to the response's initial metadata.
+// else 16 random hex digits. Adds it to the response's trailing metadata.
 std::string AcceptRequestId(grpc::CallbackServerContext* context);
 
 class RequestLog {

@@ -1,5 +1,6 @@
 // The request log of a real server: one JSON line per finished RPC with its request id, the
-// client's x-request-id honoured when usable and returned in the response metadata either way.
+// client's x-request-id honoured when usable and returned in the response's trailing metadata
+// either way.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -33,7 +34,7 @@ std::string EmbedWithRequestId(client::EmbeddingClient& client, const std::strin
   v1::EmbedResponse response;
   *code = client.stub().Embed(context.get(), client::MakeEmbedRequest({text}, {}), &response)
               .error_code();
-  const auto& metadata = context->GetServerInitialMetadata();
+  const auto& metadata = context->GetServerTrailingMetadata();
   auto it = metadata.find("x-request-id");
   return it == metadata.end() ? "" : std::string(it->second.data(), it->second.size());
 }

@@ -43,12 +43,7 @@ Started Start(const std::string& model_dir, std::vector<std::string> flags = {})
 // Polls until the server's queued tokens and in-flight requests are both 0, or 30 s pass.
 void ExpectAccountingReturnsToZero(const testing::ServerProcess& server) {
   double tokens = -1, requests = -1;
-  const absl::Time give_up = absl::Now() + absl::Seconds(30);
-  do {
-    absl::SleepFor(absl::Milliseconds(100));
-    tokens = testing::ScrapeMetric(server.http_address(), "embedding_queued_tokens");
-    requests = testing::ScrapeMetric(server.http_address(), "embedding_in_flight_requests");
-  } while ((tokens != 0 || requests != 0) && absl::Now() < give_up);
+  testing::WaitForAccountingToReturnToZero(server.http_address(), &tokens, &requests);
   EXPECT_EQ(tokens, 0) << "queued tokens leaked";
   EXPECT_EQ(requests, 0) << "request slots leaked";
 }

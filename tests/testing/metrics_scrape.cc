@@ -4,6 +4,8 @@
 
 #include <regex>
 
+#include "absl/time/clock.h"
+
 namespace embedding::testing {
 namespace {
 
@@ -25,6 +27,16 @@ double ScrapeMetric(const std::string& http_address, const std::string& series) 
 int HttpStatus(const std::string& http_address, const std::string& path) {
   auto response = ClientFor(http_address).Get(path);
   return response ? response->status : -1;
+}
+
+void WaitForAccountingToReturnToZero(const std::string& http_address, double* tokens,
+                                     double* requests) {
+  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  do {
+    absl::SleepFor(absl::Milliseconds(100));
+    *tokens = ScrapeMetric(http_address, "embedding_queued_tokens");
+    *requests = ScrapeMetric(http_address, "embedding_in_flight_requests");
+  } while ((*tokens != 0 || *requests != 0) && absl::Now() < give_up);
 }
 
 }  // namespace embedding::testing

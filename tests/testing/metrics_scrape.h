@@ -13,4 +13,9 @@ double ScrapeMetric(const std::string& http_address, const std::string& series);
 // The status of GET `path` at `http_address`, or -1.
 int HttpStatus(const std::string& http_address, const std::string& path);
 
+// Polls the server at `http_address` until its queued tokens and in-flight requests are both
+// 0, or 30 s pass; leaves the last values read in `tokens` and `requests`.
+void WaitForAccountingToReturnToZero(const std::string& http_address, double* tokens,
+                                     double* requests);
+
 }  // namespace embedding::testing

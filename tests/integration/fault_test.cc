@@ -1,0 +1,200 @@
+// Faults against a real server, each with its figures: twice its capacity for a bounded time,
+// SIGTERM under load, and 1 ms deadlines. Figures are printed (ctest --output-on-failure or -V
+// shows them) and asserted with margins for a shared 2-core machine.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <future>
+#include <iostream>
+#include <map>
+
+#include "client/embedding_client.h"
+#include "tests/testing/metrics_scrape.h"
+#include "tests/testing/server_process.h"
+#include "tests/testing/test_models.h"
+
+namespace embedding {
+namespace {
+
+std::string Words(int n) {
+  static const char* kWords[] = {"the", "cat", "sat", "on", "a", "mat", "and", "dog"};
+  std::string out;
+  for (int i = 0; i < n; ++i) out += std::string(i ? " " : "") + kWords[(i * 5) % 8];
+  return out;
+}
+
+struct Call {
+  absl::Time start;
+  absl::StatusCode code = absl::StatusCode::kUnknown;
+  double ms = 0;
+};
+
+// Calls of 100-word Embed requests, sent open loop at `rate` per second for `duration`
+// (each at its scheduled time, whatever the server does), then waits for every answer.
+std::vector<Call> OpenLoop(const std::string& address, double rate, absl::Duration duration) {
+  client::ClientOptions options{{address}};
+  options.max_attempts = 1;
+  auto client = client::EmbeddingClient::Connect(options).value();
+  const auto request = client::MakeEmbedRequest({Words(100)}, {});
+  const int n = static_cast<int>(rate * absl::ToDoubleSeconds(duration));
+  struct Pending {
+    std::unique_ptr<grpc::ClientContext> context;
+    v1::EmbedResponse response;
+    Call call;
+    std::promise<void> done;
+  };
+  std::vector<std::unique_ptr<Pending>> pending;
+  const absl::Time begin = absl::Now();
+  for (int i = 0; i < n; ++i) {
+    absl::SleepFor(begin + absl::Seconds(i / rate) - absl::Now());
+    auto p = std::make_unique<Pending>();
+    p->context = client->NewContext();
+    p->call.start = absl::Now();
+    client->stub().async()->Embed(p->context.get(), &request, &p->response,
+                                  [raw = p.get()](grpc::Status status) {
+                                    raw->call.code = static_cast<absl::StatusCode>(
+                                        status.error_code());
+                                    raw->call.ms =
+                                        absl::ToDoubleMilliseconds(absl::Now() - raw->call.start);
+                                    raw->done.set_value();
+                                  });
+    pending.push_back(std::move(p));
+  }
+  std::vector<Call> calls;
+  for (auto& p : pending) {
+    p->done.get_future().wait();
+    calls.push_back(p->call);
+  }
+  return calls;
+}
+
+std::map<absl::StatusCode, int> Codes(const std::vector<Call>& calls) {
+  std::map<absl::StatusCode, int> codes;
+  for (const auto& call : calls) ++codes[call.code];
+  return codes;
+}
+
+void ExpectAccountingReturnsToZero(const testing::ServerProcess& server) {
+  double tokens = -1, requests = -1;
+  testing::WaitForAccountingToReturnToZero(server.http_address(), &tokens, &requests);
+  EXPECT_EQ(tokens, 0) << "queued tokens leaked";
+  EXPECT_EQ(requests, 0) << "request slots leaked";
+}
+
+// Capacity: the most answered OK per second under open-loop load at rising rates. Then twice
+// that rate for 3 s: admitted work keeps the server near capacity, the excess is refused at
+// once (RESOURCE_EXHAUSTED), and nothing else fails.
+TEST(Faults, TwiceCapacityKeepsGoodputAndRefusesAtOnce) {
+  testing::ServerProcess server({"--model=tiny=" + testing::TinyModelDir(),
+                                 "--max-concurrent-requests=8", "--log-requests=off"});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  const absl::Duration window = absl::Seconds(3);
+  OpenLoop(server.grpc_address(), 20, absl::Seconds(1));  // warm up
+  // Raise the rate by half while the server answers nearly all of it; capacity is the most it
+  // answered OK per second.
+  double capacity = 0;
+  for (double rate = 40; rate < 5000; rate *= 1.5) {
+    const auto codes = Codes(OpenLoop(server.grpc_address(), rate, window));
+    const double ok = codes.count(absl::StatusCode::kOk) ? codes.at(absl::StatusCode::kOk) / 3.0
+                                                         : 0.0;
+    capacity = std::max(capacity, ok);
+    if (ok < 0.95 * rate) break;
+  }
+  const auto calls = OpenLoop(server.grpc_address(), 2 * capacity, window);
+  const auto codes = Codes(calls);
+  const double goodput = codes.count(absl::StatusCode::kOk) ? codes.at(absl::StatusCode::kOk) / 3.0
+                                                            : 0.0;
+  std::vector<double> refusals;
+  for (const auto& call : calls)
+    if (call.code == absl::StatusCode::kResourceExhausted) refusals.push_back(call.ms);
+  std::sort(refusals.begin(), refusals.end());
+  const double p99 = refusals.empty() ? 0 : refusals[refusals.size() * 99 / 100];
+  std::cout << "capacity " << capacity << " requests/s; at twice that rate: goodput " << goodput
+            << " requests/s (" << 100 * goodput / capacity << "%), " << refusals.size()
+            << " refused, refusal p99 " << p99 << " ms" << std::endl;
+  for (const auto& [code, n] : codes) {
+    EXPECT_TRUE(code == absl::StatusCode::kOk || code == absl::StatusCode::kResourceExhausted)
+        << n << " calls ended " << absl::StatusCodeToString(code);
+  }
+  EXPECT_GT(refusals.size(), 0u) << "twice the capacity must see refusals";
+  EXPECT_GE(goodput, 0.6 * capacity);
+  EXPECT_LT(p99, 100.0) << "a refusal must not wait for capacity";
+  ExpectAccountingReturnsToZero(server);
+}
+
+// SIGTERM under open-loop load: calls sent before the signal end OK, or UNAVAILABLE if they
+// reached the server after its drain began; none is cut off (CANCELLED) once admitted. Calls
+// sent after it end UNAVAILABLE, or CANCELLED while the listener closes. The server exits 0
+// within its drain timeout.
+TEST(Faults, SigtermUnderLoadFinishesAdmittedWorkAndExitsZero) {
+  testing::ServerProcess server({"--model=tiny=" + testing::TinyModelDir(),
+                                 "--drain-timeout-s=30", "--log-requests=off"});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  auto load = std::async(std::launch::async, [&] {
+    return OpenLoop(server.grpc_address(), 60, absl::Seconds(4));
+  });
+  absl::SleepFor(absl::Seconds(1.5));
+  const absl::Time signalled = absl::Now();
+  server.Signal(SIGTERM);
+  const int exit_code = server.Wait(absl::Seconds(40));
+  const double drain_s = absl::ToDoubleSeconds(absl::Now() - signalled);
+  std::map<absl::StatusCode, int> before, after;
+  for (const auto& call : load.get()) ++(call.start < signalled ? before : after)[call.code];
+  std::cout << "exited in " << drain_s << " s; sent before the signal:";
+  for (const auto& [code, n] : before) std::cout << " " << absl::StatusCodeToString(code) << "=" << n;
+  std::cout << "; after:";
+  for (const auto& [code, n] : after) std::cout << " " << absl::StatusCodeToString(code) << "=" << n;
+  std::cout << std::endl;
+  EXPECT_EQ(exit_code, 0);
+  EXPECT_GT(before[absl::StatusCode::kOk], 0);
+  for (const auto& [code, n] : before) {
+    EXPECT_TRUE(code == absl::StatusCode::kOk || code == absl::StatusCode::kUnavailable)
+        << n << " calls sent before the signal ended " << absl::StatusCodeToString(code);
+  }
+  for (const auto& [code, n] : after) {
+    EXPECT_TRUE(code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kCancelled)
+        << n << " calls sent after the signal ended " << absl::StatusCodeToString(code);
+  }
+}
+
+// 300 calls with 1 ms deadlines, of 1 to 3,000 words, 6 at a time: each ends
+// DEADLINE_EXCEEDED (or OK when it was quick enough), the books return to zero, and the server
+// serves on.
+TEST(Faults, OneMillisecondDeadlinesLeakNothing) {
+  testing::ServerProcess server({"--model=tiny=" + testing::TinyModelDir(),
+                                 "--log-requests=off"});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  std::vector<std::future<std::map<absl::StatusCode, int>>> workers;
+  for (int t = 0; t < 6; ++t) {
+    workers.push_back(std::async(std::launch::async, [&server, t] {
+      auto client = client::EmbeddingClient::Connect({{server.grpc_address()}}).value();
+      std::map<absl::StatusCode, int> codes;
+      for (int i = 0; i < 50; ++i) {
+        const int words = 1 + (t * 50 + i) * 10 % 3000;
+        ++codes[client->Embed(client::MakeEmbedRequest({Words(words)}, {}),
+                              absl::Milliseconds(1))
+                    .status()
+                    .code()];
+      }
+      return codes;
+    }));
+  }
+  std::map<absl::StatusCode, int> codes;
+  for (auto& worker : workers)
+    for (const auto& [code, n] : worker.get()) codes[code] += n;
+  for (const auto& [code, n] : codes) {
+    std::cout << absl::StatusCodeToString(code) << "=" << n << " ";
+    EXPECT_TRUE(code == absl::StatusCode::kOk || code == absl::StatusCode::kDeadlineExceeded)
+        << n << " calls ended " << absl::StatusCodeToString(code);
+  }
+  std::cout << std::endl;
+  EXPECT_GT(codes[absl::StatusCode::kDeadlineExceeded], 150);
+  ExpectAccountingReturnsToZero(server);
+  auto client = client::EmbeddingClient::Connect({{server.grpc_address()}}).value();
+  EXPECT_TRUE(client->EmbedTexts({"still serving"}).ok());
+}
+
+}  // namespace
+}  // namespace embedding
