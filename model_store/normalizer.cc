@@ -158,7 +158,9 @@ class Strip : public Normalizer {
 class Replace : public Normalizer {
  public:
   Replace(std::string literal, std::unique_ptr<re2::RE2> regex, std::string content)
-      : literal_(std::move(literal)), regex_(std::move(regex)), content_(std::move(content)) {}
+      : literal_(std::move(literal)),
+        regex_(std::move(regex)),
+        content_(DecodeNormalized(content, 0)) {}
 
   void Normalize(NormalizedText* text) const override {
     // Byte offset of each character in the UTF-8 form, plus the end.
@@ -188,14 +190,13 @@ class Replace : public Normalizer {
         matches.emplace_back(at, at + literal_.size());
     }
     if (matches.empty()) return;
-    const NormalizedText content = DecodeNormalized(content_, 0);
     NormalizedText out;
     size_t next_char = 0;
     for (const auto& [begin, end] : matches) {
       const size_t first = char_at_byte[begin], last = char_at_byte[end - 1];
       if (first < next_char) continue;  // a regex match starting inside a character
       out.insert(out.end(), text->begin() + next_char, text->begin() + first);
-      for (const auto& c : content) out.push_back({c.cp, (*text)[last].begin, (*text)[last].end});
+      for (const auto& c : content_) out.push_back({c.cp, (*text)[last].begin, (*text)[last].end});
       next_char = last + 1;
     }
     out.insert(out.end(), text->begin() + next_char, text->end());
@@ -205,7 +206,7 @@ class Replace : public Normalizer {
  private:
   std::string literal_;
   std::unique_ptr<re2::RE2> regex_;
-  std::string content_;
+  NormalizedText content_;  // decoded once; its spans are replaced per match
 };
 
 class Precompiled : public Normalizer {

@@ -76,13 +76,6 @@ std::map<absl::StatusCode, int> Codes(const std::vector<Call>& calls) {
   return codes;
 }
 
-void ExpectAccountingReturnsToZero(const testing::ServerProcess& server) {
-  double tokens = -1, requests = -1;
-  testing::WaitForAccountingToReturnToZero(server.http_address(), &tokens, &requests);
-  EXPECT_EQ(tokens, 0) << "queued tokens leaked";
-  EXPECT_EQ(requests, 0) << "request slots leaked";
-}
-
 // Capacity: the most answered OK per second under open-loop load at rising rates. Then twice
 // that rate for 3 s: admitted work keeps the server near capacity, the excess is refused at
 // once (RESOURCE_EXHAUSTED), and nothing else fails.
@@ -121,7 +114,7 @@ TEST(Faults, TwiceCapacityKeepsGoodputAndRefusesAtOnce) {
   EXPECT_GT(refusals.size(), 0u) << "twice the capacity must see refusals";
   EXPECT_GE(goodput, 0.6 * capacity);
   EXPECT_LT(p99, 100.0) << "a refusal must not wait for capacity";
-  ExpectAccountingReturnsToZero(server);
+  testing::ExpectAccountingReturnsToZero(server.http_address());
 }
 
 // SIGTERM under open-loop load: calls sent before the signal end OK, or UNAVAILABLE if they
@@ -191,7 +184,7 @@ TEST(Faults, OneMillisecondDeadlinesLeakNothing) {
   }
   std::cout << std::endl;
   EXPECT_GT(codes[absl::StatusCode::kDeadlineExceeded], 150);
-  ExpectAccountingReturnsToZero(server);
+  testing::ExpectAccountingReturnsToZero(server.http_address());
   auto client = client::EmbeddingClient::Connect({{server.grpc_address()}}).value();
   EXPECT_TRUE(client->EmbedTexts({"still serving"}).ok());
 }

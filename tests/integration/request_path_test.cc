@@ -40,14 +40,6 @@ Started Start(const std::string& model_dir, std::vector<std::string> flags = {})
   return s;
 }
 
-// Polls until the server's queued tokens and in-flight requests are both 0, or 30 s pass.
-void ExpectAccountingReturnsToZero(const testing::ServerProcess& server) {
-  double tokens = -1, requests = -1;
-  testing::WaitForAccountingToReturnToZero(server.http_address(), &tokens, &requests);
-  EXPECT_EQ(tokens, 0) << "queued tokens leaked";
-  EXPECT_EQ(requests, 0) << "request slots leaked";
-}
-
 // Calls ended by deadlines of 5-95 ms (queued, tokenising) and by cancellations after
 // 0-2,000 ms (planned, batched, encoding) must give back every slot and token.
 TEST(RequestPath, QueuedTokensAndSlotsReturnToZeroAfterCancellationsAndDeadlines) {
@@ -86,12 +78,12 @@ TEST(RequestPath, QueuedTokensAndSlotsReturnToZeroAfterCancellationsAndDeadlines
                 ::testing::AnyOf(grpc::StatusCode::DEADLINE_EXCEEDED, grpc::StatusCode::CANCELLED,
                                  grpc::StatusCode::RESOURCE_EXHAUSTED));
   }
-  ExpectAccountingReturnsToZero(*s.server);
+  testing::ExpectAccountingReturnsToZero(s.server->http_address());
   EXPECT_EQ(testing::HttpStatus(s.server->http_address(), "/readyz"), 200);
   // The whole queue is free again: a request of most of --max-queued-tokens is admitted.
   auto big = s.client->Embed(client::MakeEmbedRequest({Words(3000)}, {}));
   EXPECT_TRUE(big.ok()) << big.status();
-  ExpectAccountingReturnsToZero(*s.server);
+  testing::ExpectAccountingReturnsToZero(s.server->http_address());
 }
 
 // A client that writes requests and never reads: the server computes at most what the
@@ -126,7 +118,7 @@ TEST(RequestPath, StreamStopsComputingForAClientThatNeverReads) {
   EXPECT_LE(settled, kSent / 2) << "the server kept computing answers nobody reads";
   context.TryCancel();
   writer.join();
-  ExpectAccountingReturnsToZero(*s.server);
+  testing::ExpectAccountingReturnsToZero(s.server->http_address());
 }
 
 // Calls that time out are counted as DEADLINE_EXCEEDED (or OK when they made it), never as
@@ -172,7 +164,7 @@ TEST(RequestPath, TimedOutCallsAreCountedAsTimedOut) {
   EXPECT_EQ(count("INVALID_ARGUMENT"), 0);
   EXPECT_GT(seen, 0);
   EXPECT_LE(seen, kCalls);
-  ExpectAccountingReturnsToZero(*s.server);
+  testing::ExpectAccountingReturnsToZero(s.server->http_address());
 }
 
 // Names of 128 bytes or more need a multi-byte length on the wire.

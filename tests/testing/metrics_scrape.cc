@@ -1,5 +1,6 @@
 #include "tests/testing/metrics_scrape.h"
 
+#include <gtest/gtest.h>
 #include <httplib.h>
 
 #include <regex>
@@ -29,14 +30,16 @@ int HttpStatus(const std::string& http_address, const std::string& path) {
   return response ? response->status : -1;
 }
 
-void WaitForAccountingToReturnToZero(const std::string& http_address, double* tokens,
-                                     double* requests) {
+void ExpectAccountingReturnsToZero(const std::string& http_address) {
+  double tokens = -1, requests = -1;
   const absl::Time give_up = absl::Now() + absl::Seconds(30);
   do {
     absl::SleepFor(absl::Milliseconds(100));
-    *tokens = ScrapeMetric(http_address, "embedding_queued_tokens");
-    *requests = ScrapeMetric(http_address, "embedding_in_flight_requests");
-  } while ((*tokens != 0 || *requests != 0) && absl::Now() < give_up);
+    tokens = ScrapeMetric(http_address, "embedding_queued_tokens");
+    requests = ScrapeMetric(http_address, "embedding_in_flight_requests");
+  } while ((tokens != 0 || requests != 0) && absl::Now() < give_up);
+  EXPECT_EQ(tokens, 0) << "queued tokens leaked";
+  EXPECT_EQ(requests, 0) << "request slots leaked";
 }
 
 }  // namespace embedding::testing

@@ -14,8 +14,7 @@ double ScrapeMetric(const std::string& http_address, const std::string& series);
 int HttpStatus(const std::string& http_address, const std::string& path);
 
 // Polls the server at `http_address` until its queued tokens and in-flight requests are both
-// 0, or 30 s pass; leaves the last values read in `tokens` and `requests`.
-void WaitForAccountingToReturnToZero(const std::string& http_address, double* tokens,
-                                     double* requests);
+// 0, or 30 s pass, and expects both to have reached 0 (a gtest failure names the leak).
+void ExpectAccountingReturnsToZero(const std::string& http_address);
 
 }  // namespace embedding::testing
