@@ -46,6 +46,10 @@ class Tokenizer {
   // INVALID_ARGUMENT listing supported components for an unsupported model/normalizer.
   static absl::StatusOr<std::unique_ptr<Tokenizer>> Load(const std::string& model_dir);
 
+  // The text of a tokenizer.json, named `label` in errors (the fuzz target's entry).
+  static absl::StatusOr<std::unique_ptr<Tokenizer>> FromJson(const std::string& label,
+                                                             std::string_view text);
+
   // From its stages. DATA_LOSS for a negative id.
   static absl::StatusOr<std::unique_ptr<Tokenizer>> Create(TokenizerParts parts);
 

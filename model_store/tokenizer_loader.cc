@@ -15,13 +15,24 @@ namespace fs = std::filesystem;
 using Json = nlohmann::json;
 using Vocab = std::unordered_map<std::string, int32_t>;
 
-absl::StatusOr<Json> ReadJson(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat(path.string(), ": cannot open"));
-  Json json = Json::parse(in, nullptr, false);
+absl::StatusOr<Json> ParseJsonObject(const std::string& label, std::string_view text) {
+  Json json = Json::parse(text, nullptr, false);
   if (json.is_discarded() || !json.is_object())
-    return absl::DataLossError(absl::StrCat(path.string(), ": not a well-formed JSON object"));
+    return absl::DataLossError(absl::StrCat(label, ": not a well-formed JSON object"));
   return json;
+}
+
+absl::StatusOr<std::string> ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path.string(), ": cannot open"));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+absl::StatusOr<Json> ReadJson(const fs::path& path) {
+  ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return ParseJsonObject(path.string(), text);
 }
 
 bool BoolOr(const Json& obj, const char* key, bool fallback) {
@@ -155,9 +166,9 @@ absl::Status ParseUnigram(const std::string& label, const Json& model, Tokenizer
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizerJson(const fs::path& path) {
-  const std::string label = path.string();
-  ASSIGN_OR_RETURN(Json json, ReadJson(path));
+absl::StatusOr<std::unique_ptr<Tokenizer>> ParseTokenizerJson(const std::string& label,
+                                                              std::string_view text) {
+  ASSIGN_OR_RETURN(Json json, ParseJsonObject(label, text));
   const Json& model = json.value("model", Json::object());
   const std::string model_type = model.value("type", "");
   TokenizerParts parts;
@@ -248,10 +259,22 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& mo
   const fs::path json_path = fs::path(model_dir) / "tokenizer.json";
   // nlohmann throws on a field of the wrong type; a bad file is an error, never a crash.
   try {
-    if (fs::exists(json_path)) return LoadTokenizerJson(json_path);
+    if (fs::exists(json_path)) {
+      ASSIGN_OR_RETURN(std::string text, ReadFile(json_path));
+      return FromJson(json_path.string(), text);
+    }
     return LoadVocabTxt(model_dir);
   } catch (const nlohmann::json::exception& e) {
     return absl::DataLossError(absl::StrCat(model_dir, ": malformed tokenizer file: ", e.what()));
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(const std::string& label,
+                                                               std::string_view text) {
+  try {
+    return ParseTokenizerJson(label, text);
+  } catch (const nlohmann::json::exception& e) {
+    return absl::DataLossError(absl::StrCat(label, ": malformed tokenizer file: ", e.what()));
   }
 }
 

@@ -4,8 +4,17 @@
 
 namespace embedding::server {
 
+void CollapseWindow::Clear() {
+  ring_.clear();
+  next_ = count_ = updates_since_rebuild_ = 0;
+  sum_.clear();
+}
+
 std::optional<double> CollapseWindow::Add(const std::vector<float>& v) {
-  if (sum_.empty()) sum_.assign(v.size(), 0.0);
+  if (sum_.size() != v.size()) {
+    Clear();
+    sum_.assign(v.size(), 0.0);
+  }
   std::optional<double> centroid_cosine;
   if (count_ > 0) {
     double dot = 0, norm = 0;

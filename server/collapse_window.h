@@ -14,8 +14,11 @@ class CollapseWindow {
   explicit CollapseWindow(size_t capacity) : capacity_(capacity) {}
 
   // Adds unit vector `v` (evicting the oldest when full). Returns its cosine to the centroid
-  // of the window before it was added, if the window was not empty. Not thread-safe.
+  // of the window before it was added, if the window was not empty. A vector of another
+  // dimension than the window's (a reloaded model) starts the window afresh. Not thread-safe.
   std::optional<double> Add(const std::vector<float>& v);
+  // Forgets every vector.
+  void Clear();
 
   size_t size() const { return count_; }
   // Mean pairwise cosine; unset below two vectors.

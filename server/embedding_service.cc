@@ -48,7 +48,8 @@ absl::StatusOr<const ModelRegistry*> EmbeddingService::ServingRegistry() const {
   return registry;
 }
 
-absl::StatusOr<const ServedModel*> EmbeddingService::FindModel(const std::string& name) const {
+absl::StatusOr<std::shared_ptr<const ServedModel>> EmbeddingService::FindModel(
+    const std::string& name) const {
   auto registry = ServingRegistry();
   if (!registry.ok()) return registry.status();
   return (*registry)->Find(name);
@@ -58,7 +59,8 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> EmbeddingService::StartEmbed(
     const v1::EmbedRequest& request, absl::Time deadline, Responder respond) {
   auto served = FindModel(request.model());
   if (!served.ok()) return served.status();
-  const ServedModel* model = *served;
+  // The version this request runs on until it is answered, even if a reload replaces it.
+  std::shared_ptr<const ServedModel> model = *std::move(served);
   auto params = ValidateEmbedRequest(request, *model->model, options_.limits);
   if (!params.ok()) return params.status();
   auto permit = admission_->Admit();
@@ -138,7 +140,8 @@ grpc::ServerUnaryReactor* EmbeddingService::Tokenize(grpc::CallbackServerContext
   auto request = std::make_shared<v1::TokenizeRequest>();
   absl::Status status = Authorize(context);
   if (status.ok()) status = ParseRequest(*request_bytes, request.get(), limits().max_inputs_per_request);
-  absl::StatusOr<const ServedModel*> served = status.ok() ? FindModel(request->model()) : status;
+  absl::StatusOr<std::shared_ptr<const ServedModel>> served =
+      status.ok() ? FindModel(request->model()) : status;
   if (status.ok()) status = served.status();
   if (status.ok()) status = ValidateInputCount(request->inputs_size(), options_.limits);
   if (status.ok()) status = ValidateTextBytes(request->inputs(), 0, options_.limits);
@@ -150,7 +153,7 @@ grpc::ServerUnaryReactor* EmbeddingService::Tokenize(grpc::CallbackServerContext
   }
   // Held until the answer is built: the slot comes back on every path.
   auto slot = std::make_shared<AdmissionPermit>(*std::move(permit));
-  const ServedModel* model = *served;
+  std::shared_ptr<const ServedModel> model = *std::move(served);
   // The response carries ~50 bytes per token: bounded like one document's tokens.
   const int64_t max_tokens = options_.limits.max_tokens_per_document;
   pool_->Schedule([call, request, response_bytes, model, slot, max_tokens] {
@@ -194,7 +197,7 @@ grpc::ServerUnaryReactor* EmbeddingService::ListModels(grpc::CallbackServerConte
     call->FinishOnce(ToGrpcStatus(registry.status()));
     return call;
   }
-  for (const auto& served : (*registry)->models())
+  for (const auto& served : (*registry)->Current())
     FillModelInfo(*served, options_.limits, response->add_models());
   response->set_default_model((*registry)->default_name());
   call->FinishOnce(grpc::Status::OK);
@@ -208,7 +211,8 @@ grpc::ServerUnaryReactor* EmbeddingService::GetModelInfo(grpc::CallbackServerCon
   v1::GetModelInfoRequest request;
   absl::Status parsed = Authorize(context);
   if (parsed.ok()) parsed = ParseRequest(*request_bytes, &request, limits().max_inputs_per_request);
-  absl::StatusOr<const ServedModel*> served = parsed.ok() ? FindModel(request.model()) : parsed;
+  absl::StatusOr<std::shared_ptr<const ServedModel>> served =
+      parsed.ok() ? FindModel(request.model()) : parsed;
   if (served.ok()) {
     v1::ModelInfo info;
     FillModelInfo(**served, options_.limits, &info);

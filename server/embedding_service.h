@@ -92,7 +92,7 @@ class EmbeddingService final : public EmbeddingServiceBase {
   // Checks readiness and draining. UNAVAILABLE when not serving.
   absl::StatusOr<const ModelRegistry*> ServingRegistry() const;
   // The served model `name` ("" for the default); UNAVAILABLE or NOT_FOUND.
-  absl::StatusOr<const ServedModel*> FindModel(const std::string& name) const;
+  absl::StatusOr<std::shared_ptr<const ServedModel>> FindModel(const std::string& name) const;
 
   const ServerOptions options_;
   WorkerPool* const pool_;

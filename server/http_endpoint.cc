@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "nlohmann/json.hpp"
 
 namespace embedding::server {
 namespace {
@@ -19,12 +20,46 @@ constexpr time_t kHttpReadTimeoutSeconds = 2;
 constexpr size_t kHttpKeepAliveRequests = 100;
 constexpr size_t kHttpMaxBodyBytes = 64 << 10;
 
+// A bearer token from the Authorization header, or 401 in `res`.
+bool Authorized(const BearerAuth& auth, const httplib::Request& req, httplib::Response& res) {
+  const absl::Status allowed = auth.Check(req.get_header_value("Authorization"));
+  if (allowed.ok()) return true;
+  res.status = 401;
+  res.set_header("WWW-Authenticate", "Bearer");
+  res.set_content(std::string(allowed.message()) + "\n", "text/plain");
+  return false;
+}
+
+// 200 with every model's outcome when none was refused; 422 when a new version was (the old
+// one keeps serving); 404 for a model not served.
+void AnswerReload(const absl::StatusOr<std::vector<ReloadOutcome>>& outcomes,
+                  httplib::Response& res) {
+  if (!outcomes.ok()) {
+    res.status = outcomes.status().code() == absl::StatusCode::kNotFound ? 404 : 500;
+    res.set_content(std::string(outcomes.status().message()) + "\n", "text/plain");
+    return;
+  }
+  nlohmann::json body = nlohmann::json::array();
+  res.status = 200;
+  for (const ReloadOutcome& outcome : *outcomes) {
+    nlohmann::json item = {{"model", outcome.model},
+                           {"result", ReloadResultName(outcome.result)},
+                           {"version", outcome.version}};
+    if (outcome.result == ReloadOutcome::Result::kFailed) {
+      item["error"] = outcome.error;
+      res.status = 422;
+    }
+    body.push_back(std::move(item));
+  }
+  // Replace: a model's error text may hold bytes that are not UTF-8 (file names).
+  res.set_content(body.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
+                  "application/json");
+}
+
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& address,
-                                                                  Metrics* metrics,
-                                                                  std::function<bool()> serving,
-                                                                  const BearerAuth* metrics_auth) {
+absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(HttpEndpointOptions options) {
+  const std::string& address = options.address;
   const size_t colon = address.rfind(':');
   int port = 0;
   if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port)) {
@@ -49,23 +84,33 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::str
   server.set_write_timeout(kHttpReadTimeoutSeconds, 0);
   server.set_keep_alive_max_count(kHttpKeepAliveRequests);
   server.set_payload_max_length(kHttpMaxBodyBytes);
+  Metrics* metrics = options.metrics;
+  const BearerAuth* metrics_auth = options.auth_metrics ? options.auth : nullptr;
   server.Get("/metrics", [metrics, metrics_auth](const httplib::Request& req,
                                                  httplib::Response& res) {
-    if (metrics_auth != nullptr) {
-      const absl::Status allowed = metrics_auth->Check(req.get_header_value("Authorization"));
-      if (!allowed.ok()) {
-        res.status = 401;
-        res.set_header("WWW-Authenticate", "Bearer");
-        res.set_content(std::string(allowed.message()) + "\n", "text/plain");
-        return;
-      }
-    }
+    if (metrics_auth != nullptr && !Authorized(*metrics_auth, req, res)) return;
     res.set_content(metrics->Render(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  server.Post("/admin/reload", [auth = options.auth, self = endpoint.get()](
+                                   const httplib::Request& req, httplib::Response& res) {
+    if (auth == nullptr) {
+      res.status = 403;
+      res.set_content("admin endpoints are off: they need --auth-token-file\n", "text/plain");
+      return;
+    }
+    if (!Authorized(*auth, req, res)) return;
+    ModelReloader* reloader = self->reloader_.load();
+    if (reloader == nullptr) {
+      res.status = 503;
+      res.set_content("models are loading; retry shortly\n", "text/plain");
+      return;
+    }
+    AnswerReload(reloader->ReloadNow(req.get_param_value("model")), res);
   });
   server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });
-  server.Get("/readyz", [serving](const httplib::Request&, httplib::Response& res) {
+  server.Get("/readyz", [serving = std::move(options.serving)](const httplib::Request&, httplib::Response& res) {
     const bool ready = serving();
     res.status = ready ? 200 : 503;
     res.set_content(ready ? "SERVING\n" : "NOT_SERVING\n", "text/plain");

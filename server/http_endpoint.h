@@ -1,8 +1,9 @@
-// The HTTP side: /metrics (Prometheus text format), /healthz (the process is up) and
-// /readyz (the gRPC health state is SERVING). cpp-httplib on its own threads; prometheus-cpp's
+// The HTTP side: /metrics (Prometheus text format), /healthz (the process is up), /readyz
+// (the gRPC health state is SERVING) and POST /admin/reload (models, behind bearer auth). cpp-httplib on its own threads; prometheus-cpp's
 // own exposer cannot start its threads once libtorch and OpenBLAS are loaded.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -11,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "server/bearer_auth.h"
 #include "server/metrics.h"
+#include "server/model_reloader.h"
 
 namespace httplib {
 class Server;
@@ -18,23 +20,32 @@ class Server;
 
 namespace embedding::server {
 
+struct HttpEndpointOptions {
+  std::string address;  // "host:port"; port 0 picks a free one
+  Metrics* metrics = nullptr;
+  std::function<bool()> serving;  // tells /readyz
+  // Bearer tokens (may be null; must outlive the endpoint). They always guard /admin/*, which
+  // is refused without them; /metrics only with `auth_metrics`. The probes stay open.
+  const BearerAuth* auth = nullptr;
+  bool auth_metrics = false;
+};
+
 class HttpEndpoint {
  public:
-  // Listens on `address` ("host:port"; port 0 picks a free one). `serving` tells /readyz.
-  // `metrics_auth` (may be null; must outlive the endpoint) guards /metrics with a bearer
-  // token; the probes stay open. UNAVAILABLE when the address cannot be bound.
-  static absl::StatusOr<std::unique_ptr<HttpEndpoint>> Start(const std::string& address,
-                                                             Metrics* metrics,
-                                                             std::function<bool()> serving,
-                                                             const BearerAuth* metrics_auth);
+  // Listens and serves. UNAVAILABLE when the address cannot be bound.
+  static absl::StatusOr<std::unique_ptr<HttpEndpoint>> Start(HttpEndpointOptions options);
   // Stops listening and joins the thread.
   ~HttpEndpoint();
 
   int port() const { return port_; }
+  // Where POST /admin/reload goes once models are loaded (until then it answers 503).
+  // `reloader` must outlive the endpoint, or be unset (nullptr) before it goes.
+  void SetReloader(ModelReloader* reloader) { reloader_.store(reloader); }
 
  private:
   HttpEndpoint() = default;
 
+  std::atomic<ModelReloader*> reloader_{nullptr};
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   int port_ = 0;

@@ -18,6 +18,7 @@
 #include "server/log_throttle.h"
 #include "server/metrics.h"
 #include "server/model_registry.h"
+#include "server/model_reloader.h"
 #include "server/server_options.h"
 #include "server/tls_credentials.h"
 #include "server/worker_pool.h"
@@ -31,6 +32,17 @@ void SetHealth(grpc::Server* server, bool serving) {
   auto* health = server->GetHealthCheckService();
   health->SetServingStatus(serving);
   health->SetServingStatus(kServiceName, serving);
+}
+
+// A reload that found something: what serves now, or why the new version was refused.
+void LogReload(const ReloadOutcome& outcome) {
+  if (outcome.result == ReloadOutcome::Result::kLoaded) {
+    std::cerr << "embedding_server: model '" << outcome.model << "' reloaded: version "
+              << outcome.version << " serving\n";
+  } else if (outcome.result == ReloadOutcome::Result::kFailed) {
+    std::cerr << "embedding_server: model '" << outcome.model << "': new version refused: "
+              << outcome.error << "; version " << outcome.version << " keeps serving\n";
+  }
 }
 
 int Run(int argc, char** argv) {
@@ -131,8 +143,13 @@ int Run(int argc, char** argv) {
   };
   std::unique_ptr<HttpEndpoint> http;
   if (!options->http_listen.empty()) {
-    auto started = HttpEndpoint::Start(options->http_listen, &metrics, ready,
-                                       options->auth_metrics ? auth.get() : nullptr);
+    HttpEndpointOptions http_options;
+    http_options.address = options->http_listen;
+    http_options.metrics = &metrics;
+    http_options.serving = ready;
+    http_options.auth = auth.get();
+    http_options.auth_metrics = options->auth_metrics;
+    auto started = HttpEndpoint::Start(std::move(http_options));
     if (!started.ok()) {
       std::cerr << "embedding_server: " << started.status().message() << "\n";
       server->Shutdown();
@@ -144,16 +161,26 @@ int Run(int argc, char** argv) {
               << std::endl;
   }
 
+  ModelRegistry::VersionObserver versions;
+  versions.on_serving = [&metrics](const ServedModel& model, bool current) {
+    metrics.SetModelInfo(model, current);
+  };
+  versions.on_unloaded = [&metrics](const ServedModel& model) {
+    metrics.RemoveModelInfo(model);
+    std::cerr << "embedding_server: model '" << model.name << "' version " << model.version
+              << " unloaded (replaced, and no request holds it)\n";
+  };
   auto registry = ModelRegistry::Load(
       options->models, options->batching, &inference,
       [pool = pool.get()](std::function<void()> work) { pool->Schedule(std::move(work)); },
-      [&metrics](const ServedModel& model) { return metrics.BatchHook(model.name); });
+      [&metrics](const ServedModel& model) { return metrics.BatchHook(model.name); },
+      versions);
   if (!registry.ok()) {
     std::cerr << "embedding_server: " << registry.status().message() << "\n";
     server->Shutdown();
     return 1;
   }
-  for (const auto& m : (*registry)->models()) {
+  for (const auto& m : (*registry)->Current()) {
     std::cerr << "embedding_server: model '" << m->name << "' version " << m->version << " ("
               << m->model->config().model_type << ", " << m->model->config().hidden_size
               << " dims, window " << m->model->max_content_tokens() << " tokens, "
@@ -164,7 +191,7 @@ int Run(int argc, char** argv) {
                       : "")
               << "\n";
   }
-  for (const auto& m : (*registry)->models()) {
+  for (const auto& m : (*registry)->Current()) {
     for (const auto& trial : m->model->dtype_trials()) {
       std::cerr << "embedding_server: model '" << m->name << "' --dtype=auto tried "
                 << model_store::ComputeDTypeName(trial.dtype) << ": "
@@ -177,7 +204,12 @@ int Run(int argc, char** argv) {
                 << "\n";
     }
   }
-  for (const auto& m : (*registry)->models()) metrics.SetModelInfo(*m);
+  auto reloader = std::make_unique<ModelReloader>(
+      registry->get(), options->models.poll_interval, [&metrics](const ReloadOutcome& outcome) {
+        metrics.ObserveReload(outcome.model, ReloadResultName(outcome.result));
+        LogReload(outcome);
+      });
+  if (http) http->SetReloader(reloader.get());
   service.SetReady(registry->get());
   SetHealth(server.get(), true);
   serving.store(true);
@@ -200,6 +232,9 @@ int Run(int argc, char** argv) {
   // batchers, then stop them (what is left fails with UNAVAILABLE), then run the last
   // completions they posted.
   pool->WaitIdle();
+  // Then the HTTP side (its handlers finish) and the reloader, before the registry they use.
+  http.reset();
+  reloader.reset();
   registry->reset();
   pool.reset();
   std::cerr << "embedding_server: stopped\n";

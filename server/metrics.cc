@@ -140,8 +140,19 @@ Metrics::Metrics(size_t collapse_window)
                      .Add({})),
       model_info_(BuildGauge()
                       .Name("embedding_model_info")
-                      .Help("Served models; value 1")
-                      .Register(*registry_)) {
+                      .Help("Loaded model versions; 1 for the current version, 0 for an older "
+                            "one still selectable as NAME@VERSION")
+                      .Register(*registry_)),
+      reloads_(BuildCounter()
+                   .Name("embedding_model_reloads_total")
+                   .Help("Model reload attempts that found a new version, by result "
+                         "(loaded, failed)")
+                   .Register(*registry_)),
+      reload_failing_(BuildGauge()
+                          .Name("embedding_model_reload_failing")
+                          .Help("1 while the newest version on disk was refused and an older "
+                                "one serves")
+                          .Register(*registry_)) {
   BuildGauge()
       .Name("embedding_build_info")
       .Help("Build of this server; value 1")
@@ -164,13 +175,31 @@ Batcher::BatchObserver Metrics::BatchHook(const std::string& model) {
   return [this, model](const BatchStats& stats) { ObserveBatch(model, stats); };
 }
 
-void Metrics::SetModelInfo(const ServedModel& model) {
-  model_info_
-      .Add({{"model", model.name},
-            {"version", model.version},
-            {"architecture", model.model->config().model_type},
-            {"dtype", model_store::ComputeDTypeName(model.model->encoder().dtype())}})
-      .Set(1);
+namespace {
+
+prometheus::Labels ModelInfoLabels(const ServedModel& model) {
+  return {{"model", model.name},
+          {"version", model.version},
+          {"architecture", model.model->config().model_type},
+          {"dtype", model_store::ComputeDTypeName(model.model->encoder().dtype())}};
+}
+
+}  // namespace
+
+void Metrics::SetModelInfo(const ServedModel& model, bool current) {
+  model_info_.Add(ModelInfoLabels(model)).Set(current ? 1 : 0);
+  reload_failing_.Add({{"model", model.name}});  // exported as 0 from the start
+}
+
+void Metrics::RemoveModelInfo(const ServedModel& model) {
+  model_info_.Remove(&model_info_.Add(ModelInfoLabels(model)));
+}
+
+void Metrics::ObserveReload(const std::string& model, const char* result) {
+  const std::string outcome = result;
+  if (outcome == "unchanged") return;
+  reloads_.Add({{"model", model}, {"result", outcome}}).Increment();
+  reload_failing_.Add({{"model", model}}).Set(outcome == "failed" ? 1 : 0);
 }
 
 void Metrics::SetLimits(int64_t max_queued_tokens, int64_t max_concurrent_requests) {
@@ -217,6 +246,10 @@ void Metrics::ObserveEmbedded(const ServedModel& model, const EmbedParams& param
     {
       std::lock_guard<std::mutex> lock(mu_);
       CollapseSeries& series = Series(name, doc.length_bucket, tempscale);
+      if (series.version != model.version) {
+        series.window.Clear();
+        series.version = model.version;
+      }
       if (auto cosine = series.window.Add(doc.collapse_vector))
         series.centroid_cosine->Observe(*cosine);
       series.window_size->Set(static_cast<double>(series.window.size()));

@@ -31,7 +31,13 @@ class Metrics {
   ServiceObserver ServiceHooks();
   Batcher::BatchObserver BatchHook(const std::string& model);
 
-  void SetModelInfo(const ServedModel& model);
+  // A loaded version: 1 while it is its model's current version, 0 while an older one stays
+  // loaded (NAME@VERSION). Removed when the version is unloaded.
+  void SetModelInfo(const ServedModel& model, bool current);
+  void RemoveModelInfo(const ServedModel& model);
+  // One reload attempt for `model`; a failed one sets embedding_model_reload_failing to 1
+  // until a later attempt loads or finds nothing new.
+  void ObserveReload(const std::string& model, const char* result);
   // Values read at scrape time (queue, in-flight), and the admission bounds they run against.
   void SetGaugeSources(std::function<int64_t()> queued_tokens,
                        std::function<int64_t()> in_flight_requests);
@@ -50,6 +56,8 @@ class Metrics {
   struct CollapseSeries {
     explicit CollapseSeries(size_t w) : window(w) {}
     CollapseWindow window;
+    // The model version whose vectors the window holds: versions are never mixed.
+    std::string version;
     prometheus::Gauge* mean_cosine = nullptr;
     prometheus::Gauge* window_size = nullptr;
     prometheus::Histogram* centroid_cosine = nullptr;
@@ -84,6 +92,8 @@ class Metrics {
   prometheus::Gauge& queued_tokens_;
   prometheus::Gauge& in_flight_;
   prometheus::Family<prometheus::Gauge>& model_info_;
+  prometheus::Family<prometheus::Counter>& reloads_;
+  prometheus::Family<prometheus::Gauge>& reload_failing_;
 
   std::mutex mu_;  // collapse series
   std::map<std::tuple<std::string, std::string, std::string>, std::unique_ptr<CollapseSeries>>

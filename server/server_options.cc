@@ -12,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "common/command_line.h"
 #include "common/status_macros.h"
+#include "model_store/model_version.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC address (port 0 picks a free port).");
 ABSL_FLAG(std::string, http_listen, "0.0.0.0:8080",
@@ -36,6 +37,15 @@ ABSL_FLAG(std::string, log_requests, "errors",
 ABSL_FLAG(std::string, model_store, "",
           "Directory whose subdirectories are models, each served under its directory name.");
 ABSL_FLAG(std::string, default_model, "", "Model used when a request names none.");
+// 30 s: a new version serves within a minute of landing (it must look the same at two checks
+// in a row, so a half-copied directory is not loaded), and a check only lists files.
+ABSL_FLAG(double, model_poll_interval_s, 30.0,
+          "How often model directories are checked for a new version (0: only on POST "
+          "/admin/reload).");
+// 2: the previous version stays loaded after a reload, selectable as NAME@VERSION (a quick
+// way back, and a peer for comparing vectors), at the cost of its memory.
+ABSL_FLAG(int, model_versions_kept, 2,
+          "Loaded versions per model after a reload, the current one included.");
 // fp32 by default: the exact model. bf16 and int8 trade a little accuracy (guarded, see
 // model_store/dtype_choice.h) for speed; auto measures them at start-up and picks.
 ABSL_FLAG(std::string, dtype, "fp32",
@@ -81,6 +91,8 @@ absl::StatusOr<ModelSource> ParseModelSource(absl::string_view spec) {
   }
   if (parts.first.empty() || parts.second.empty())
     return absl::InvalidArgumentError(absl::StrCat("--model=", spec, ": expected NAME=DIR or DIR"));
+  if (parts.first.find('@') != std::string::npos)  // '@' selects a version: NAME@VERSION
+    return absl::InvalidArgumentError(absl::StrCat("--model=", spec, ": NAME may not hold '@'"));
   return ModelSource{parts.first, parts.second};
 }
 
@@ -125,7 +137,7 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv) {
   if (const std::string store = absl::GetFlag(FLAGS_model_store); !store.empty()) {
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator(store, ec)) {
-      if (std::filesystem::exists(entry.path() / "config.json"))
+      if (model_store::LocateModelVersion(entry.path().string()).ok())
         options.models.sources.push_back({entry.path().filename().string(), entry.path().string()});
     }
     if (ec)
@@ -164,6 +176,14 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv) {
         absl::StrCat("--dtype=", dtype, ": allowed fp32, bf16, int8, auto"));
   }
   options.models.intra_op_threads = absl::GetFlag(FLAGS_threads);
+  const double poll = absl::GetFlag(FLAGS_model_poll_interval_s);
+  if (!(poll >= 0 && poll <= 86400))
+    return absl::InvalidArgumentError("--model_poll_interval_s: must be in [0, 86400]");
+  options.models.poll_interval = absl::Milliseconds(static_cast<int64_t>(poll * 1000));
+  const int kept = absl::GetFlag(FLAGS_model_versions_kept);
+  if (kept < 1 || kept > 16)
+    return absl::InvalidArgumentError("--model_versions_kept: must be in [1, 16]");
+  options.models.versions_kept = static_cast<size_t>(kept);
   options.tokenizer_threads = absl::GetFlag(FLAGS_tokenizer_threads);
   RETURN_IF_ERROR(Positive("tokenizer_threads", options.tokenizer_threads));
   options.collapse_window = absl::GetFlag(FLAGS_collapse_window);

@@ -24,6 +24,11 @@ struct ModelOptions {
   std::string default_model;         // empty: the first model
   model_store::ComputeDType dtype = model_store::ComputeDType::kFloat32;
   int intra_op_threads = 0;  // 0: all cores
+  // Loaded versions per model after a reload: the current one and those before it, for
+  // "name@version" (--model-versions-kept).
+  size_t versions_kept = 2;
+  // How often model directories are checked for a new version; zero: only on an admin call.
+  absl::Duration poll_interval = absl::Seconds(30);
 };
 
 struct RequestLimits {

@@ -25,22 +25,27 @@ torch::Tensor PlainAttention(const torch::Tensor& q, const torch::Tensor& k, con
 TEST(BlockedSelfAttention, EqualsThePlainFormulaForEveryBlockSizeAndTemperature) {
   torch::manual_seed(3);
   const int64_t heads = 3, d = 16, padded = 70;
-  for (auto [dtype, tolerance] : {std::pair{torch::kFloat32, 1e-5}, std::pair{torch::kBFloat16, 1e-1}})
-  for (int64_t length : {1, 5, 64, 70}) {
-    for (int64_t block : {1, 7, 64, 128}) {
-      for (double tau : {1.0, 0.7, 0.2, 2.5}) {
-        // One real sequence of `length` tokens inside a padded batch row of 70.
-        // Drawn in `dtype`, so the plain formula (in fp32) sees the same inputs.
-        auto draw = [&] { return torch::randn({heads, padded, d}).to(dtype).to(torch::kFloat32); };
-        torch::Tensor q = draw(), k = draw(), v = draw();
-        torch::Tensor mask = torch::arange(padded).lt(length).view({1, 1, padded});
-        torch::Tensor expected = PlainAttention(q, k, v, mask, tau).slice(1, 0, length);
-        auto real = [&](const torch::Tensor& t) { return t.slice(1, 0, length).to(dtype); };
-        torch::Tensor actual = BlockedSelfAttention(real(q), real(k), real(v),
-                                                    1.0 / (std::sqrt(double(d)) * tau), block);
-        EXPECT_EQ(actual.scalar_type(), dtype);
-        EXPECT_LT((actual.to(torch::kFloat32) - expected).abs().max().item<float>(), tolerance)
-            << dtype << " length " << length << " block " << block << " tau " << tau;
+  for (auto [dtype_case, tolerance] :
+       {std::pair{torch::kFloat32, 1e-5}, std::pair{torch::kBFloat16, 1e-1}}) {
+    const auto dtype = dtype_case;  // a plain variable: lambdas may not capture bindings (C++17)
+    for (int64_t length : {1, 5, 64, 70}) {
+      for (int64_t block : {1, 7, 64, 128}) {
+        for (double tau : {1.0, 0.7, 0.2, 2.5}) {
+          // One real sequence of `length` tokens inside a padded batch row of 70.
+          // Drawn in `dtype`, so the plain formula (in fp32) sees the same inputs.
+          auto draw = [&] {
+            return torch::randn({heads, padded, d}).to(dtype).to(torch::kFloat32);
+          };
+          torch::Tensor q = draw(), k = draw(), v = draw();
+          torch::Tensor mask = torch::arange(padded).lt(length).view({1, 1, padded});
+          torch::Tensor expected = PlainAttention(q, k, v, mask, tau).slice(1, 0, length);
+          auto real = [&](const torch::Tensor& t) { return t.slice(1, 0, length).to(dtype); };
+          torch::Tensor actual = BlockedSelfAttention(real(q), real(k), real(v),
+                                                      1.0 / (std::sqrt(double(d)) * tau), block);
+          EXPECT_EQ(actual.scalar_type(), dtype);
+          EXPECT_LT((actual.to(torch::kFloat32) - expected).abs().max().item<float>(), tolerance)
+              << dtype << " length " << length << " block " << block << " tau " << tau;
+        }
       }
     }
   }

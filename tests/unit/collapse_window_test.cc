@@ -58,5 +58,22 @@ TEST(CollapseWindow, MatchesBruteForceThroughEvictions) {
   }
 }
 
+// A reloaded model may change the dimension: its first vector starts the window afresh
+// (it once read past the old, shorter sum: the reload test under ASan found it).
+TEST(CollapseWindow, AVectorOfAnotherDimensionStartsAfresh) {
+  std::mt19937 rng(7);
+  CollapseWindow window(8);
+  for (int i = 0; i < 5; ++i) window.Add(RandomUnit(&rng, 96, 1.0f));
+  const auto wide = RandomUnit(&rng, 256, 1.0f);
+  EXPECT_FALSE(window.Add(wide).has_value());
+  EXPECT_EQ(window.size(), 1u);
+  const auto next = RandomUnit(&rng, 256, 1.0f);
+  ASSERT_TRUE(window.Add(next).has_value());
+  EXPECT_NEAR(*window.MeanCosine(), Dot(wide, next), 1e-6);
+  window.Clear();
+  EXPECT_EQ(window.size(), 0u);
+  EXPECT_FALSE(window.MeanCosine().has_value());
+}
+
 }  // namespace
 }  // namespace embedding::server

@@ -1,0 +1,234 @@
+// Model reload against a real server on a versioned model directory (<dir>/<version>/): a new
+// version found by the poller or loaded by POST /admin/reload replaces the serving one in one
+// step, the previous one stays selectable as NAME@VERSION, requests in flight finish on the
+// version they started on, and a broken version is refused (log line and metrics) while the
+// old one keeps serving.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <filesystem>
+#include <future>
+
+#include "absl/time/clock.h"
+#include "client/embedding_client.h"
+#include "tests/testing/metrics_scrape.h"
+#include "tests/testing/server_process.h"
+#include "tests/testing/test_models.h"
+
+namespace embedding {
+namespace {
+namespace fs = std::filesystem;
+
+using ::testing::HasSubstr;
+
+constexpr char kToken[] = "reload-admin-token-5e1d";
+
+// Version `version` of the model in `model_dir`: a copy of `from`, moved into place whole.
+void AddVersion(const std::string& model_dir, const std::string& version, const std::string& from) {
+  const std::string staged = testing::CopyModelDir(from, "staged-" + version);
+  fs::rename(staged, fs::path(model_dir) / version);
+}
+
+std::unique_ptr<client::EmbeddingClient> Client(const testing::ServerProcess& server) {
+  client::ClientOptions options{{server.grpc_address()}};
+  options.bearer_token = kToken;
+  options.max_attempts = 1;
+  return client::EmbeddingClient::Connect(options).value();
+}
+
+absl::StatusOr<v1::EmbedResponse> EmbedWith(client::EmbeddingClient& client,
+                                            const std::string& model, const std::string& text) {
+  client::EmbedOptions options;
+  options.model = model;
+  return client.Embed(client::MakeEmbedRequest({text}, options));
+}
+
+// The current version of `model`, polled until it is `want` or `timeout` passes.
+std::string WaitForVersion(client::EmbeddingClient& client, const std::string& model,
+                           const std::string& want, absl::Duration timeout) {
+  const absl::Time give_up = absl::Now() + timeout;
+  std::string version;
+  while (absl::Now() < give_up) {
+    auto info = client.GetModelInfo(model);
+    if (info.ok()) version = info->version();
+    if (version == want) break;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  return version;
+}
+
+httplib::Result PostReload(const std::string& address, const std::string& query,
+                           const std::string& token) {
+  const size_t colon = address.rfind(':');
+  httplib::Client http(address.substr(0, colon), std::stoi(address.substr(colon + 1)));
+  http.set_read_timeout(60, 0);
+  httplib::Headers headers;
+  if (!token.empty()) headers.emplace("Authorization", std::string("Bearer ") + token);
+  return http.Post("/admin/reload" + query, headers, "", "text/plain");
+}
+
+std::string TokenFile() {
+  const std::string path = testing::MakeScratchDir("reload-tokens") + "/tokens";
+  testing::WriteFile(path, std::string(kToken) + "\n");
+  return path;
+}
+
+TEST(ModelReload, PollerSwitchesToANewVersionAndKeepsTheOldOneSelectable) {
+  const std::string model_dir = testing::MakeScratchDir("reload-poll");
+  AddVersion(model_dir, "1", testing::TinyModelDir());
+  testing::ServerProcess server({"--model=m=" + model_dir, "--model-poll-interval-s=1",
+                                 "--auth-token-file=" + TokenFile()});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  auto client = Client(server);
+  auto before = EmbedWith(*client, "m", "a document about reloads");
+  ASSERT_TRUE(before.ok()) << before.status();
+  EXPECT_EQ(before->model_version(), "1");
+  const size_t tiny_dims = client::ToVectors(*before)[0].size();
+
+  // "10" sorts after "9" and "2": versions of digits compare as numbers.
+  AddVersion(model_dir, "10", testing::SmallModelDir());
+  EXPECT_EQ(WaitForVersion(*client, "m", "10", absl::Seconds(20)), "10") << server.Log();
+  auto after = EmbedWith(*client, "m", "a document about reloads");
+  ASSERT_TRUE(after.ok()) << after.status() << server.Log();
+  EXPECT_EQ(after->model_version(), "10");
+  EXPECT_NE(client::ToVectors(*after)[0].size(), tiny_dims);
+
+  // The previous version answers by name, with the vectors it gave before.
+  auto old = EmbedWith(*client, "m@1", "a document about reloads");
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(old->model_version(), "1");
+  EXPECT_EQ(client::ToVectors(*old), client::ToVectors(*before));
+  auto missing = EmbedWith(*client, "m@7", "text");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("model: version '7' of 'm' is not loaded"));
+  EXPECT_THAT(missing.status().message(), HasSubstr("loaded: 10, 1"));
+
+  const std::string http = server.http_address();
+  EXPECT_EQ(testing::ScrapeMetric(http, R"(embedding_model_info\{.*model="m".*version="10"\})"), 1);
+  EXPECT_EQ(testing::ScrapeMetric(http, R"(embedding_model_info\{.*model="m".*version="1"\})"), 0);
+  EXPECT_EQ(testing::ScrapeMetric(http, R"(embedding_model_reloads_total\{model="m",result="loaded"\})"), 1);
+  EXPECT_THAT(server.Log(), HasSubstr("model 'm' reloaded: version 10 serving"));
+  testing::ExpectAccountingReturnsToZero(http);
+}
+
+TEST(ModelReload, BrokenVersionIsRefusedAndTheOldOneKeepsServing) {
+  const std::string model_dir = testing::MakeScratchDir("reload-broken");
+  AddVersion(model_dir, "1", testing::TinyModelDir());
+  testing::ServerProcess server({"--model=m=" + model_dir, "--model-poll-interval-s=0",
+                                 "--auth-token-file=" + TokenFile()});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  const std::string http = server.http_address();
+  EXPECT_EQ(testing::ScrapeMetric(http, R"(embedding_model_reload_failing\{model="m"\})"), 0);
+
+  // Version 2: its weights cut short.
+  const std::string broken = testing::CopyModelDir(testing::TinyModelDir(), "broken");
+  fs::resize_file(fs::path(broken) / "model.safetensors", 4096);
+  fs::rename(broken, fs::path(model_dir) / "2");
+  auto refused = PostReload(http, "?model=m", kToken);
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 422) << refused->body;
+  EXPECT_THAT(refused->body, HasSubstr("\"result\": \"failed\""));
+  EXPECT_THAT(refused->body, HasSubstr("model.safetensors"));
+  EXPECT_THAT(refused->body, HasSubstr("\"version\": \"1\""));
+  EXPECT_THAT(server.Log(), HasSubstr("model 'm': new version refused: "));
+  EXPECT_EQ(testing::ScrapeMetric(http, R"(embedding_model_reload_failing\{model="m"\})"), 1);
+  EXPECT_EQ(testing::ScrapeMetric(http, R"(embedding_model_reloads_total\{model="m",result="failed"\})"), 1);
+
+  auto client = Client(server);
+  auto still = EmbedWith(*client, "m", "still served");
+  ASSERT_TRUE(still.ok()) << still.status();
+  EXPECT_EQ(still->model_version(), "1");
+  // Asked again with nothing changed: the broken version is not retried.
+  auto again = PostReload(http, "", kToken);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 200) << again->body;
+  EXPECT_THAT(again->body, HasSubstr("\"result\": \"unchanged\""));
+
+  // A good version 3 replaces it and clears the alarm.
+  AddVersion(model_dir, "3", testing::SmallModelDir());
+  auto loaded = PostReload(http, "?model=m", kToken);
+  ASSERT_TRUE(loaded);
+  EXPECT_EQ(loaded->status, 200) << loaded->body;
+  EXPECT_THAT(loaded->body, HasSubstr("\"version\": \"3\""));
+  EXPECT_EQ(testing::ScrapeMetric(http, R"(embedding_model_reload_failing\{model="m"\})"), 0);
+  testing::ExpectAccountingReturnsToZero(http);
+}
+
+TEST(ModelReload, AdminReloadNeedsABearerTokenAndAServedModel) {
+  const std::string model_dir = testing::MakeScratchDir("reload-admin");
+  AddVersion(model_dir, "1", testing::TinyModelDir());
+  {
+    testing::ServerProcess open_server({"--model=m=" + model_dir});
+    ASSERT_TRUE(open_server.ok()) << open_server.Log();
+    auto off = PostReload(open_server.http_address(), "", "");
+    ASSERT_TRUE(off);
+    EXPECT_EQ(off->status, 403);
+    EXPECT_THAT(off->body, HasSubstr("--auth-token-file"));
+  }
+  testing::ServerProcess server({"--model=m=" + model_dir, "--auth-token-file=" + TokenFile()});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  const std::string http = server.http_address();
+  auto anonymous = PostReload(http, "", "");
+  ASSERT_TRUE(anonymous);
+  EXPECT_EQ(anonymous->status, 401);
+  auto wrong = PostReload(http, "", "not-the-token");
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 401);
+  EXPECT_THAT(wrong->body, ::testing::Not(HasSubstr("not-the-token")));
+  auto unknown = PostReload(http, "?model=nope", kToken);
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->status, 404);
+  EXPECT_THAT(unknown->body, HasSubstr("model: 'nope' is not served"));
+  auto unchanged = PostReload(http, "", kToken);
+  ASSERT_TRUE(unchanged);
+  EXPECT_EQ(unchanged->status, 200);
+  EXPECT_THAT(unchanged->body, HasSubstr("\"result\": \"unchanged\""));
+}
+
+TEST(ModelReload, RequestsInFlightFinishOnTheVersionTheyStartedOn) {
+  const std::string model_dir = testing::MakeScratchDir("reload-inflight");
+  AddVersion(model_dir, "1", testing::SmallModelDir());
+  // One version kept: the old one is unloaded as soon as no request holds it.
+  testing::ServerProcess server({"--model=m=" + model_dir, "--model-versions-kept=1",
+                                 "--model-poll-interval-s=0", "--auth-token-file=" + TokenFile()});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  auto client = Client(server);
+  std::string long_text;
+  for (int i = 0; i < 4000; ++i) long_text += "word" + std::to_string(i % 97) + " ";
+  auto expected = EmbedWith(*client, "m", long_text);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+
+  // Several long requests in flight on version 1 while version 2 loads and takes over.
+  std::vector<std::future<absl::StatusOr<v1::EmbedResponse>>> in_flight;
+  for (int i = 0; i < 4; ++i) {
+    in_flight.push_back(std::async(std::launch::async, [&] {
+      return EmbedWith(*Client(server), "m", long_text);
+    }));
+  }
+  absl::SleepFor(absl::Milliseconds(50));
+  AddVersion(model_dir, "2", testing::TinyModelDir());
+  auto reloaded = PostReload(server.http_address(), "", kToken);
+  ASSERT_TRUE(reloaded);
+  EXPECT_EQ(reloaded->status, 200) << reloaded->body;
+  for (auto& call : in_flight) {
+    auto response = call.get();
+    ASSERT_TRUE(response.ok()) << response.status();
+    EXPECT_EQ(response->model_version(), "1");
+    EXPECT_EQ(client::ToVectors(*response), client::ToVectors(*expected));
+  }
+  auto now = EmbedWith(*client, "m", "short");
+  ASSERT_TRUE(now.ok()) << now.status();
+  EXPECT_EQ(now->model_version(), "2");
+  auto gone = EmbedWith(*client, "m@1", "short");
+  EXPECT_EQ(gone.status().code(), absl::StatusCode::kNotFound);
+  // Unloaded once its last request finished (the reloader looks every second).
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (server.Log().find("version 1 unloaded") == std::string::npos && absl::Now() < give_up)
+    absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_THAT(server.Log(), HasSubstr("model 'm' version 1 unloaded"));
+  testing::ExpectAccountingReturnsToZero(server.http_address());
+}
+
+}  // namespace
+}  // namespace embedding
