@@ -68,7 +68,14 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(HttpEndpointOp
   }
   const std::string host = address.substr(0, colon);
   auto endpoint = std::unique_ptr<HttpEndpoint>(new HttpEndpoint());
-  endpoint->server_ = std::make_unique<httplib::Server>();
+  if (options.tls != nullptr) {
+    endpoint->server_ = std::make_unique<httplib::SSLServer>([tls = options.tls](SSL_CTX& ctx) {
+      tls->Install(ctx);
+      return true;
+    });
+  } else {
+    endpoint->server_ = std::make_unique<httplib::Server>();
+  }
   httplib::Server& server = *endpoint->server_;
   // SO_REUSEADDR only: httplib's default SO_REUSEPORT let a second server bind the same port
   // and take half the probes. A port in use is a start-up error.

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/bearer_auth.h"
+#include "server/http_tls.h"
 #include "server/metrics.h"
 #include "server/model_reloader.h"
 
@@ -28,6 +29,8 @@ struct HttpEndpointOptions {
   // is refused without them; /metrics only with `auth_metrics`. The probes stay open.
   const BearerAuth* auth = nullptr;
   bool auth_metrics = false;
+  // Set (--http-tls): HTTPS with this certificate, which must outlive the endpoint.
+  HttpTlsCertificate* tls = nullptr;
 };
 
 class HttpEndpoint {

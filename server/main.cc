@@ -141,6 +141,16 @@ int Run(int argc, char** argv) {
       std::cerr << "embedding_server: not ready: " << consistent.message() << std::endl;
     return consistent.ok();
   };
+  std::unique_ptr<HttpTlsCertificate> http_tls;
+  if (options->tls.http) {
+    auto loaded = HttpTlsCertificate::Load(options->tls);
+    if (!loaded.ok()) {
+      std::cerr << "embedding_server: " << loaded.status().message() << "\n";
+      server->Shutdown();
+      return 2;
+    }
+    http_tls = *std::move(loaded);
+  }
   std::unique_ptr<HttpEndpoint> http;
   if (!options->http_listen.empty()) {
     HttpEndpointOptions http_options;
@@ -149,6 +159,7 @@ int Run(int argc, char** argv) {
     http_options.serving = ready;
     http_options.auth = auth.get();
     http_options.auth_metrics = options->auth_metrics;
+    http_options.tls = http_tls.get();
     auto started = HttpEndpoint::Start(std::move(http_options));
     if (!started.ok()) {
       std::cerr << "embedding_server: " << started.status().message() << "\n";

@@ -22,6 +22,9 @@ ABSL_FLAG(std::string, tls_key_file, "", "PEM private key for --tls-cert-file.")
 ABSL_FLAG(std::string, tls_client_ca_file, "",
           "PEM CA bundle: require client certificates it signed (mTLS).");
 // 60 s: a rotated certificate is in use within a minute; each check is one stat per file.
+ABSL_FLAG(bool, http_tls, false,
+          "Serve the HTTP listener (/metrics, probes, /admin) over TLS with --tls-cert-file and "
+          "--tls-key-file (no client certificates: probes and scrapers present none).");
 ABSL_FLAG(uint32_t, tls_reload_interval_s, 60,
           "How often the TLS files are checked for changes (they reload without a restart).");
 ABSL_FLAG(std::string, auth_token_file, "",
@@ -152,6 +155,7 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv) {
   options.tls.key_file = absl::GetFlag(FLAGS_tls_key_file);
   options.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
   options.tls.reload_interval_s = absl::GetFlag(FLAGS_tls_reload_interval_s);
+  options.tls.http = absl::GetFlag(FLAGS_http_tls);
   if (options.tls.reload_interval_s < 1)
     return absl::InvalidArgumentError("--tls_reload_interval_s: must be >= 1");
   options.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);

@@ -49,6 +49,7 @@ struct TlsOptions {
   std::string key_file;
   std::string client_ca_file;  // set: mTLS, every client presents a certificate it signed
   unsigned reload_interval_s = 60;
+  bool http = false;  // --http-tls: the HTTP listener serves HTTPS with the same pair
 };
 
 struct ServerOptions {

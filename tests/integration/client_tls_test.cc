@@ -3,11 +3,13 @@
 // rotate under a running server. Certificates come from openssl.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <cstdlib>
 #include <filesystem>
 
 #include "client/embedding_client.h"
+#include "tests/testing/metrics_scrape.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/test_models.h"
 
@@ -122,6 +124,52 @@ TEST_F(ClientTlsTest, CertificatesRotateWithoutARestart) {
   EXPECT_EQ(ListModels(Options(dir_)).code(), absl::StatusCode::kUnavailable);
 }
 
+// `path` on the HTTPS listener at `address`, trusting only `ca_file`; -1 when no answer.
+int HttpsStatus(const std::string& address, const std::string& ca_file, const char* path) {
+  const size_t colon = address.rfind(':');
+  httplib::SSLClient https(address.substr(0, colon), std::stoi(address.substr(colon + 1)));
+  https.set_ca_cert_path(ca_file.c_str());
+  https.enable_server_certificate_verification(true);
+  https.set_connection_timeout(5, 0);
+  auto response = https.Get(path);
+  return response ? response->status : -1;
+}
+
+// --http-tls: the HTTP listener serves the gRPC listener's certificate, verified against its
+// CA, refuses plaintext, and rotates with the files like gRPC does.
+TEST(HttpTls, ProbesAndMetricsOverTlsWithTheRotatingCertificate) {
+  const std::string dir = testing::MakeScratchDir("http_pki");
+  MakePki(dir);
+  for (const char* file : {"server.pem", "server.key"})
+    std::filesystem::copy_file(dir + "/" + file, dir + "/served-" + file);
+  testing::ServerProcess server({"--model=tiny=" + testing::TinyModelDir(), "--http-tls",
+                                 "--tls-cert-file=" + dir + "/served-server.pem",
+                                 "--tls-key-file=" + dir + "/served-server.key",
+                                 "--tls-reload-interval-s=1"});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  const std::string http = server.http_address();
+  EXPECT_EQ(HttpsStatus(http, dir + "/ca.pem", "/healthz"), 200);
+  EXPECT_EQ(HttpsStatus(http, dir + "/ca.pem", "/readyz"), 200);
+  EXPECT_EQ(HttpsStatus(http, dir + "/ca.pem", "/metrics"), 200);
+  EXPECT_EQ(testing::HttpStatus(http, "/healthz"), -1) << "plaintext must not be answered";
+
+  const std::string next = testing::MakeScratchDir("http_pki_next");
+  MakePki(next);
+  // The key first, then the certificate: in between, the pair does not match and the old
+  // one keeps serving.
+  for (const char* file : {"server.key", "server.pem"}) {
+    std::filesystem::copy_file(next + "/" + file, dir + "/served-" + file,
+                               std::filesystem::copy_options::overwrite_existing);
+  }
+  int rotated = -1;
+  for (int i = 0; i < 40 && rotated != 200; ++i) {
+    absl::SleepFor(absl::Milliseconds(250));
+    rotated = HttpsStatus(http, next + "/ca.pem", "/healthz");
+  }
+  EXPECT_EQ(rotated, 200);
+  EXPECT_EQ(HttpsStatus(http, dir + "/ca.pem", "/healthz"), -1);
+}
+
 TEST(ServerTlsFlags, BadCombinationsAreStartUpErrorsNamingTheFlag) {
   testing::ServerProcess half({"--model=tiny=" + testing::TinyModelDir(),
                                "--tls-cert-file=/nonexistent/cert.pem"},
@@ -134,6 +182,11 @@ TEST(ServerTlsFlags, BadCombinationsAreStartUpErrorsNamingTheFlag) {
       absl::Seconds(20));
   EXPECT_EQ(missing.Wait(), 2);
   EXPECT_THAT(missing.Log(), ::testing::HasSubstr("--tls-cert-file=/nonexistent/cert.pem"));
+  testing::ServerProcess http_alone({"--model=tiny=" + testing::TinyModelDir(), "--http-tls"},
+                                    absl::Seconds(20));
+  EXPECT_EQ(http_alone.Wait(), 2);
+  EXPECT_THAT(http_alone.Log(),
+              ::testing::HasSubstr("--http-tls: needs --tls-cert-file and --tls-key-file"));
 }
 
 }  // namespace

@@ -83,6 +83,16 @@ TEST_F(EmbedErrorsTest, InvalidUtf8NamesTheInput) {
       kInvalid, {"inputs[2]", "invalid UTF-8 at byte 4"});
 }
 
+// The probe saw invalid UTF-8 in `model` and `prompt` answered without the field's name.
+TEST_F(EmbedErrorsTest, InvalidUtf8InEveryTextFieldNamesIt) {
+  ExpectError([](v1::EmbedRequest* r) { r->set_model("tiny\xFF"); }, kInvalid,
+              {"model", "invalid UTF-8 at byte 4"});
+  ExpectError([](v1::EmbedRequest* r) { r->set_prompt("query: \xC3"); }, kInvalid,
+              {"prompt", "invalid UTF-8 at byte 7"});
+  ExpectError([](v1::EmbedRequest* r) { r->set_prompt_name("\xE2\x82"); }, kInvalid,
+              {"prompt_name", "invalid UTF-8 at byte 0"});
+}
+
 TEST_F(EmbedErrorsTest, TemperatureMustBeFiniteAndInRange) {
   for (float tau : {std::nanf(""), INFINITY, -INFINITY, 0.0f, -1.0f, 0.01f, 4.5f}) {
     ExpectError([&](v1::EmbedRequest* r) { r->set_temperature(tau); }, kInvalid,

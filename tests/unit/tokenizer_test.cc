@@ -74,7 +74,9 @@ TEST(Tokenizer, VocabTxtFallbackMatchesTokenizerJson) {
   auto from_json = Tokenizer::Load(testing::TinyModelDir());
   ASSERT_TRUE(from_txt.ok()) << from_txt.status();
   ASSERT_TRUE(from_json.ok());
-  for (const Json& c : Fixtures()["cases"]) {
+  // Named: a range-for over Fixtures()["cases"] would outlive its temporary (ASan found it).
+  const Json fixtures = Fixtures();
+  for (const Json& c : fixtures["cases"]) {
     if (c["variant"] != "uncased") continue;
     auto a = (*from_txt)->Tokenize(c["text"].get<std::string>());
     auto b = (*from_json)->Tokenize(c["text"].get<std::string>());
