@@ -60,7 +60,8 @@ npm_setup() {
 }
 
 # Node (Debian's nodejs unless a node exists) and the npm packages the tests use: the Node
-# client, the offline Kubernetes schema checks, and Hugging Face's tokenizers as a peer. kubectl (for `kubectl kustomize`) from
+# client, the offline Kubernetes schema checks, Hugging Face's tokenizers as a peer, and the
+# official openai SDK against /v1/embeddings. kubectl (for `kubectl kustomize`) from
 # Debian's kubernetes-client unless one is on PATH.
 node_setup() {
   if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
@@ -70,6 +71,7 @@ node_setup() {
   npm_setup client/node
   npm_setup tests/e2e/k8s
   npm_setup tests/reference
+  npm_setup tests/e2e/openai
 }
 
 # Extra arguments are CMake cache settings, applied on every call (a re-configure).
@@ -110,7 +112,8 @@ case "$cmd" in
     demo_model
     echo "dev.sh: serving the DEMO model (random weights: its vectors are not semantically" \
          "meaningful). Serve a real checkpoint with --model=name=/path/to/dir." >&2
-    exec "$BUILD_DIR/server/embedding_server" --model="demo=$DEMO_MODEL_DIR" "$@"
+    exec "$BUILD_DIR/server/embedding_server" --model="demo=$DEMO_MODEL_DIR" \
+      --openai-listen=0.0.0.0:8000 "$@"
     ;;
   test)
     install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"

@@ -29,6 +29,22 @@ EmbedJob::~EmbedJob() {
   Complete(absl::UnavailableError("server shutting down"));
 }
 
+absl::StatusOr<model_store::TokenizedText> EmbedJob::GivenTokens(size_t i,
+                                                                const std::string& field,
+                                                                int64_t vocab_size) {
+  model_store::TokenizedText tokens;
+  tokens.ids = std::move(request_.token_ids[i]);
+  for (size_t t = 0; t < tokens.ids.size(); ++t) {
+    if (tokens.ids[t] < 0 || tokens.ids[t] >= vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat(field, "[", t, "]: token id ", tokens.ids[t],
+                                                     " is outside the vocabulary; allowed [0, ",
+                                                     vocab_size - 1, "]"));
+    }
+  }
+  tokens.spans.assign(tokens.ids.size(), Span{0, 0});  // no text: every span is empty
+  return tokens;
+}
+
 void EmbedJob::Prepare() {
   // Cancelled or expired while waiting for a worker: answer now, tokenise nothing.
   if (absl::Status alive = Liveness(); !alive.ok()) return Complete(alive);
@@ -41,7 +57,8 @@ void EmbedJob::Prepare() {
   for (size_t i = 0; i < documents_.size(); ++i) {
     EncodedDocument& doc = documents_[i];
     const std::string field = absl::StrCat("inputs[", i, "]");
-    auto tokens = model.tokenizer().Tokenize(doc.text, field);
+    auto tokens = request_.token_ids.empty() ? model.tokenizer().Tokenize(doc.text, field)
+                                             : GivenTokens(i, field, model.config().vocab_size);
     if (!tokens.ok()) return Complete(tokens.status());
     doc.tokens = *std::move(tokens);
     const auto count = static_cast<uint32_t>(doc.tokens.ids.size());

@@ -35,6 +35,8 @@ class EmbedJob : public std::enable_shared_from_this<EmbedJob> {
     Batcher* batcher = nullptr;
     EmbedParams params;
     std::vector<std::string> inputs;
+    // Empty, or one list of content token ids per input, used instead of tokenising it.
+    std::vector<std::vector<int32_t>> token_ids;
     absl::Time deadline = absl::InfiniteFuture();
     uint32_t max_tokens_per_document = 0;
     AdmissionPermit permit;
@@ -56,6 +58,10 @@ class EmbedJob : public std::enable_shared_from_this<EmbedJob> {
 
   // Tokenises and plans every document, reserves queue space and submits the sequences.
   void Prepare();
+  // Input `i` given as token ids (moved out of the request): INVALID_ARGUMENT naming
+  // `field`[t] for an id outside [0, vocab_size).
+  absl::StatusOr<model_store::TokenizedText> GivenTokens(size_t i, const std::string& field,
+                                                         int64_t vocab_size);
   // OK while the job wants results; otherwise why not.
   absl::Status Liveness() const;
   void OnSequenceDone(size_t document, size_t sequence, absl::StatusOr<SequenceOutput> output);

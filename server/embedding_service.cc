@@ -48,6 +48,13 @@ absl::StatusOr<const ModelRegistry*> EmbeddingService::ServingRegistry() const {
   return registry;
 }
 
+absl::StatusOr<std::vector<std::shared_ptr<const ServedModel>>> EmbeddingService::CurrentModels()
+    const {
+  auto registry = ServingRegistry();
+  if (!registry.ok()) return registry.status();
+  return (*registry)->Current();
+}
+
 absl::StatusOr<std::shared_ptr<const ServedModel>> EmbeddingService::FindModel(
     const std::string& name) const {
   auto registry = ServingRegistry();
@@ -56,7 +63,8 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> EmbeddingService::FindModel(
 }
 
 absl::StatusOr<std::shared_ptr<EmbedJob>> EmbeddingService::StartEmbed(
-    const v1::EmbedRequest& request, absl::Time deadline, Responder respond) {
+    const v1::EmbedRequest& request, absl::Time deadline, Responder respond,
+    std::vector<std::vector<int32_t>> token_ids) {
   auto served = FindModel(request.model());
   if (!served.ok()) return served.status();
   // The version this request runs on until it is answered, even if a reload replaces it.
@@ -71,6 +79,7 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> EmbeddingService::StartEmbed(
   job.batcher = model->batcher.get();
   job.params = *params;
   job.inputs.assign(request.inputs().begin(), request.inputs().end());
+  job.token_ids = std::move(token_ids);
   job.deadline = deadline;
   job.max_tokens_per_document = options_.limits.max_tokens_per_document;
   job.permit = *std::move(permit);

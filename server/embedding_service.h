@@ -55,6 +55,8 @@ class EmbeddingService final : public EmbeddingServiceBase {
   void SetReady(const ModelRegistry* registry) { registry_.store(registry); }
   // From now on new RPCs answer UNAVAILABLE; accepted work continues.
   void StartDraining() { draining_.store(true); }
+  // The current version of every served model; UNAVAILABLE while loading or draining.
+  absl::StatusOr<std::vector<std::shared_ptr<const ServedModel>>> CurrentModels() const;
   // RPCs started and not yet done.
   int64_t active_calls() const { return active_calls_.load(); }
 
@@ -77,9 +79,12 @@ class EmbeddingService final : public EmbeddingServiceBase {
   // EmbedStream. `respond` runs exactly once with the final status and response. Returns the
   // job (for cancellation), or the validation/admission error, in which case `respond` never
   // runs.
+  // `token_ids` (the OpenAI endpoint's token-id input) replaces the text of `request.inputs`
+  // (one empty placeholder each) with content token ids, checked against the vocabulary.
   using Responder = std::function<void(const grpc::Status&, v1::EmbedResponse)>;
-  absl::StatusOr<std::shared_ptr<EmbedJob>> StartEmbed(const v1::EmbedRequest& request,
-                                                       absl::Time deadline, Responder respond);
+  absl::StatusOr<std::shared_ptr<EmbedJob>> StartEmbed(
+      const v1::EmbedRequest& request, absl::Time deadline, Responder respond,
+      std::vector<std::vector<int32_t>> token_ids = {});
 
   // Bookkeeping for reactors.
   void CallStarted() { active_calls_.fetch_add(1); }

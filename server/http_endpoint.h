@@ -11,13 +11,10 @@
 
 #include "absl/status/statusor.h"
 #include "server/bearer_auth.h"
+#include "server/http_listener.h"
 #include "server/http_tls.h"
 #include "server/metrics.h"
 #include "server/model_reloader.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace embedding::server {
 
@@ -37,10 +34,7 @@ class HttpEndpoint {
  public:
   // Listens and serves. UNAVAILABLE when the address cannot be bound.
   static absl::StatusOr<std::unique_ptr<HttpEndpoint>> Start(HttpEndpointOptions options);
-  // Stops listening and joins the thread.
-  ~HttpEndpoint();
-
-  int port() const { return port_; }
+  int port() const { return listener_->port(); }
   // Where POST /admin/reload goes once models are loaded (until then it answers 503).
   // `reloader` must outlive the endpoint, or be unset (nullptr) before it goes.
   void SetReloader(ModelReloader* reloader) { reloader_.store(reloader); }
@@ -49,9 +43,7 @@ class HttpEndpoint {
   HttpEndpoint() = default;
 
   std::atomic<ModelReloader*> reloader_{nullptr};
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
-  int port_ = 0;
+  std::unique_ptr<HttpListener> listener_;  // last: stops (and finishes handlers) first
 };
 
 }  // namespace embedding::server

@@ -19,6 +19,7 @@
 #include "server/metrics.h"
 #include "server/model_registry.h"
 #include "server/model_reloader.h"
+#include "server/openai_endpoint.h"
 #include "server/server_options.h"
 #include "server/tls_credentials.h"
 #include "server/worker_pool.h"
@@ -181,6 +182,28 @@ int Run(int argc, char** argv) {
     std::cerr << "embedding_server: model '" << model.name << "' version " << model.version
               << " unloaded (replaced, and no request holds it)\n";
   };
+  std::unique_ptr<OpenAiEndpoint> openai;
+  if (!options->openai_listen.empty()) {
+    OpenAiEndpointOptions openai_options;
+    openai_options.address = options->openai_listen;
+    openai_options.service = &service;
+    openai_options.auth = auth.get();
+    openai_options.tls = http_tls.get();
+    openai_options.limits = options->limits;
+    openai_options.default_timeout = options->openai_timeout;
+    auto started = OpenAiEndpoint::Start(std::move(openai_options));
+    if (!started.ok()) {
+      std::cerr << "embedding_server: " << started.status().message() << "\n";
+      server->Shutdown();
+      return 1;
+    }
+    openai = *std::move(started);
+    const std::string openai_host =
+        options->openai_listen.substr(0, options->openai_listen.rfind(':'));
+    std::cout << "embedding_server: openai listening on " << openai_host << ":" << openai->port()
+              << std::endl;
+  }
+
   auto registry = ModelRegistry::Load(
       options->models, options->batching, &inference,
       [pool = pool.get()](std::function<void()> work) { pool->Schedule(std::move(work)); },
@@ -244,6 +267,7 @@ int Run(int argc, char** argv) {
   // completions they posted.
   pool->WaitIdle();
   // Then the HTTP side (its handlers finish) and the reloader, before the registry they use.
+  openai.reset();
   http.reset();
   reloader.reset();
   registry->reset();

@@ -46,12 +46,16 @@ absl::StatusOr<RequestLogLevel> ParseRequestLogLevel(const std::string& name) {
       absl::StrCat("--log-requests=", QuotedValue(name), ": must be off, errors or all"));
 }
 
+std::string AcceptRequestId(absl::string_view offered) {
+  return UsableRequestId(offered) ? std::string(offered) : FreshRequestId();
+}
+
 std::string AcceptRequestId(grpc::CallbackServerContext* context) {
   const auto& metadata = context->client_metadata();
   auto it = metadata.find("x-request-id");
-  std::string id;
-  if (it != metadata.end()) id.assign(it->second.data(), it->second.size());
-  if (!UsableRequestId(id)) id = FreshRequestId();
+  const std::string id = AcceptRequestId(
+      it == metadata.end() ? absl::string_view()
+                           : absl::string_view(it->second.data(), it->second.size()));
   // Trailing, not initial, metadata: response headers commit a call, and a committed call is
   // never retried, so a draining replica's UNAVAILABLE would stop reaching the client's retry
   // policy (the failover tests caught it).

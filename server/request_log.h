@@ -35,6 +35,8 @@ struct CallRecord {
 // The id of the call in `context`: its `x-request-id` when that is 1-128 bytes of [A-Za-z0-9._-],
 // else 16 random hex digits. Adds it to the response's trailing metadata.
 std::string AcceptRequestId(grpc::CallbackServerContext* context);
+// The same rule for an id offered some other way (an HTTP header): it, or a fresh one.
+std::string AcceptRequestId(absl::string_view offered);
 
 class RequestLog {
  public:

@@ -12,4 +12,8 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   return grpc::Status(code, std::string(status.message()));
 }
 
+absl::Status FromGrpcStatus(const grpc::Status& status) {
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
 }  // namespace embedding::server

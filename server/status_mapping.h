@@ -10,5 +10,7 @@ namespace embedding::server {
 // Codes carry over one to one (both follow google.rpc.Code). DATA_LOSS and UNKNOWN, which
 // only a corrupt model or a bug produce on the request path, become INTERNAL.
 grpc::Status ToGrpcStatus(const absl::Status& status);
+// The other way, for the HTTP endpoints that run the gRPC path.
+absl::Status FromGrpcStatus(const grpc::Status& status);
 
 }  // namespace embedding::server

@@ -11,13 +11,15 @@ class ServerRunner:
         self.process = subprocess.Popen(
             [binary, "--listen=127.0.0.1:0", "--http-listen=127.0.0.1:0", *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.grpc_address = self.http_address = None
+        self.grpc_address = self.http_address = self.openai_address = None
         deadline = time.time() + timeout
         for line in self.process.stdout:
             if m := re.search(r"grpc listening on (\S+)", line):
                 self.grpc_address = m.group(1)
             if m := re.search(r"http listening on (\S+)", line):
                 self.http_address = m.group(1)
+            if m := re.search(r"openai listening on (\S+)", line):
+                self.openai_address = m.group(1)
             if "embedding_server: ready" in line or time.time() > deadline:
                 break
         if self.grpc_address is None or self.process.poll() is not None:

@@ -1,6 +1,6 @@
 // libFuzzer target: raw request bytes through what the server does before the model runs.
-// The first byte picks the message (Embed, an EmbedStream item, Tokenize); the rest is its
-// protobuf wire form. Parse (with the wire-level input count), validate against a real demo
+// The first byte picks the message (Embed, an EmbedStream item, Tokenize: the rest is its
+// protobuf wire form; or an OpenAI /v1/embeddings body: the rest is its JSON). Parse (with the wire-level input count), validate against a real demo
 // model, tokenise every input as the job would (prompt first), and plan its chunks. Any
 // plan must cover the document inside the model's window.
 #include <grpcpp/support/byte_buffer.h>
@@ -22,6 +22,7 @@
 #include "model_store/demo_model_writer.h"
 #include "model_store/model.h"
 #include "server/chunk_planner.h"
+#include "server/openai_request.h"
 #include "server/request_parsing.h"
 #include "server/request_validation.h"
 
@@ -79,17 +80,26 @@ void CheckPlan(const ChunkPlan& plan, uint32_t tokens, uint32_t window) {
   }
 }
 
-void EmbedPath(const embedding::v1::EmbedRequest& request) {
+// `token_ids`, when given, stand for the inputs' text (the OpenAI endpoint's token input).
+void EmbedPath(const embedding::v1::EmbedRequest& request,
+               const std::vector<std::vector<int32_t>>& token_ids = {}) {
   const auto& model = DemoModel();
   const RequestLimits limits = Limits();
   auto params = embedding::server::ValidateEmbedRequest(request, model, limits);
   if (!params.ok()) return;
+  if (!token_ids.empty() && token_ids.size() != static_cast<size_t>(request.inputs_size()))
+    std::abort();  // one placeholder input per token list
   const auto window = static_cast<uint32_t>(model.max_content_tokens());
   for (int i = 0; i < request.inputs_size(); ++i) {
     const std::string field = absl::StrCat("inputs[", i, "]");
-    auto tokens = model.tokenizer().Tokenize(params->prompt + request.inputs(i), field);
-    if (!tokens.ok()) continue;
-    const auto count = static_cast<uint32_t>(tokens->ids.size());
+    uint32_t count = 0;
+    if (!token_ids.empty()) {
+      count = static_cast<uint32_t>(token_ids[i].size());
+    } else {
+      auto tokens = model.tokenizer().Tokenize(params->prompt + request.inputs(i), field);
+      if (!tokens.ok()) continue;
+      count = static_cast<uint32_t>(tokens->ids.size());
+    }
     if (count > limits.max_tokens_per_document) continue;
     auto plan = embedding::server::PlanChunks(count, window, *params, field);
     if (plan.ok()) CheckPlan(*plan, count, window);
@@ -110,7 +120,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   grpc::Slice slice(data + 1, size - 1);
   const grpc::ByteBuffer buffer(&slice, 1);
   const int64_t max_inputs = Limits().max_inputs_per_request;
-  switch (data[0] % 3) {
+  switch (data[0] % 4) {
     case 0: {
       embedding::v1::EmbedRequest request;
       if (embedding::server::ParseRequest(buffer, &request, max_inputs).ok()) EmbedPath(request);
@@ -128,6 +138,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (!embedding::server::ParseRequest(buffer, &request, max_inputs).ok()) break;
       for (const std::string& input : request.inputs())
         (void)DemoModel().tokenizer().Tokenize(input, "inputs");
+      break;
+    }
+    case 3: {
+      auto body = embedding::server::ParseOpenAiEmbeddingsRequest(
+          std::string_view(reinterpret_cast<const char*>(data + 1), size - 1), Limits());
+      if (body.ok()) EmbedPath(body->request, body->token_ids);
       break;
     }
   }

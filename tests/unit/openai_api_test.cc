@@ -1,0 +1,165 @@
+// The OpenAI body reader and answer writer, without a server: input shapes, limits checked
+// before anything per input is built, errors naming their param, base64 that decodes to the
+// floats, and statuses for each code.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "absl/strings/escaping.h"
+#include "nlohmann/json.hpp"
+#include "server/openai_request.h"
+#include "server/openai_response.h"
+
+namespace embedding::server {
+namespace {
+
+using ::testing::HasSubstr;
+using Json = nlohmann::json;
+
+RequestLimits Limits() {
+  RequestLimits limits;
+  limits.max_inputs_per_request = 4;
+  limits.max_request_bytes = 400;  // 100 token ids
+  return limits;
+}
+
+void ExpectInvalid(const std::string& body, const std::string& param, const std::string& words) {
+  auto parsed = ParseOpenAiEmbeddingsRequest(body, Limits());
+  ASSERT_FALSE(parsed.ok()) << body;
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+  const Json error = Json::parse(OpenAiErrorBody(parsed.status()))["error"];
+  EXPECT_EQ(error["param"], param) << parsed.status();
+  EXPECT_THAT(error["message"].get<std::string>(), HasSubstr(words));
+  EXPECT_EQ(error["type"], "invalid_request_error");
+}
+
+TEST(OpenAiRequest, EveryInputShapeAndField) {
+  auto one = ParseOpenAiEmbeddingsRequest(R"({"input": "a b", "model": "m"})", Limits());
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->request.inputs_size(), 1);
+  EXPECT_EQ(one->request.model(), "m");
+  EXPECT_FALSE(one->base64);
+
+  auto texts = ParseOpenAiEmbeddingsRequest(R"({"input": ["a", ""]})", Limits());
+  ASSERT_TRUE(texts.ok());
+  EXPECT_EQ(texts->request.inputs_size(), 2);
+  EXPECT_TRUE(texts->token_ids.empty());
+
+  auto ids = ParseOpenAiEmbeddingsRequest(R"({"input": [5, 6, 7]})", Limits());
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ(ids->token_ids, (std::vector<std::vector<int32_t>>{{5, 6, 7}}));
+  EXPECT_EQ(ids->request.inputs_size(), 1);  // one placeholder per token list
+
+  auto lists = ParseOpenAiEmbeddingsRequest(R"({"input": [[1], [], [2, 3]]})", Limits());
+  ASSERT_TRUE(lists.ok());
+  EXPECT_EQ(lists->token_ids.size(), 3u);
+  EXPECT_EQ(lists->request.inputs_size(), 3);
+
+  auto all = ParseOpenAiEmbeddingsRequest(
+      R"({"input": "x", "encoding_format": "base64", "dimensions": 8, "user": "u",
+          "temperature": 0.5, "strategy": "late_chunking", "truncation_side": "end",
+          "chunk_tokens": 64, "chunk_overlap_tokens": 8, "normalize": false,
+          "prompt_name": "query"})",
+      Limits());
+  ASSERT_TRUE(all.ok()) << all.status();
+  const v1::EmbedRequest& r = all->request;
+  EXPECT_TRUE(all->base64);
+  EXPECT_EQ(r.dimensions(), 8u);
+  EXPECT_FLOAT_EQ(r.temperature(), 0.5f);
+  EXPECT_EQ(r.strategy(), v1::LONG_TEXT_STRATEGY_LATE_CHUNKING);
+  EXPECT_EQ(r.truncation_side(), v1::TRUNCATION_SIDE_KEEP_END);
+  EXPECT_EQ(r.chunk_tokens(), 64u);
+  EXPECT_EQ(r.chunk_overlap_tokens(), 8u);
+  EXPECT_FALSE(r.normalize());
+  EXPECT_EQ(r.prompt_name(), "query");
+}
+
+TEST(OpenAiRequest, BadBodiesNameTheirParam) {
+  ExpectInvalid("{", "body", "not valid JSON");
+  ExpectInvalid("[1]", "body", "must be a JSON object");
+  ExpectInvalid(std::string(20, '[') + std::string(20, ']'), "body", "nests deeper than 16");
+  ExpectInvalid("{\"input\": \"\xC3\x28\"}", "body", "UTF-8");
+  ExpectInvalid(R"({"model": "m"})", "input", "is required");
+  ExpectInvalid(R"({"input": []})", "input", "must be a string, an array of strings");
+  ExpectInvalid(R"({"input": {"a": 1}})", "input", "must be a string");
+  ExpectInvalid(R"({"input": ["a", 2]})", "input[1]", "must be a string like input[0]");
+  ExpectInvalid(R"({"input": [[1], "a"]})", "input[1]", "array of token ids");
+  ExpectInvalid(R"({"input": [1, -1]})", "input[1]", "token id");
+  ExpectInvalid(R"({"input": [1, 2.5]})", "input[1]", "token id");
+  ExpectInvalid(R"({"input": [[1, 2147483647]]})", "input[0][1]", "[0, 2147483646]");
+  ExpectInvalid(R"({"input": ["a", "b", "c", "d", "e"]})", "input", "[1, 4]");
+  ExpectInvalid(R"({"input": "x", "encoding_format": "hex"})", "encoding_format", "base64");
+  ExpectInvalid(R"({"input": "x", "dimensions": -3})", "dimensions", "integer");
+  ExpectInvalid(R"({"input": "x", "temperature": "hot"})", "temperature", "number");
+  ExpectInvalid(R"({"input": "x", "strategy": "sideways"})", "strategy", "sideways");
+  ExpectInvalid(R"({"input": "x", "truncation_side": "middle"})", "truncation_side", "start");
+  ExpectInvalid(R"({"input": "x", "normalize": 1})", "normalize", "true or false");
+  ExpectInvalid(R"({"input": "x", "tempreature": 1})", "tempreature", "unknown field");
+}
+
+TEST(OpenAiRequest, TokenIdBoundIsCheckedBeforeCopying) {
+  std::string many = "{\"input\": [";
+  for (int i = 0; i < 101; ++i) many += (i ? ",1" : "1");
+  ExpectInvalid(many + "]}", "input", "101 token ids; allowed [1, 100]");
+  std::string forty = "[1";
+  for (int i = 1; i < 40; ++i) forty += ",1";
+  forty += "]";
+  ExpectInvalid("{\"input\": [" + forty + "," + forty + "," + forty + "]}", "input",
+                "more than 100 token ids in all");
+}
+
+TEST(OpenAiResponse, FloatsAndBase64CarryTheSameVectorAndDetails) {
+  v1::EmbedResponse response;
+  response.set_model("m");
+  response.mutable_usage()->set_tokens(7);
+  v1::DocumentEmbedding* doc = response.add_documents();
+  for (float x : {0.5f, -1.25f, 3.0e-8f}) doc->add_vector(x);
+  doc->set_token_count(7);
+  doc->set_chunk_count(1);
+  doc->set_temperature(0.7f);
+  doc->set_length_bucket("0-63");
+  v1::ChunkEmbedding* chunk = doc->add_chunks();
+  chunk->add_vector(2.0f);
+  chunk->mutable_token_span()->set_end(7);
+
+  const Json floats = Json::parse(OpenAiEmbeddingsBody(response, false));
+  EXPECT_EQ(floats["object"], "list");
+  EXPECT_EQ(floats["model"], "m");
+  EXPECT_EQ(floats["usage"]["prompt_tokens"], 7);
+  EXPECT_EQ(floats["usage"]["total_tokens"], 7);
+  const Json& item = floats["data"][0];
+  EXPECT_EQ(item["object"], "embedding");
+  EXPECT_EQ(item["index"], 0);
+  EXPECT_EQ(item["embedding"].get<std::vector<float>>(), (std::vector<float>{0.5f, -1.25f, 3.0e-8f}));
+  EXPECT_EQ(item["details"]["token_count"], 7);
+  EXPECT_EQ(item["details"]["chunks"][0]["token_span"], Json::array({0, 7}));
+
+  const Json b64 = Json::parse(OpenAiEmbeddingsBody(response, true));
+  std::string bytes;
+  ASSERT_TRUE(absl::Base64Unescape(b64["data"][0]["embedding"].get<std::string>(), &bytes));
+  ASSERT_EQ(bytes.size(), 3 * sizeof(float));
+  float decoded[3];
+  std::memcpy(decoded, bytes.data(), bytes.size());
+  EXPECT_EQ(decoded[0], 0.5f);
+  EXPECT_EQ(decoded[1], -1.25f);
+  EXPECT_EQ(decoded[2], 3.0e-8f);
+}
+
+TEST(OpenAiResponse, StatusesAndParams) {
+  EXPECT_EQ(OpenAiHttpStatus(absl::InvalidArgumentError("x")), 400);
+  EXPECT_EQ(OpenAiHttpStatus(absl::UnauthenticatedError("x")), 401);
+  EXPECT_EQ(OpenAiHttpStatus(absl::NotFoundError("x")), 404);
+  EXPECT_EQ(OpenAiHttpStatus(absl::ResourceExhaustedError("x")), 429);
+  EXPECT_EQ(OpenAiHttpStatus(absl::UnavailableError("x")), 503);
+  EXPECT_EQ(OpenAiHttpStatus(absl::DeadlineExceededError("x")), 504);
+  EXPECT_EQ(OpenAiHttpStatus(absl::InternalError("x")), 500);
+  auto param = [](const absl::Status& s) { return Json::parse(OpenAiErrorBody(s))["error"]["param"]; };
+  EXPECT_EQ(param(absl::InvalidArgumentError("inputs[2]: invalid UTF-8 at byte 4")), "input[2]");
+  EXPECT_EQ(param(absl::NotFoundError("model: 'x' is not served")), "model");
+  EXPECT_TRUE(param(absl::ResourceExhaustedError("server busy: 9 requests in flight")).is_null());
+  EXPECT_TRUE(param(absl::InvalidArgumentError("--max-request-bytes: x")).is_null());
+}
+
+}  // namespace
+}  // namespace embedding::server
