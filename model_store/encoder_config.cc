@@ -1,6 +1,7 @@
 #include "model_store/encoder_config.h"
 
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -11,7 +12,12 @@ namespace embedding::model_store {
 namespace {
 using Json = nlohmann::json;
 
-// Reads `field` into `out` when present and not null; DATA_LOSS unless a positive integer.
+// Sizes and ids in a config stay below 2^31, so arithmetic on them (4 x hidden, the padding
+// offset, weight sizes) cannot overflow int64.
+constexpr int64_t kMaxConfigInteger = std::numeric_limits<int32_t>::max();
+
+// Reads `field` into `out` when present and not null; DATA_LOSS unless an integer in
+// [1, kMaxConfigInteger].
 absl::Status ReadPositive(const std::string& label, const Json& json, const std::string& field,
                           bool required, int64_t* out) {
   auto it = json.find(field);
@@ -19,9 +25,11 @@ absl::Status ReadPositive(const std::string& label, const Json& json, const std:
     if (required) return absl::DataLossError(absl::StrCat(label, ": missing field '", field, "'"));
     return absl::OkStatus();
   }
-  if (!it->is_number_integer() || it->get<int64_t>() <= 0) {
-    return absl::DataLossError(
-        absl::StrCat(label, ": field '", field, "' must be a positive integer"));
+  if (!it->is_number_integer() || it->get<int64_t>() <= 0 ||
+      it->get<int64_t>() > kMaxConfigInteger) {
+    return absl::DataLossError(absl::StrCat(label, ": field '", field,
+                                            "' must be an integer in [1, ", kMaxConfigInteger,
+                                            "]"));
   }
   *out = it->get<int64_t>();
   return absl::OkStatus();
@@ -132,8 +140,13 @@ absl::StatusOr<EncoderConfig> ParseEncoderConfig(const std::string& label,
                                &config.max_position_embeddings));
   RETURN_IF_ERROR(ReadPositive(label, json, "type_vocab_size", false, &config.type_vocab_size));
   RETURN_IF_ERROR(ReadBool(label, json, "demo_model", &config.demo_model));
-  if (auto it = json.find("pad_token_id"); it != json.end() && it->is_number_integer())
+  if (auto it = json.find("pad_token_id"); it != json.end() && it->is_number_integer()) {
     config.pad_token_id = it->get<int64_t>();
+    if (config.pad_token_id > kMaxConfigInteger || config.pad_token_id < -kMaxConfigInteger) {
+      return absl::DataLossError(absl::StrCat(label, ": field 'pad_token_id' must be in [-",
+                                              kMaxConfigInteger, ", ", kMaxConfigInteger, "]"));
+    }
+  }
   RETURN_IF_ERROR(ReadNumber(label, json, f.layer_norm_eps, 0.0, 1.0, &config.layer_norm_eps));
   std::string activation = spec->mlp_gate.empty() ? "gelu" : "swiglu";
   if (auto it = json.find(f.activation); it != json.end() && !it->is_null()) {

@@ -133,10 +133,16 @@ absl::Status ParseWordPiece(const std::string& label, const Json& model, Tokeniz
                    IdOf(parts->vocab, model.value("unk_token", "[UNK]"), label + ": model"));
   options.continuing_subword_prefix =
       model.value("continuing_subword_prefix", options.continuing_subword_prefix);
-  options.max_input_chars_per_word =
-      model.value("max_input_chars_per_word", options.max_input_chars_per_word);
-  if (options.max_input_chars_per_word <= 0)
-    return absl::DataLossError(absl::StrCat(label, ": model.max_input_chars_per_word must be > 0"));
+  // Checked as an integer first: a float such as 1e26 converted to int is undefined
+  // behaviour (the tokenizer.json fuzz target found it).
+  if (auto it = model.find("max_input_chars_per_word"); it != model.end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<int64_t>() <= 0 ||
+        it->get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+      return absl::DataLossError(absl::StrCat(
+          label, ": model.max_input_chars_per_word must be an integer in [1, 2147483647]"));
+    }
+    options.max_input_chars_per_word = static_cast<int>(it->get<int64_t>());
+  }
   parts->model = MakeWordPiece(parts->vocab, std::move(options));
   return absl::OkStatus();
 }

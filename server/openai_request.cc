@@ -1,5 +1,6 @@
 #include "server/openai_request.h"
 
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 
@@ -127,7 +128,12 @@ absl::Status ReadField(const std::string& key, const Json& value, const RequestL
     ASSIGN_OR_RETURN(std::string user, ReadString(value, "user"));  // accepted, unused
   } else if (key == "temperature") {
     if (!value.is_number()) return Invalid("temperature", absl::StrCat("must be a number, not ", TypeName(value)));
-    request.set_temperature(value.get<float>());
+    // Through double: narrowing a double beyond float's range is undefined behaviour, so
+    // such a value becomes an infinity, which validation then refuses by name.
+    const double tau = value.get<double>();
+    request.set_temperature(std::abs(tau) <= std::numeric_limits<float>::max()
+                                ? static_cast<float>(tau)
+                                : std::copysign(std::numeric_limits<float>::infinity(), tau));
   } else if (key == "strategy") {
     ASSIGN_OR_RETURN(std::string name, ReadString(value, "strategy"));
     ASSIGN_OR_RETURN(Strategy strategy, ParseStrategyName(name, "strategy"));

@@ -5,10 +5,12 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "absl/strings/str_split.h"
 #include "model_store/architecture.h"
 #include "model_store/checkpoint.h"
+#include "model_store/encoder_config.h"
 #include "model_store/model.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/test_models.h"
@@ -19,6 +21,7 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
+using Json = nlohmann::json;
 
 constexpr char kWordEmbeddings[] = "embeddings.word_embeddings.weight";
 constexpr char kQuery1[] = "encoder.layer.1.attention.self.query.weight";
@@ -238,6 +241,23 @@ TEST(ModelLoad, UnsupportedPoolingModeIsNamed) {
   auto model = Model::Load(dir, {});
   EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(model.status().message(), HasSubstr("pooling_mode_mean_sqrt_len_tokens"));
+}
+
+// Config integers stay below 2^31: 4 x hidden_size and pad_token_id + 1 once overflowed int64
+// for values the reader accepted.
+TEST(ModelLoad, ConfigIntegersPastTwoToTheThirtyOneAreRefusedNamingTheField) {
+  const Json base = Json::parse(testing::ReadFile(testing::XlmRobertaModelDir() + "/config.json"));
+  for (const auto& [field, value] : std::vector<std::pair<std::string, Json>>{
+           {"hidden_size", Json(int64_t{1} << 62)},
+           {"vocab_size", Json(uint64_t{1} << 63)},
+           {"max_position_embeddings", Json(3e9)},
+           {"pad_token_id", Json(std::numeric_limits<int64_t>::max())}}) {
+    Json json = base;
+    json[field] = value;
+    auto config = ParseEncoderConfig("config.json", json.dump());
+    EXPECT_EQ(config.status().code(), absl::StatusCode::kDataLoss) << field;
+    EXPECT_THAT(config.status().message(), HasSubstr("'" + field + "' must be"));
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "absl/strings/escaping.h"
@@ -96,6 +97,17 @@ TEST(OpenAiRequest, BadBodiesNameTheirParam) {
   ExpectInvalid(R"({"input": "x", "truncation_side": "middle"})", "truncation_side", "start");
   ExpectInvalid(R"({"input": "x", "normalize": 1})", "normalize", "true or false");
   ExpectInvalid(R"({"input": "x", "tempreature": 1})", "tempreature", "unknown field");
+}
+
+// 1e300 does not fit a float; narrowing it would be undefined behaviour. It becomes an
+// infinity, which validation refuses naming temperature.
+TEST(OpenAiRequest, TemperatureBeyondFloatBecomesInfinite) {
+  for (const char* body : {R"({"input": "x", "temperature": 1e300})",
+                           R"({"input": "x", "temperature": -1e300})"}) {
+    auto parsed = ParseOpenAiEmbeddingsRequest(body, Limits());
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_TRUE(std::isinf(parsed->request.temperature())) << body;
+  }
 }
 
 TEST(OpenAiRequest, TokenIdBoundIsCheckedBeforeCopying) {

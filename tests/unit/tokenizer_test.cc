@@ -233,6 +233,25 @@ TEST(Tokenizer, OutOfRangeIdsAreRefusedNamingTheToken) {
   }
 }
 
+// The tokenizer.json fuzz target's finding: max_input_chars_per_word = 1e26 (a float) was
+// converted to int, undefined behaviour. Now every non-integer or out-of-range value is
+// DATA_LOSS naming the field (the crashing input is also a seed of the fuzz target).
+TEST(Tokenizer, MaxInputCharsPerWordMustBeAnIntegerInRange) {
+  const Json base = Json::parse(testing::ReadFile(testing::TinyModelDir() + "/tokenizer.json"));
+  for (const Json& bad : {Json(1.00111e26), Json(2.5), Json(0), Json(-1), Json(1LL << 40),
+                          Json("100")}) {
+    Json json = base;
+    json["model"]["max_input_chars_per_word"] = bad;
+    auto tokenizer = Tokenizer::FromJson("tokenizer.json", json.dump());
+    EXPECT_EQ(tokenizer.status().code(), absl::StatusCode::kDataLoss) << bad;
+    EXPECT_THAT(tokenizer.status().message(),
+                HasSubstr("model.max_input_chars_per_word must be an integer in [1, 2147483647]"));
+  }
+  Json fine = base;
+  fine["model"]["max_input_chars_per_word"] = 7;
+  EXPECT_TRUE(Tokenizer::FromJson("tokenizer.json", fine.dump()).ok());
+}
+
 // Each broken Unigram-side component is an error naming it, never a crash.
 TEST(Tokenizer, BadUnigramFilesNameTheComponent) {
   const Json base =
