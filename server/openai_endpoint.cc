@@ -1,23 +1,28 @@
 #include "server/openai_endpoint.h"
 
+#include <algorithm>
 #include <future>
 #include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/status_macros.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/peer_socket.h"
-#include "common/status_macros.h"
 #include "server/status_mapping.h"
 
 namespace embedding::server {
 namespace {
 
-// Enough workers for the admission bound's worth of waiting requests on a default server
-// (each handler waits for its job); more are refused by admission with 429 anyway.
-constexpr size_t kWorkers = 64;
+// Each handler waits on its worker for its job, so there is one worker per request admission
+// can admit, plus a few for the requests it refuses (429) and for /v1/models: admission, not
+// the HTTP queue, decides who waits. An idle worker costs a parked thread; past 1,024 the
+// excess waits in the HTTP queue instead.
+size_t Workers(const RequestLimits& limits) {
+  return std::min<size_t>(static_cast<size_t>(limits.max_concurrent_requests) + 8, 1024);
+}
 // How often a waiting handler looks whether its client is still there.
 constexpr absl::Duration kDisconnectPoll = absl::Milliseconds(50);
 constexpr char kJson[] = "application/json";
@@ -91,7 +96,7 @@ absl::StatusOr<std::unique_ptr<OpenAiEndpoint>> OpenAiEndpoint::Start(
   HttpListenerOptions listen;
   listen.address = options.address;
   listen.flag = "--openai-listen";
-  listen.workers = kWorkers;
+  listen.workers = Workers(options.limits);
   listen.max_body_bytes = MaxBodyBytes(options.limits);
   listen.tls = options.tls;
   auto listener = HttpListener::Create(listen);

@@ -248,7 +248,7 @@ class OpenAiLoadTest(unittest.TestCase):
                                             "--openai-listen=127.0.0.1:0",
                                             "--max-concurrent-requests=1"])
         self.base = f"http://{self.server.openai_address}"
-        self.long = {"input": [" ".join(f"word{i % 89}" for i in range(2000))],
+        self.long = {"input": [" ".join(f"word{i % 89}" for i in range(15000))],
                      "strategy": "chunk_mean"}
 
     def tearDown(self):
@@ -303,7 +303,8 @@ class OpenAiLoadTest(unittest.TestCase):
         self.assertEqual(s, 200, a)
         print(f"slot freed {freed_after:.2f} s after a disconnect; the whole request takes "
               f"{full:.2f} s", file=sys.stderr)
-        self.assertLess(freed_after, full)
+        # Held to the end, the slot would come back only after about `full` seconds.
+        self.assertLess(freed_after, full / 3)
         self.assertEqual(metric(self.server.http_address, "embedding_queued_tokens"), 0)
 
 
