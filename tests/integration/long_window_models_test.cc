@@ -219,6 +219,7 @@ TEST_P(LongWindowModelsTest, EveryStrategyOnADocumentLongerThanTheWindow) {
   window.strategy = v1::LONG_TEXT_STRATEGY_LATE_CHUNKING;
   const auto late = EmbedOne(doc, window);
   EXPECT_EQ(late.token_count(), content.size());
+  ASSERT_GT(late.chunks_size(), 0);
   EXPECT_EQ(late.chunks(0).token_span().start(), 0u);
   EXPECT_EQ(late.chunks(late.chunks_size() - 1).token_span().end(), content.size());
 }
