@@ -73,6 +73,14 @@ class Compose(unittest.TestCase):
         path = dashboards["providers"][0]["options"]["path"]
         self.assertIn(path, [t for _, t in self.mounts("grafana")])
 
+    def test_every_listener_is_published(self):
+        server = self.services["server"]
+        published = [p["target"] for p in server["ports"]]
+        listeners = {k: v for k, v in server["environment"].items() if k.endswith("_LISTEN")}
+        self.assertIn("EMBEDDING_OPENAI_LISTEN", listeners)
+        for name, address in listeners.items():
+            self.assertIn(int(address.rsplit(":", 1)[1]), published, name)
+
     def test_server_runs_as_hardened_as_in_kubernetes(self):
         server = self.services["server"]
         self.assertTrue(server["read_only"])

@@ -114,6 +114,16 @@ class Overlay(unittest.TestCase):
         flags = one(objects, "ConfigMap", container["envFrom"][0]["configMapRef"]["name"])
         for name in list(flags["data"]) + [e["name"] for e in container.get("env", [])]:
             self.assertIn(name, known, f"{name} is no flag of the server")
+        # Every listener the flags open is a named container port, and the Service offers
+        # every container port.
+        for name, value in flags["data"].items():
+            if name.endswith("_LISTEN"):
+                self.assertIn(int(value.rsplit(":", 1)[1]), ports.values(), name)
+        self.assertIn("EMBEDDING_OPENAI_LISTEN", flags["data"])
+        cluster_ip = [o for o in objects if o["kind"] == "Service"
+                      and o["spec"].get("clusterIP") != "None"]
+        self.assertEqual({p["targetPort"] for s in cluster_ip for p in s["spec"]["ports"]},
+                         set(ports))
         threads = next(e for e in container["env"] if e["name"] == "EMBEDDING_THREADS")
         self.assertEqual(threads["valueFrom"]["resourceFieldRef"]["resource"], "limits.cpu")
         self.assertIn("cpu", container["resources"]["limits"])

@@ -9,6 +9,7 @@ as the kubelet does it: the preStop hook, then SIGTERM, with the grace period as
 
 usage: k8s_pod_test.py EMBEDCTL
 """
+import json
 import math
 import os
 import socket
@@ -128,10 +129,22 @@ class DevPod(unittest.TestCase):
         self.assertTrue(probe(self.container, self.container["readinessProbe"]), "readiness")
         self.assertTrue(probe(self.container, self.container["livenessProbe"]), "liveness")
 
-        grpc_port = next(p["containerPort"] for p in self.container["ports"] if p["name"] == "grpc")
-        out = subprocess.run([EMBEDCTL, f"--address=127.0.0.1:{grpc_port}", "embed", "a pod"],
+        ports = {p["name"]: p["containerPort"] for p in self.container["ports"]}
+        out = subprocess.run([EMBEDCTL, f"--address=127.0.0.1:{ports['grpc']}", "embed", "a pod"],
                              capture_output=True, text=True, check=True).stdout
-        self.assertIn('"vector"', out)
+        grpc_vector = json.loads(out)["vector"]
+        self.assertGreater(len(grpc_vector), 0)
+
+        # The OpenAI-compatible endpoint on its port, with the same vector.
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{ports['openai']}/v1/embeddings",
+            data=json.dumps({"model": "demo", "input": "a pod"}).encode(),
+            headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            openai_vector = json.load(response)["data"][0]["embedding"]
+        self.assertEqual(len(openai_vector), len(grpc_vector))
+        for got, want in zip(openai_vector, grpc_vector):
+            self.assertAlmostEqual(got, want, delta=1e-6)
 
         # Nothing written outside the volumes (the root filesystem is read-only as well).
         self.assertEqual(docker("diff", NAME).stdout.strip(), "")
