@@ -4,12 +4,12 @@
 #include <openssl/sha.h>
 
 #include <fstream>
-#include <iostream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "server/server_log.h"
 
 namespace embedding::server {
 namespace {
@@ -56,7 +56,7 @@ void BearerAuth::ReloadIfChanged() const {
   if (ec || mtime == loaded_mtime_) return;
   std::vector<Digest> fresh;
   if (absl::Status read = ReadTokens(&fresh); !read.ok()) {
-    std::cerr << "embedding_server: keeping the previous tokens: " << read.message() << std::endl;
+    ServerLog(LogLevel::kWarning, absl::StrCat("keeping the previous tokens: ", read.message()));
   } else {
     digests_ = std::move(fresh);
   }

@@ -6,11 +6,11 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <iostream>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "server/server_log.h"
 
 namespace embedding::server {
 
@@ -90,8 +90,8 @@ std::shared_ptr<const TlsKeyPair> HttpTlsCertificate::Current() {
   if (pair.ok()) {
     pair_ = *std::move(pair);
   } else {  // mid-rotation (key written, certificate not yet) or broken: keep the old pair
-    std::cerr << "embedding_server: --http-tls: keeping the current certificate: "
-              << pair.status().message() << "\n";
+    ServerLog(LogLevel::kWarning, absl::StrCat("--http-tls: keeping the current certificate: ",
+                                               pair.status().message()));
   }
   return pair_;
 }

@@ -2,9 +2,9 @@
 
 #include <google/protobuf/stubs/logging.h>
 
-#include <iostream>
-
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "server/server_log.h"
 
 namespace embedding::server {
 
@@ -38,9 +38,9 @@ void ThrottledProtobufLog(google::protobuf::LogLevel level, const char* filename
       !ProtobufThrottle().Allow(absl::Now(), &suppressed)) {
     return;
   }
-  std::cerr << "embedding_server: protobuf " << filename << ":" << line << ": " << message;
-  if (suppressed > 0) std::cerr << " (" << suppressed << " similar lines suppressed)";
-  std::cerr << std::endl;
+  std::string text = absl::StrCat("protobuf ", filename, ":", line, ": ", message);
+  if (suppressed > 0) absl::StrAppend(&text, " (", suppressed, " similar lines suppressed)");
+  ServerLog(LogLevel::kWarning, text);
 }
 
 }  // namespace

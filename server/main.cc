@@ -20,6 +20,7 @@
 #include "server/model_registry.h"
 #include "server/model_reloader.h"
 #include "server/openai_endpoint.h"
+#include "server/server_log.h"
 #include "server/server_options.h"
 #include "server/tls_credentials.h"
 #include "server/worker_pool.h"
@@ -38,11 +39,12 @@ void SetHealth(grpc::Server* server, bool serving) {
 // A reload that found something: what serves now, or why the new version was refused.
 void LogReload(const ReloadOutcome& outcome) {
   if (outcome.result == ReloadOutcome::Result::kLoaded) {
-    std::cerr << "embedding_server: model '" << outcome.model << "' reloaded: version "
-              << outcome.version << " serving\n";
+    ServerLog(LogLevel::kInfo, absl::StrCat("model '", outcome.model, "' reloaded: version ",
+                                            outcome.version, " serving"));
   } else if (outcome.result == ReloadOutcome::Result::kFailed) {
-    std::cerr << "embedding_server: model '" << outcome.model << "': new version refused: "
-              << outcome.error << "; version " << outcome.version << " keeps serving\n";
+    ServerLog(LogLevel::kError,
+              absl::StrCat("model '", outcome.model, "': new version refused: ", outcome.error,
+                           "; version ", outcome.version, " keeps serving"));
   }
 }
 
@@ -62,9 +64,18 @@ int Run(int argc, char** argv) {
 
   auto options = ParseServerOptions(argc, argv);
   if (!options.ok()) {
-    std::cerr << "embedding_server: " << options.status().message() << "\n";
+    ServerLog(LogLevel::kError, options.status().message());
     return 2;
   }
+  auto log_format = ParseLogFormat(options->log_format);
+  auto log_level = ParseRequestLogLevel(options->log_requests);
+  for (const absl::Status& bad : {log_format.status(), log_level.status()}) {
+    if (!bad.ok()) {
+      ServerLog(LogLevel::kError, bad.message());
+      return 2;
+    }
+  }
+  SetServerLogFormat(*log_format);
   if (options->models.intra_op_threads == 0)
     options->models.intra_op_threads = static_cast<int>(std::thread::hardware_concurrency());
 
@@ -85,18 +96,10 @@ int Run(int argc, char** argv) {
   if (!options->auth_token_file.empty()) {
     auto loaded = BearerAuth::Load(options->auth_token_file);
     if (!loaded.ok()) {
-      std::cerr << "embedding_server: " << loaded.status().message() << "\n";
+      ServerLog(LogLevel::kError, loaded.status().message());
       return 2;
     }
     auth = *std::move(loaded);
-  }
-  auto log_format = ParseLogFormat(options->log_format);
-  auto log_level = ParseRequestLogLevel(options->log_requests);
-  for (const absl::Status& bad : {log_format.status(), log_level.status()}) {
-    if (!bad.ok()) {
-      std::cerr << "embedding_server: " << bad.message() << "\n";
-      return 2;
-    }
   }
   RequestLog request_log(*log_format, *log_level, &std::cerr);
   ServiceObserver hooks = metrics.ServiceHooks();
@@ -115,7 +118,7 @@ int Run(int argc, char** argv) {
   int port = 0;
   auto credentials = GrpcServerCredentials(options->tls);
   if (!credentials.ok()) {
-    std::cerr << "embedding_server: " << credentials.status().message() << "\n";
+    ServerLog(LogLevel::kError, credentials.status().message());
     return 2;
   }
   builder.AddListeningPort(options->grpc_listen, *credentials, &port);
@@ -125,12 +128,12 @@ int Run(int argc, char** argv) {
   builder.SetMaxSendMessageSize(INT32_MAX);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
-    std::cerr << "embedding_server: cannot listen on --listen=" << options->grpc_listen << "\n";
+    ServerLog(LogLevel::kError, absl::StrCat("cannot listen on --listen=", options->grpc_listen));
     return 1;
   }
   SetHealth(server.get(), false);
   const std::string host = options->grpc_listen.substr(0, options->grpc_listen.rfind(':'));
-  std::cout << "embedding_server: grpc listening on " << host << ":" << port << std::endl;
+  ServerLog(LogLevel::kInfo, absl::StrCat("grpc listening on ", host, ":", port), std::cout);
 
   std::atomic<bool> serving{false};
   // Ready while serving, unless admission's books say the server would refuse work forever.
@@ -139,14 +142,14 @@ int Run(int argc, char** argv) {
     if (!serving.load()) return false;
     const absl::Status consistent = admission.Consistency();
     if (!consistent.ok() && !reported_inconsistent.exchange(true))
-      std::cerr << "embedding_server: not ready: " << consistent.message() << std::endl;
+      ServerLog(LogLevel::kError, absl::StrCat("not ready: ", consistent.message()));
     return consistent.ok();
   };
   std::unique_ptr<HttpTlsCertificate> http_tls;
   if (options->tls.http) {
     auto loaded = HttpTlsCertificate::Load(options->tls);
     if (!loaded.ok()) {
-      std::cerr << "embedding_server: " << loaded.status().message() << "\n";
+      ServerLog(LogLevel::kError, loaded.status().message());
       server->Shutdown();
       return 2;
     }
@@ -163,14 +166,14 @@ int Run(int argc, char** argv) {
     http_options.tls = http_tls.get();
     auto started = HttpEndpoint::Start(std::move(http_options));
     if (!started.ok()) {
-      std::cerr << "embedding_server: " << started.status().message() << "\n";
+      ServerLog(LogLevel::kError, started.status().message());
       server->Shutdown();
       return 1;
     }
     http = *std::move(started);
     const std::string http_host = options->http_listen.substr(0, options->http_listen.rfind(':'));
-    std::cout << "embedding_server: http listening on " << http_host << ":" << http->port()
-              << std::endl;
+    ServerLog(LogLevel::kInfo, absl::StrCat("http listening on ", http_host, ":", http->port()),
+              std::cout);
   }
 
   ModelRegistry::VersionObserver versions;
@@ -179,8 +182,8 @@ int Run(int argc, char** argv) {
   };
   versions.on_unloaded = [&metrics](const ServedModel& model) {
     metrics.RemoveModelInfo(model);
-    std::cerr << "embedding_server: model '" << model.name << "' version " << model.version
-              << " unloaded (replaced, and no request holds it)\n";
+    ServerLog(LogLevel::kInfo, absl::StrCat("model '", model.name, "' version ", model.version,
+                                            " unloaded (replaced, and no request holds it)"));
   };
   std::unique_ptr<OpenAiEndpoint> openai;
   if (!options->openai_listen.empty()) {
@@ -193,15 +196,15 @@ int Run(int argc, char** argv) {
     openai_options.default_timeout = options->openai_timeout;
     auto started = OpenAiEndpoint::Start(std::move(openai_options));
     if (!started.ok()) {
-      std::cerr << "embedding_server: " << started.status().message() << "\n";
+      ServerLog(LogLevel::kError, started.status().message());
       server->Shutdown();
       return 1;
     }
     openai = *std::move(started);
     const std::string openai_host =
         options->openai_listen.substr(0, options->openai_listen.rfind(':'));
-    std::cout << "embedding_server: openai listening on " << openai_host << ":" << openai->port()
-              << std::endl;
+    ServerLog(LogLevel::kInfo,
+              absl::StrCat("openai listening on ", openai_host, ":", openai->port()), std::cout);
   }
 
   auto registry = ModelRegistry::Load(
@@ -210,32 +213,31 @@ int Run(int argc, char** argv) {
       [&metrics](const ServedModel& model) { return metrics.BatchHook(model.name); },
       versions);
   if (!registry.ok()) {
-    std::cerr << "embedding_server: " << registry.status().message() << "\n";
+    ServerLog(LogLevel::kError, registry.status().message());
     server->Shutdown();
     return 1;
   }
   for (const auto& m : (*registry)->Current()) {
-    std::cerr << "embedding_server: model '" << m->name << "' version " << m->version << " ("
-              << m->model->config().model_type << ", " << m->model->config().hidden_size
-              << " dims, window " << m->model->max_content_tokens() << " tokens, "
-              << model_store::ComputeDTypeName(m->model->encoder().dtype()) << ")"
-              << (m->model->is_demo()
-                      ? " -- DEMO model: random weights, vectors are not semantically "
-                        "meaningful"
-                      : "")
-              << "\n";
+    ServerLog(LogLevel::kInfo,
+              absl::StrCat("model '", m->name, "' version ", m->version, " (",
+                           m->model->config().model_type, ", ", m->model->config().hidden_size,
+                           " dims, window ", m->model->max_content_tokens(), " tokens, ",
+                           model_store::ComputeDTypeName(m->model->encoder().dtype()), ")",
+                           m->model->is_demo() ? " -- DEMO model: random weights, vectors are "
+                                                 "not semantically meaningful"
+                                               : ""));
   }
   for (const auto& m : (*registry)->Current()) {
     for (const auto& trial : m->model->dtype_trials()) {
-      std::cerr << "embedding_server: model '" << m->name << "' --dtype=auto tried "
-                << model_store::ComputeDTypeName(trial.dtype) << ": "
-                << (trial.unavailable.empty()
-                        ? absl::StrCat("cosine to fp32 ", trial.min_cosine, " (guard ",
-                                       model_store::AccuracyGuard(trial.dtype), "), ",
-                                       static_cast<int64_t>(trial.tokens_per_second),
-                                       " tokens/s", trial.passed ? "" : ", failed its guard")
-                        : trial.unavailable)
-                << "\n";
+      ServerLog(LogLevel::kInfo,
+                absl::StrCat("model '", m->name, "' --dtype=auto tried ",
+                             model_store::ComputeDTypeName(trial.dtype), ": ",
+                             trial.unavailable.empty()
+                                 ? absl::StrCat("cosine to fp32 ", trial.min_cosine, " (guard ",
+                                                model_store::AccuracyGuard(trial.dtype), "), ",
+                                                static_cast<int64_t>(trial.tokens_per_second),
+                                                " tokens/s", trial.passed ? "" : ", failed its guard")
+                                 : trial.unavailable));
     }
   }
   auto reloader = std::make_unique<ModelReloader>(
@@ -247,11 +249,11 @@ int Run(int argc, char** argv) {
   service.SetReady(registry->get());
   SetHealth(server.get(), true);
   serving.store(true);
-  std::cout << "embedding_server: ready" << std::endl;
+  ServerLog(LogLevel::kInfo, "ready", std::cout);
 
   int signal = 0;
   sigwait(&stop_signals, &signal);
-  std::cerr << "embedding_server: signal " << signal << ", draining\n";
+  ServerLog(LogLevel::kInfo, absl::StrCat("signal ", signal, ", draining"));
   SetHealth(server.get(), false);
   serving.store(false);
   service.StartDraining();
@@ -259,8 +261,8 @@ int Run(int argc, char** argv) {
   while (service.active_calls() > 0 && absl::Now() < give_up)
     absl::SleepFor(absl::Milliseconds(20));
   if (service.active_calls() > 0)
-    std::cerr << "embedding_server: drain timeout with " << service.active_calls()
-              << " calls left\n";
+    ServerLog(LogLevel::kWarning,
+              absl::StrCat("drain timeout with ", service.active_calls(), " calls left"));
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   // Every call is finished, so nothing new is prepared. Let what was scheduled reach the
   // batchers, then stop them (what is left fails with UNAVAILABLE), then run the last
@@ -272,7 +274,7 @@ int Run(int argc, char** argv) {
   reloader.reset();
   registry->reset();
   pool.reset();
-  std::cerr << "embedding_server: stopped\n";
+  ServerLog(LogLevel::kInfo, "stopped");
   return 0;
 }
 

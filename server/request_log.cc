@@ -31,13 +31,6 @@ std::string FreshRequestId() {
 
 }  // namespace
 
-absl::StatusOr<LogFormat> ParseLogFormat(const std::string& name) {
-  if (name == "text") return LogFormat::kText;
-  if (name == "json") return LogFormat::kJson;
-  return absl::InvalidArgumentError(
-      absl::StrCat("--log-format=", QuotedValue(name), ": must be text or json"));
-}
-
 absl::StatusOr<RequestLogLevel> ParseRequestLogLevel(const std::string& name) {
   if (name == "off") return RequestLogLevel::kOff;
   if (name == "errors") return RequestLogLevel::kErrors;

@@ -12,14 +12,12 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "server/log_throttle.h"
+#include "server/server_log.h"
 
 namespace embedding::server {
 
-enum class LogFormat { kText, kJson };
 enum class RequestLogLevel { kOff, kErrors, kAll };
 
-// "text" | "json"; INVALID_ARGUMENT naming --log-format otherwise.
-absl::StatusOr<LogFormat> ParseLogFormat(const std::string& name);
 // "off" | "errors" | "all"; INVALID_ARGUMENT naming --log-requests otherwise.
 absl::StatusOr<RequestLogLevel> ParseRequestLogLevel(const std::string& name);
 

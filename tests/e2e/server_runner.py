@@ -1,4 +1,5 @@
 """Starts a real embedding_server on 127.0.0.1 (port 0) for a Python test, and stops it."""
+import json
 import os
 import re
 import signal
@@ -14,6 +15,8 @@ class ServerRunner:
         self.grpc_address = self.http_address = self.openai_address = None
         deadline = time.time() + timeout
         for line in self.process.stdout:
+            if line.startswith("{"):  # --log-format=json
+                line = "embedding_server: " + json.loads(line)["message"]
             if m := re.search(r"grpc listening on (\S+)", line):
                 self.grpc_address = m.group(1)
             if m := re.search(r"http listening on (\S+)", line):

@@ -1,8 +1,10 @@
 // The request log of a real server: one JSON line per finished RPC with its request id, the
 // client's x-request-id honoured when usable and returned in the response's trailing metadata
-// either way.
+// either way; with --log-format=json the server's own lines are JSON as well.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <signal.h>
 
 #include <sstream>
 
@@ -72,6 +74,25 @@ TEST(RequestLog, JsonLinePerCallWithTheClientsRequestId) {
   EXPECT_EQ(bad["code"], "INVALID_ARGUMENT");
   EXPECT_THAT(bad["message"].get<std::string>(), ::testing::HasSubstr("inputs[0]"));
   EXPECT_FALSE(find(generated).is_null());
+
+  // Every line the server wrote is JSON, its own lines too: the model loaded, the drain. (The
+  // listener and ready lines on stdout were read as JSON to connect at all.)
+  server.Signal(SIGTERM);
+  ASSERT_EQ(server.Wait(), 0);
+  std::vector<std::string> messages;
+  std::istringstream in(server.Log());
+  for (std::string line; std::getline(in, line);) {
+    const auto json = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_TRUE(!json.is_discarded() && json.is_object()) << line;
+    EXPECT_TRUE(json.contains("time")) << line;
+    if (json["event"] == "server") messages.push_back(json["message"].get<std::string>());
+    else EXPECT_EQ(json["event"], "rpc") << line;
+  }
+  using ::testing::Contains;
+  using ::testing::StartsWith;
+  EXPECT_THAT(messages, Contains(StartsWith("model 'tiny' version ")));
+  EXPECT_THAT(messages, Contains(StartsWith("signal 15, draining")));
+  EXPECT_THAT(messages, Contains("stopped"));
 }
 
 TEST(RequestLog, BadLogFlagsAreStartUpErrors) {

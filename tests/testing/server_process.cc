@@ -17,12 +17,18 @@
 namespace embedding::testing {
 namespace {
 
-// The address the server printed after `marker`, up to the end of that line.
+// The address the server printed after `marker`, up to the end of that line (text) or of
+// the message (--log-format=json).
 std::string AddressAfter(const std::string& output, const std::string& marker) {
   const size_t at = output.find(marker);
   if (at == std::string::npos) return "";
   const size_t start = at + marker.size();
-  return output.substr(start, output.find('\n', start) - start);
+  return output.substr(start, output.find_first_of("\n\"", start) - start);
+}
+
+bool SaysReady(const std::string& output) {
+  return absl::StrContains(output, "embedding_server: ready\n") ||
+         absl::StrContains(output, "\"message\":\"ready\"");
 }
 
 }  // namespace
@@ -64,7 +70,7 @@ ServerProcess::ServerProcess(std::vector<std::string> args, absl::Duration start
     char buf[4096];
     const ssize_t n = read(out_pipe[0], buf, sizeof(buf));
     if (n > 0) output.append(buf, n);
-    if (absl::StrContains(output, "embedding_server: ready\n")) {
+    if (SaysReady(output)) {
       ready_ = true;
       break;
     }
