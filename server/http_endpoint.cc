@@ -27,6 +27,7 @@ void AnswerReload(const absl::StatusOr<std::vector<ReloadOutcome>>& outcomes,
     nlohmann::json item = {{"model", outcome.model},
                            {"result", ReloadResultName(outcome.result)},
                            {"version", outcome.version}};
+    if (outcome.new_model) item["new_model"] = true;
     if (outcome.result == ReloadOutcome::Result::kFailed) {
       item["error"] = outcome.error;
       res.status = 422;

@@ -39,8 +39,13 @@ void SetHealth(grpc::Server* server, bool serving) {
 // A reload that found something: what serves now, or why the new version was refused.
 void LogReload(const ReloadOutcome& outcome) {
   if (outcome.result == ReloadOutcome::Result::kLoaded) {
-    ServerLog(LogLevel::kInfo, absl::StrCat("model '", outcome.model, "' reloaded: version ",
-                                            outcome.version, " serving"));
+    ServerLog(LogLevel::kInfo,
+              absl::StrCat("model '", outcome.model, "' ",
+                           outcome.new_model ? "added from --model-store" : "reloaded",
+                           ": version ", outcome.version, " serving"));
+  } else if (outcome.result == ReloadOutcome::Result::kFailed && outcome.new_model) {
+    ServerLog(LogLevel::kError, absl::StrCat("model '", outcome.model,
+                                             "' in --model-store refused: ", outcome.error));
   } else if (outcome.result == ReloadOutcome::Result::kFailed) {
     ServerLog(LogLevel::kError,
               absl::StrCat("model '", outcome.model, "': new version refused: ", outcome.error,

@@ -1,5 +1,7 @@
 #include "server/model_registry.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <thread>
 #include <utility>
 
@@ -143,11 +145,16 @@ absl::StatusOr<std::vector<ReloadOutcome>> ModelRegistry::Reload(const std::stri
   std::lock_guard<std::mutex> reloading(reload_mu_);
   std::vector<ReloadOutcome> outcomes;
   bool found = false;
-  // entries_ never changes shape after Load; only versions (under mu_) do.
   for (Entry& entry : entries_) {
     if (!name.empty() && entry.source.name != name) continue;
     found = true;
     outcomes.push_back(ReloadEntry(entry, settled));
+  }
+  if (!options_.store.empty() && (name.empty() || !found)) {  // after the loop: it grows entries_
+    for (ReloadOutcome& added : AddFromStore(name, settled)) {
+      found = true;
+      outcomes.push_back(std::move(added));
+    }
   }
   ReleaseUnused();
   if (!found) {
@@ -202,6 +209,62 @@ ReloadOutcome ModelRegistry::ReloadEntry(Entry& entry, bool settled) {
   }
   outcome.version = (*served)->version;
   return outcome;
+}
+
+bool ModelRegistry::Serves(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Entry& entry : entries_)
+    if (entry.source.name == name) return true;
+  return false;
+}
+
+std::vector<ReloadOutcome> ModelRegistry::AddFromStore(const std::string& name, bool settled) {
+  std::vector<std::filesystem::path> directories;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(options_.store, ec))
+    directories.push_back(entry.path());
+  std::sort(directories.begin(), directories.end());
+  std::vector<ReloadOutcome> outcomes;
+  for (const auto& directory : directories) {
+    const std::string model = directory.filename().string();
+    // '@' selects a version, so no name holds one (as for --model).
+    if ((!name.empty() && model != name) || model.find('@') != std::string::npos ||
+        Serves(model)) {
+      continue;
+    }
+    auto located = model_store::LocateModelVersion(directory.string());
+    if (!located.ok()) continue;  // not a model directory (yet)
+    Candidate& candidate = candidates_[model];
+    const bool stable = located->signature == candidate.seen_signature;
+    candidate.seen_signature = located->signature;
+    if (located->signature == candidate.tried_signature || (settled && !stable)) continue;
+    candidate.tried_signature = located->signature;
+
+    ReloadOutcome outcome;
+    outcome.model = model;
+    outcome.new_model = true;
+    auto served = LoadVersion(model, located->directory, located->version);
+    if (!served.ok()) {
+      outcome.result = ReloadOutcome::Result::kFailed;
+      outcome.error = std::string(served.status().message());
+      outcomes.push_back(std::move(outcome));
+      continue;
+    }
+    Entry entry;
+    entry.source = {model, directory.string()};
+    entry.loaded_signature = entry.seen_signature = located->signature;
+    entry.versions.push_back(*served);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      entries_.push_back(std::move(entry));
+    }
+    candidates_.erase(model);
+    if (version_observer_.on_serving) version_observer_.on_serving(**served, true);
+    outcome.result = ReloadOutcome::Result::kLoaded;
+    outcome.version = (*served)->version;
+    outcomes.push_back(std::move(outcome));
+  }
+  return outcomes;
 }
 
 void ModelRegistry::ReleaseUnused() {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <deque>
+#include <map>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -30,8 +31,9 @@ struct ReloadOutcome {
   enum class Result { kLoaded, kUnchanged, kFailed };
   std::string model;
   Result result = Result::kUnchanged;
-  std::string version;  // the version now serving
+  std::string version;  // the version now serving ("" for a new model that failed to load)
   std::string error;    // kFailed: why the new version was refused
+  bool new_model = false;  // a subdirectory of --model-store not served before
 };
 const char* ReloadResultName(ReloadOutcome::Result result);
 
@@ -62,10 +64,12 @@ class ModelRegistry {
   const std::string& default_name() const { return default_name_; }
 
   // Looks at each model's directory (all models when `name` is empty) and loads what changed
-  // there: a new versioned subdirectory, or changed files in a flat one. `settled`: only a
-  // change seen unchanged at the previous call (a poller's guard against half-copied files).
-  // A version that fails to load is refused and the current one keeps serving. One reload
-  // at a time; blocks while loading. NOT_FOUND for an unknown `name`.
+  // there: a new versioned subdirectory, or changed files in a flat one. With a --model-store,
+  // also its subdirectories not yet served, each as a new model under its directory's name.
+  // `settled`: only a change seen unchanged at the previous call (a poller's guard against
+  // half-copied files). A version that fails to load is refused and the current one keeps
+  // serving; it is not tried again until its files change. One reload at a time; blocks while
+  // loading. NOT_FOUND for an unknown `name`.
   absl::StatusOr<std::vector<ReloadOutcome>> Reload(const std::string& name, bool settled);
 
   // Frees replaced versions that no request holds any more (their batchers stop here, never
@@ -88,6 +92,9 @@ class ModelRegistry {
                                                                  const std::string& directory,
                                                                  std::string version) const;
   ReloadOutcome ReloadEntry(Entry& entry, bool settled);
+  // Serves the store's new subdirectories (only `name` when not empty), as Reload describes.
+  std::vector<ReloadOutcome> AddFromStore(const std::string& name, bool settled);
+  bool Serves(const std::string& name) const;
 
   const ModelOptions options_;
   const BatcherOptions batching_;
@@ -98,9 +105,16 @@ class ModelRegistry {
   std::string default_name_;
 
   std::mutex reload_mu_;  // one reload at a time; held while loading, never by Find
-  mutable std::mutex mu_;  // guards entries_' versions and released_
+  mutable std::mutex mu_;  // guards entries_ and replaced_
+  // Changed only under both locks: versions by ReloadEntry, new entries by AddFromStore.
   std::vector<Entry> entries_;
   std::vector<std::shared_ptr<const ServedModel>> replaced_;  // out of entries_, maybe in use
+  // The store's unserved subdirectories (under reload_mu_): the signature seen at the
+  // previous look, for `settled`, and the one last tried, so a broken model is tried once.
+  struct Candidate {
+    std::string seen_signature, tried_signature;
+  };
+  std::map<std::string, Candidate> candidates_;
 };
 
 }  // namespace embedding::server

@@ -145,7 +145,8 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv) {
   RETURN_IF_ERROR(ApplyEnvironmentFallbacks("EMBEDDING", "server/server_options.cc"));
   absl::ParseCommandLine(static_cast<int>(rest.size()), rest.data());
 
-  if (const std::string store = absl::GetFlag(FLAGS_model_store); !store.empty()) {
+  options.models.store = absl::GetFlag(FLAGS_model_store);
+  if (const std::string& store = options.models.store; !store.empty()) {
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator(store, ec)) {
       if (model_store::LocateModelVersion(entry.path().string()).ok())

@@ -2,7 +2,7 @@
 // version found by the poller or loaded by POST /admin/reload replaces the serving one in one
 // step, the previous one stays selectable as NAME@VERSION, requests in flight finish on the
 // version they started on, and a broken version is refused (log line and metrics) while the
-// old one keeps serving.
+// old one keeps serving. A new subdirectory of --model-store becomes a new model.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -228,6 +228,67 @@ TEST(ModelReload, RequestsInFlightFinishOnTheVersionTheyStartedOn) {
     absl::SleepFor(absl::Milliseconds(100));
   EXPECT_THAT(server.Log(), HasSubstr("model 'm' version 1 unloaded"));
   testing::ExpectAccountingReturnsToZero(server.http_address());
+}
+
+// A model copied into --model-store after start-up is served under its directory's name once
+// the poller has seen it settle; a broken one is refused and not retried; the admin call
+// takes a new one at once.
+TEST(ModelReload, NewModelsInTheStoreAreServedWithoutARestart) {
+  const std::string store = testing::MakeScratchDir("reload-store");
+  fs::rename(testing::CopyModelDir(testing::TinyModelDir(), "store-a"), fs::path(store) / "a");
+  testing::ServerProcess server({"--model-store=" + store, "--model-poll-interval-s=1",
+                                 "--auth-token-file=" + TokenFile()});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  auto client = Client(server);
+  const std::string http = server.http_address();
+  auto before = EmbedWith(*client, "b", "text");
+  EXPECT_EQ(before.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(before.status().message(), HasSubstr("available: a"));
+
+  // A broken model and a good one appear; only the good one is served.
+  const std::string broken = testing::CopyModelDir(testing::TinyModelDir(), "store-broken");
+  fs::resize_file(fs::path(broken) / "model.safetensors", 4096);
+  fs::rename(broken, fs::path(store) / "broken");
+  fs::rename(testing::CopyModelDir(testing::SmallModelDir(), "store-b"), fs::path(store) / "b");
+  const absl::Time give_up = absl::Now() + absl::Seconds(20);
+  absl::StatusOr<v1::EmbedResponse> b;
+  do {
+    absl::SleepFor(absl::Milliseconds(200));
+    b = EmbedWith(*client, "b", "a document for the new model");
+  } while (!b.ok() && absl::Now() < give_up);
+  ASSERT_TRUE(b.ok()) << b.status() << server.Log();
+  EXPECT_EQ(b->model(), "b");
+  testing::ServerProcess direct({"--model=b=" + testing::SmallModelDir()});
+  ASSERT_TRUE(direct.ok()) << direct.Log();
+  auto expected = EmbedWith(*Client(direct), "b", "a document for the new model");
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  EXPECT_EQ(client::ToVectors(*b), client::ToVectors(*expected));
+
+  auto listed = client->ListModels();
+  ASSERT_TRUE(listed.ok());
+  std::vector<std::string> names;
+  for (const auto& model : listed->models()) names.push_back(model.name());
+  EXPECT_THAT(names, ::testing::UnorderedElementsAre("a", "b"));
+  EXPECT_EQ(listed->default_model(), "a");
+  EXPECT_THAT(server.Log(), HasSubstr("model 'b' added from --model-store: version "));
+  EXPECT_THAT(server.Log(), HasSubstr("model 'broken' in --model-store refused: "));
+  EXPECT_EQ(testing::ScrapeMetric(http, R"(embedding_model_reload_failing\{model="broken"\})"), 1);
+  EXPECT_EQ(testing::ScrapeMetric(http, R"(embedding_model_info\{.*model="b".*\})"), 1);
+  EXPECT_EQ(EmbedWith(*client, "broken", "x").status().code(), absl::StatusCode::kNotFound);
+
+  // The admin call: the broken one unchanged is not retried; a new one is loaded at once.
+  fs::rename(testing::CopyModelDir(testing::TinyModelDir(), "store-c"), fs::path(store) / "c");
+  auto added = PostReload(http, "?model=c", kToken);
+  ASSERT_TRUE(added);
+  EXPECT_EQ(added->status, 200) << added->body;
+  EXPECT_THAT(added->body, HasSubstr("\"new_model\": true"));
+  EXPECT_THAT(added->body, HasSubstr("\"result\": \"loaded\""));
+  EXPECT_TRUE(EmbedWith(*client, "c", "served at once").ok());
+  auto all = PostReload(http, "", kToken);
+  ASSERT_TRUE(all);
+  EXPECT_EQ(all->status, 200) << all->body;
+  EXPECT_THAT(all->body, ::testing::Not(HasSubstr("broken")));
+  testing::ExpectAccountingReturnsToZero(http);
 }
 
 }  // namespace
