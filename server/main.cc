@@ -234,15 +234,16 @@ int Run(int argc, char** argv) {
   }
   for (const auto& m : (*registry)->Current()) {
     for (const auto& trial : m->model->dtype_trials()) {
-      ServerLog(LogLevel::kInfo,
-                absl::StrCat("model '", m->name, "' --dtype=auto tried ",
-                             model_store::ComputeDTypeName(trial.dtype), ": ",
-                             trial.unavailable.empty()
-                                 ? absl::StrCat("cosine to fp32 ", trial.min_cosine, " (guard ",
-                                                model_store::AccuracyGuard(trial.dtype), "), ",
-                                                static_cast<int64_t>(trial.tokens_per_second),
-                                                " tokens/s", trial.passed ? "" : ", failed its guard")
-                                 : trial.unavailable));
+      ServerLog(
+          LogLevel::kInfo,
+          absl::StrCat("model '", m->name, "' --dtype=auto tried ",
+                       model_store::ComputeDTypeName(trial.dtype), ": ",
+                       trial.unavailable.empty()
+                           ? absl::StrCat("cosine to fp32 ", trial.min_cosine, " (guard ",
+                                          model_store::AccuracyGuard(trial.dtype), "), ",
+                                          static_cast<int64_t>(trial.tokens_per_second),
+                                          " tokens/s", trial.passed ? "" : ", failed its guard")
+                           : trial.unavailable));
     }
   }
   auto reloader = std::make_unique<ModelReloader>(

@@ -4,8 +4,8 @@
 #pragma once
 
 #include <deque>
-#include <map>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -31,8 +31,8 @@ struct ReloadOutcome {
   enum class Result { kLoaded, kUnchanged, kFailed };
   std::string model;
   Result result = Result::kUnchanged;
-  std::string version;  // the version now serving ("" for a new model that failed to load)
-  std::string error;    // kFailed: why the new version was refused
+  std::string version;     // the version now serving ("" for a new model that failed to load)
+  std::string error;       // kFailed: why the new version was refused
   bool new_model = false;  // a subdirectory of --model-store not served before
 };
 const char* ReloadResultName(ReloadOutcome::Result result);

@@ -85,8 +85,11 @@ TEST(RequestLog, JsonLinePerCallWithTheClientsRequestId) {
     const auto json = nlohmann::json::parse(line, nullptr, false);
     ASSERT_TRUE(!json.is_discarded() && json.is_object()) << line;
     EXPECT_TRUE(json.contains("time")) << line;
-    if (json["event"] == "server") messages.push_back(json["message"].get<std::string>());
-    else EXPECT_EQ(json["event"], "rpc") << line;
+    if (json["event"] == "server") {
+      messages.push_back(json["message"].get<std::string>());
+    } else {
+      EXPECT_EQ(json["event"], "rpc") << line;
+    }
   }
   using ::testing::Contains;
   using ::testing::StartsWith;
