@@ -36,6 +36,15 @@ void SetHealth(grpc::Server* server, bool serving) {
   health->SetServingStatus(kServiceName, serving);
 }
 
+// "<listener> listening on HOST:PORT" on stdout, where test runners and scripts read it: the
+// host as the flag gave it, the port as bound (the flag may ask for port 0).
+void LogListening(const char* listener, const std::string& address, int port) {
+  ServerLog(LogLevel::kInfo,
+            absl::StrCat(listener, " listening on ", address.substr(0, address.rfind(':')), ":",
+                         port),
+            std::cout);
+}
+
 // A reload that found something: what serves now, or why the new version was refused.
 void LogReload(const ReloadOutcome& outcome) {
   if (outcome.result == ReloadOutcome::Result::kLoaded) {
@@ -137,8 +146,7 @@ int Run(int argc, char** argv) {
     return 1;
   }
   SetHealth(server.get(), false);
-  const std::string host = options->grpc_listen.substr(0, options->grpc_listen.rfind(':'));
-  ServerLog(LogLevel::kInfo, absl::StrCat("grpc listening on ", host, ":", port), std::cout);
+  LogListening("grpc", options->grpc_listen, port);
 
   std::atomic<bool> serving{false};
   // Ready while serving, unless admission's books say the server would refuse work forever.
@@ -176,9 +184,7 @@ int Run(int argc, char** argv) {
       return 1;
     }
     http = *std::move(started);
-    const std::string http_host = options->http_listen.substr(0, options->http_listen.rfind(':'));
-    ServerLog(LogLevel::kInfo, absl::StrCat("http listening on ", http_host, ":", http->port()),
-              std::cout);
+    LogListening("http", options->http_listen, http->port());
   }
 
   ModelRegistry::VersionObserver versions;
@@ -206,10 +212,7 @@ int Run(int argc, char** argv) {
       return 1;
     }
     openai = *std::move(started);
-    const std::string openai_host =
-        options->openai_listen.substr(0, options->openai_listen.rfind(':'));
-    ServerLog(LogLevel::kInfo,
-              absl::StrCat("openai listening on ", openai_host, ":", openai->port()), std::cout);
+    LogListening("openai", options->openai_listen, openai->port());
   }
 
   auto registry = ModelRegistry::Load(
