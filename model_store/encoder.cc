@@ -134,7 +134,7 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
   packed.temperatures = batch.temperatures;
   // Row-wise layers see the token count rounded up to kRowBucket (the extra rows are id 0 at
   // the first position, never attended to, and dropped at the end): oneDNN builds and caches a
-  // kernel per shape, and a bounded cache (see server/main.cc) keeps hitting only when shapes
+  // kernel per shape, and a bounded cache (see server/app/server.cc) keeps hitting only when shapes
   // repeat.
   packed.rows = (packed.offsets.back() + kRowBucket - 1) / kRowBucket * kRowBucket;
   // Absolute positions count from the config's offset; after-padding positions (XLM-R) give a

@@ -19,6 +19,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "client/embedctl/collapse_report.h"
@@ -26,6 +27,7 @@
 #include "client/embedctl/metrics_probe.h"
 #include "client/embedding_client.h"
 #include "common/command_line.h"
+#include "embedding/v1/strategy_names.h"
 #include "nlohmann/json.hpp"
 
 ABSL_FLAG(std::string, address, "",
@@ -128,11 +130,9 @@ absl::StatusOr<EmbedOptions> OptionsFromFlags() {
     return s;
   const std::string strategy = absl::GetFlag(FLAGS_strategy);
   if (!strategy.empty()) {
-    std::string name = "LONG_TEXT_STRATEGY_" + strategy;
-    for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    if (!v1::LongTextStrategy_Parse(name, &options.strategy))
-      return absl::InvalidArgumentError(
-          absl::StrCat("--strategy=", strategy, ": unknown strategy"));
+    auto parsed = v1::ParseStrategyName(absl::AsciiStrToLower(strategy), "--strategy");
+    if (!parsed.ok()) return parsed.status();
+    options.strategy = *parsed;
   }
   const std::string side = absl::GetFlag(FLAGS_truncation_side);
   if (side == "start")
@@ -275,12 +275,9 @@ int CollapseReportCommand(EmbeddingClient& client) {
 absl::StatusOr<std::vector<v1::LongTextStrategy>> StrategyList(const std::string& names) {
   std::vector<v1::LongTextStrategy> out;
   for (absl::string_view name : absl::StrSplit(names, ',', absl::SkipEmpty())) {
-    std::string full = "LONG_TEXT_STRATEGY_" + std::string(name);
-    for (char& c : full) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    v1::LongTextStrategy s;
-    if (!v1::LongTextStrategy_Parse(full, &s))
-      return absl::InvalidArgumentError(absl::StrCat("--strategies: unknown '", name, "'"));
-    out.push_back(s);
+    auto parsed = v1::ParseStrategyName(absl::AsciiStrToLower(name), "--strategies");
+    if (!parsed.ok()) return parsed.status();
+    out.push_back(*parsed);
   }
   return out;
 }

@@ -44,10 +44,10 @@ def read(path):
 
 
 def server_env_names():
-    """EMBEDDING_<FLAG> for every flag defined in server/server_options.cc, per the server."""
+    """EMBEDDING_<FLAG> for every flag defined in server/app/server_options.cc, per the server."""
     out = subprocess.run([SERVER, "--helpfull"], capture_output=True, text=True)
     text = out.stdout + out.stderr
-    section = text[text.index("server/server_options.cc"):]
+    section = text[text.index("server/app/server_options.cc"):]
     section = section[:section.find("\n\n  Flags from") if "\n\n  Flags from" in section else None]
     flags = re.findall(r"^\s+--(\w+) ", section, re.M)
     assert "dtype" in flags and "threads" in flags, flags

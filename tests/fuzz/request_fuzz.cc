@@ -1,8 +1,9 @@
 // libFuzzer target: raw request bytes through what the server does before the model runs.
 // The first byte picks the message (Embed, an EmbedStream item, Tokenize: the rest is its
-// protobuf wire form; or an OpenAI /v1/embeddings body: the rest is its JSON). Parse (with the wire-level input count), validate against a real demo
-// model, tokenise every input as the job would (prompt first), and plan its chunks. Any
-// plan must cover the document inside the model's window.
+// protobuf wire form; or an OpenAI /v1/embeddings body: the rest is its JSON). Parse (with the
+// wire-level input count) into the core's EmbedCall, validate against a real demo model,
+// tokenise every input as the job would (prompt first), and plan its chunks. Any plan must
+// cover the document inside the model's window.
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/slice.h>
 
@@ -21,10 +22,11 @@
 #include "google/protobuf/stubs/logging.h"
 #include "model_store/demo_model_writer.h"
 #include "model_store/model.h"
-#include "server/chunk_planner.h"
-#include "server/openai_request.h"
-#include "server/request_parsing.h"
-#include "server/request_validation.h"
+#include "server/core/chunk_planner.h"
+#include "server/http/openai_request.h"
+#include "server/grpc/request_parsing.h"
+#include "server/core/request_validation.h"
+#include "server/grpc/message_conversion.h"
 
 namespace {
 namespace fs = std::filesystem;
@@ -80,30 +82,32 @@ void CheckPlan(const ChunkPlan& plan, uint32_t tokens, uint32_t window) {
   }
 }
 
-// `token_ids`, when given, stand for the inputs' text (the OpenAI endpoint's token input).
-void EmbedPath(const embedding::v1::EmbedRequest& request,
-               const std::vector<std::vector<int32_t>>& token_ids = {}) {
+// Validates the call and plans each input as the job would (texts tokenised, prompt first).
+void EmbedPath(const embedding::server::EmbedCall& call) {
   const auto& model = DemoModel();
   const RequestLimits limits = Limits();
-  auto params = embedding::server::ValidateEmbedRequest(request, model, limits);
+  auto params = embedding::server::ValidateEmbedCall(call, model, limits);
   if (!params.ok()) return;
-  if (!token_ids.empty() && token_ids.size() != static_cast<size_t>(request.inputs_size()))
-    std::abort();  // one placeholder input per token list
   const auto window = static_cast<uint32_t>(model.max_content_tokens());
-  for (int i = 0; i < request.inputs_size(); ++i) {
-    const std::string field = absl::StrCat("inputs[", i, "]");
-    uint32_t count = 0;
-    if (!token_ids.empty()) {
-      count = static_cast<uint32_t>(token_ids[i].size());
-    } else {
-      auto tokens = model.tokenizer().Tokenize(params->prompt + request.inputs(i), field);
-      if (!tokens.ok()) continue;
-      count = static_cast<uint32_t>(tokens->ids.size());
+  std::vector<uint32_t> counts;
+  if (const auto* texts = std::get_if<embedding::server::TextInputs>(&call.inputs)) {
+    for (size_t i = 0; i < texts->size(); ++i) {
+      auto tokens = model.tokenizer().Tokenize(params->prompt + (*texts)[i], "inputs");
+      if (tokens.ok()) counts.push_back(static_cast<uint32_t>(tokens->ids.size()));
     }
+  } else {
+    for (const auto& ids : std::get<embedding::server::TokenInputs>(call.inputs))
+      counts.push_back(static_cast<uint32_t>(ids.size()));
+  }
+  for (uint32_t count : counts) {
     if (count > limits.max_tokens_per_document) continue;
-    auto plan = embedding::server::PlanChunks(count, window, *params, field);
+    auto plan = embedding::server::PlanChunks(count, window, *params, "inputs");
     if (plan.ok()) CheckPlan(*plan, count, window);
   }
+}
+
+void EmbedPath(embedding::v1::EmbedRequest* request) {
+  EmbedPath(embedding::server::ToEmbedCall(request, absl::InfiniteFuture()));
 }
 
 }  // namespace
@@ -123,14 +127,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   switch (data[0] % 4) {
     case 0: {
       embedding::v1::EmbedRequest request;
-      if (embedding::server::ParseRequest(buffer, &request, max_inputs).ok()) EmbedPath(request);
+      if (embedding::server::ParseRequest(buffer, &request, max_inputs).ok()) EmbedPath(&request);
       break;
     }
     case 1: {
       (void)embedding::server::StreamRequestId(buffer);
       embedding::v1::EmbedStreamRequest item;
       if (embedding::server::ParseRequest(buffer, &item, max_inputs).ok())
-        EmbedPath(item.request());
+        EmbedPath(item.mutable_request());
       break;
     }
     case 2: {
@@ -143,7 +147,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 3: {
       auto body = embedding::server::ParseOpenAiEmbeddingsRequest(
           std::string_view(reinterpret_cast<const char*>(data + 1), size - 1), Limits());
-      if (body.ok()) EmbedPath(body->request, body->token_ids);
+      if (body.ok()) EmbedPath(body->call);
       break;
     }
   }

@@ -1,5 +1,5 @@
 // Admission: permits and reservations give back exactly what they hold, on every path.
-#include "server/admission.h"
+#include "server/core/admission.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,13 +1,13 @@
 // The batcher with a fake encoder: completions on a worker, fairness between a huge and a
 // short submission, the padding bound, dropping dead work, and shutdown with work queued.
-#include "server/batcher.h"
+#include "server/core/batcher.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <future>
 
-#include "server/worker_pool.h"
+#include "server/core/worker_pool.h"
 #include "tests/unit/fake_encoder.h"
 
 namespace embedding::server {

@@ -1,5 +1,5 @@
 // The chunk planner: split-range edges, late-chunking windows, truncation, REJECT.
-#include "server/chunk_planner.h"
+#include "server/core/chunk_planner.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // The incremental collapse window against a brute-force pairwise mean over the same window.
-#include "server/collapse_window.h"
+#include "server/observability/collapse_window.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The request path after validation, in process: the tiny model's tokenizer, a fake encoder
 // behind a real batcher and worker pool. Jobs cancelled or expired at every stage must give
 // back every request slot and queued token.
-#include "server/embed_job.h"
+#include "server/core/embed_job.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -96,7 +96,7 @@ TEST_F(EmbedJobTest, RefusedQueueSpaceCompletesWithResourceExhaustedAndReturnsTh
   request.model = model_.get();
   request.batcher = batcher_.get();
   request.params.chunk_tokens = 16;
-  request.inputs = {Words(30)};
+  request.inputs = TextInputs{Words(30)};
   request.max_tokens_per_document = 1000;
   request.permit = *small.Admit();
   std::promise<absl::Status> done;

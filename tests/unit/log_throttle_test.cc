@@ -1,5 +1,5 @@
 // LogThrottle: a burst per period, then silence counted and reported with the next line.
-#include "server/log_throttle.h"
+#include "server/observability/log_throttle.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The exported collapse metrics: absent below two vectors, then the mean pairwise cosine of
 // exactly the vectors observed, under the right labels.
-#include "server/metrics.h"
+#include "server/observability/metrics.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

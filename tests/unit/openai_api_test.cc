@@ -9,8 +9,8 @@
 
 #include "absl/strings/escaping.h"
 #include "nlohmann/json.hpp"
-#include "server/openai_request.h"
-#include "server/openai_response.h"
+#include "server/http/openai_request.h"
+#include "server/http/openai_response.h"
 
 namespace embedding::server {
 namespace {
@@ -38,24 +38,21 @@ void ExpectInvalid(const std::string& body, const std::string& param, const std:
 TEST(OpenAiRequest, EveryInputShapeAndField) {
   auto one = ParseOpenAiEmbeddingsRequest(R"({"input": "a b", "model": "m"})", Limits());
   ASSERT_TRUE(one.ok()) << one.status();
-  EXPECT_EQ(one->request.inputs_size(), 1);
-  EXPECT_EQ(one->request.model(), "m");
+  EXPECT_EQ(std::get<TextInputs>(one->call.inputs), TextInputs{"a b"});
+  EXPECT_EQ(one->call.options.model, "m");
   EXPECT_FALSE(one->base64);
 
   auto texts = ParseOpenAiEmbeddingsRequest(R"({"input": ["a", ""]})", Limits());
   ASSERT_TRUE(texts.ok());
-  EXPECT_EQ(texts->request.inputs_size(), 2);
-  EXPECT_TRUE(texts->token_ids.empty());
+  EXPECT_EQ(std::get<TextInputs>(texts->call.inputs), (TextInputs{"a", ""}));
 
   auto ids = ParseOpenAiEmbeddingsRequest(R"({"input": [5, 6, 7]})", Limits());
   ASSERT_TRUE(ids.ok());
-  EXPECT_EQ(ids->token_ids, (std::vector<std::vector<int32_t>>{{5, 6, 7}}));
-  EXPECT_EQ(ids->request.inputs_size(), 1);  // one placeholder per token list
+  EXPECT_EQ(std::get<TokenInputs>(ids->call.inputs), (TokenInputs{{5, 6, 7}}));
 
   auto lists = ParseOpenAiEmbeddingsRequest(R"({"input": [[1], [], [2, 3]]})", Limits());
   ASSERT_TRUE(lists.ok());
-  EXPECT_EQ(lists->token_ids.size(), 3u);
-  EXPECT_EQ(lists->request.inputs_size(), 3);
+  EXPECT_EQ(std::get<TokenInputs>(lists->call.inputs), (TokenInputs{{1}, {}, {2, 3}}));
 
   auto all = ParseOpenAiEmbeddingsRequest(
       R"({"input": "x", "encoding_format": "base64", "dimensions": 8, "user": "u",
@@ -64,16 +61,16 @@ TEST(OpenAiRequest, EveryInputShapeAndField) {
           "prompt_name": "query"})",
       Limits());
   ASSERT_TRUE(all.ok()) << all.status();
-  const v1::EmbedRequest& r = all->request;
+  const EmbedRequestOptions& r = all->call.options;
   EXPECT_TRUE(all->base64);
-  EXPECT_EQ(r.dimensions(), 8u);
-  EXPECT_FLOAT_EQ(r.temperature(), 0.5f);
-  EXPECT_EQ(r.strategy(), v1::LONG_TEXT_STRATEGY_LATE_CHUNKING);
-  EXPECT_EQ(r.truncation_side(), v1::TRUNCATION_SIDE_KEEP_END);
-  EXPECT_EQ(r.chunk_tokens(), 64u);
-  EXPECT_EQ(r.chunk_overlap_tokens(), 8u);
-  EXPECT_FALSE(r.normalize());
-  EXPECT_EQ(r.prompt_name(), "query");
+  EXPECT_EQ(r.dimensions, 8u);
+  EXPECT_FLOAT_EQ(r.temperature.value(), 0.5f);
+  EXPECT_EQ(r.strategy, v1::LONG_TEXT_STRATEGY_LATE_CHUNKING);
+  EXPECT_EQ(r.truncation_side, v1::TRUNCATION_SIDE_KEEP_END);
+  EXPECT_EQ(r.chunk_tokens, 64u);
+  EXPECT_EQ(r.chunk_overlap_tokens, 8u);
+  EXPECT_EQ(r.normalize, false);
+  EXPECT_EQ(r.prompt_name, "query");
 }
 
 TEST(OpenAiRequest, BadBodiesNameTheirParam) {
@@ -106,7 +103,7 @@ TEST(OpenAiRequest, TemperatureBeyondFloatBecomesInfinite) {
                            R"({"input": "x", "temperature": -1e300})"}) {
     auto parsed = ParseOpenAiEmbeddingsRequest(body, Limits());
     ASSERT_TRUE(parsed.ok()) << parsed.status();
-    EXPECT_TRUE(std::isinf(parsed->request.temperature())) << body;
+    EXPECT_TRUE(std::isinf(parsed->call.options.temperature.value())) << body;
   }
 }
 
@@ -122,18 +119,20 @@ TEST(OpenAiRequest, TokenIdBoundIsCheckedBeforeCopying) {
 }
 
 TEST(OpenAiResponse, FloatsAndBase64CarryTheSameVectorAndDetails) {
-  v1::EmbedResponse response;
-  response.set_model("m");
-  response.mutable_usage()->set_tokens(7);
-  v1::DocumentEmbedding* doc = response.add_documents();
-  for (float x : {0.5f, -1.25f, 3.0e-8f}) doc->add_vector(x);
-  doc->set_token_count(7);
-  doc->set_chunk_count(1);
-  doc->set_temperature(0.7f);
-  doc->set_length_bucket("0-63");
-  v1::ChunkEmbedding* chunk = doc->add_chunks();
-  chunk->add_vector(2.0f);
-  chunk->mutable_token_span()->set_end(7);
+  auto model = std::make_shared<ServedModel>();
+  model->name = "m";
+  EmbedAnswer response{model, {}, {}};
+  response.result.tokens = 7;
+  DocumentResult& doc = response.result.documents.emplace_back();
+  doc.vector = {0.5f, -1.25f, 3.0e-8f};
+  doc.token_count = 7;
+  doc.chunk_count = 1;
+  doc.temperature = 0.7f;
+  doc.length_bucket = "0-63";
+  doc.high_frequency_ratios = {0.25f, 0.75f};
+  ChunkResult& chunk = doc.chunks.emplace_back();
+  chunk.vector = {2.0f};
+  chunk.tokens = {0, 7};
 
   const Json floats = Json::parse(OpenAiEmbeddingsBody(response, false));
   EXPECT_EQ(floats["object"], "list");
@@ -145,6 +144,7 @@ TEST(OpenAiResponse, FloatsAndBase64CarryTheSameVectorAndDetails) {
   EXPECT_EQ(item["index"], 0);
   EXPECT_EQ(item["embedding"].get<std::vector<float>>(), (std::vector<float>{0.5f, -1.25f, 3.0e-8f}));
   EXPECT_EQ(item["details"]["token_count"], 7);
+  EXPECT_EQ(item["details"]["high_frequency_ratio"], 0.5f);  // the mean over sequences
   EXPECT_EQ(item["details"]["chunks"][0]["token_span"], Json::array({0, 7}));
 
   const Json b64 = Json::parse(OpenAiEmbeddingsBody(response, true));

@@ -1,5 +1,5 @@
 // RequestLog: which calls get a line, its two formats, and the throttle on failed-call lines.
-#include "server/request_log.h"
+#include "server/observability/request_log.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -20,8 +20,8 @@ std::vector<std::string> Lines(const std::string& text) {
   return lines;
 }
 
-const CallRecord kOk{"Embed", "trace-1", grpc::StatusCode::OK, "", 0.25};
-const CallRecord kBad{"Tokenize", "trace-2", grpc::StatusCode::INVALID_ARGUMENT,
+const CallRecord kOk{"Embed", "trace-1", absl::StatusCode::kOk, "", 0.25};
+const CallRecord kBad{"Tokenize", "trace-2", absl::StatusCode::kInvalidArgument,
                       "inputs[0]: invalid UTF-8 at byte 3", 0.001};
 
 TEST(RequestLog, JsonLinesCarryTheRequestIdCodeAndMessage) {

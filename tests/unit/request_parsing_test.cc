@@ -1,14 +1,14 @@
 // Parsing of text-carrying requests: invalid UTF-8 in every string field of every request
 // message is INVALID_ARGUMENT naming that field, and the server-side twins stay in step with
 // the public messages.
-#include "server/request_parsing.h"
+#include "server/grpc/request_parsing.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "embedding/v1/embedding.pb.h"
 #include "google/protobuf/descriptor.h"
-#include "server/unchecked_requests.pb.h"
+#include "server/grpc/unchecked_requests.pb.h"
 
 namespace embedding::server {
 namespace {

@@ -1,6 +1,6 @@
 // Request validation, table-driven over every field and bound: INVALID_ARGUMENT naming the
 // field; and the defaults a valid request resolves to.
-#include "server/request_validation.h"
+#include "server/core/request_validation.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -20,19 +20,21 @@ class RequestValidationTest : public ::testing::Test {
   static void SetUpTestSuite() {
     model_ = model_store::Model::Load(testing::TinyModelDir(), {}).value().release();
   }
-  static v1::EmbedRequest Valid() {
-    v1::EmbedRequest request;
-    request.add_inputs("hello");
-    return request;
+  static EmbedCall Valid() {
+    EmbedCall call;
+    call.inputs = TextInputs{"hello"};
+    return call;
   }
   static model_store::Model* model_;
   RequestLimits limits_;
 };
 model_store::Model* RequestValidationTest::model_ = nullptr;
 
+TextInputs& Texts(EmbedCall* call) { return std::get<TextInputs>(call->inputs); }
+
 struct Case {
   const char* name;
-  std::function<void(v1::EmbedRequest*, RequestLimits*)> change;
+  std::function<void(EmbedCall*, RequestLimits*)> change;
   const char* message;  // the field, and what is allowed
 };
 
@@ -42,54 +44,68 @@ TEST_F(RequestValidationTest, EveryFieldAndBoundIsCheckedAndNamed) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
   const std::vector<Case> cases = {
-      {"no inputs", [](auto* r, auto*) { r->clear_inputs(); }, "inputs: at least one"},
+      {"no inputs", [](auto* r, auto*) { Texts(r).clear(); }, "inputs: at least one"},
       {"too many inputs",
        [](auto* r, auto* l) {
          l->max_inputs_per_request = 2;
-         r->add_inputs("b");
-         r->add_inputs("c");
+         Texts(r).push_back("b");
+         Texts(r).push_back("c");
        },
        "inputs: 3 inputs exceed the bound; allowed [1, 2] (--max-inputs-per-request)"},
       {"too many bytes", [](auto* r, auto* l) { l->max_request_bytes = 4; },
        "inputs: 5 bytes of text exceed the bound; allowed [0, 4] (--max-request-bytes)"},
-      {"temperature NaN", [&](auto* r, auto*) { r->set_temperature(nan); }, "temperature: nan"},
-      {"temperature inf", [&](auto* r, auto*) { r->set_temperature(inf); }, "temperature: inf"},
-      {"temperature low", [](auto* r, auto*) { r->set_temperature(0.01f); },
+      {"prompt bytes count per input",
+       [](auto* r, auto* l) {
+         l->max_request_bytes = 11;
+         r->options.prompt = "query: ";
+       },
+       "inputs and prompt: 12 bytes"},
+      {"no token-id inputs", [](auto* r, auto*) { r->inputs = TokenInputs{}; },
+       "inputs: at least one"},
+      {"too many token ids",
+       [](auto* r, auto* l) {
+         l->max_request_bytes = 8;
+         r->inputs = TokenInputs{{1, 2}, {3}};
+       },
+       "inputs: 3 token ids exceed the bound; allowed [0, 2] (--max-request-bytes / 4)"},
+      {"temperature NaN", [&](auto* r, auto*) { r->options.temperature = nan; }, "temperature: nan"},
+      {"temperature inf", [&](auto* r, auto*) { r->options.temperature = inf; }, "temperature: inf"},
+      {"temperature low", [](auto* r, auto*) { r->options.temperature = 0.01f; },
        "temperature: 0.01 is not allowed; must be finite and in [0.05, 4]"},
-      {"temperature high", [](auto* r, auto*) { r->set_temperature(4.5f); }, "temperature: 4.5"},
-      {"strategy", [](auto* r, auto*) { r->set_strategy(static_cast<v1::LongTextStrategy>(8)); },
+      {"temperature high", [](auto* r, auto*) { r->options.temperature = 4.5f; }, "temperature: 4.5"},
+      {"strategy", [](auto* r, auto*) { r->options.strategy = static_cast<v1::LongTextStrategy>(8); },
        "strategy: unknown value 8; allowed 0..7"},
       {"truncation_side",
-       [](auto* r, auto*) { r->set_truncation_side(static_cast<v1::TruncationSide>(-1)); },
+       [](auto* r, auto*) { r->options.truncation_side = static_cast<v1::TruncationSide>(-1); },
        "truncation_side: unknown value -1; allowed 0..2"},
-      {"chunk_tokens 0", [](auto* r, auto*) { r->set_chunk_tokens(0); },
+      {"chunk_tokens 0", [](auto* r, auto*) { r->options.chunk_tokens = 0; },
        "chunk_tokens: 0 is outside the model's window; allowed [1, "},
-      {"chunk_tokens above window", [&](auto* r, auto*) { r->set_chunk_tokens(window + 1); },
+      {"chunk_tokens above window", [&](auto* r, auto*) { r->options.chunk_tokens = window + 1; },
        "chunk_tokens: "},
       {"overlap equals chunk",
        [](auto* r, auto*) {
-         r->set_chunk_tokens(8);
-         r->set_chunk_overlap_tokens(8);
+         r->options.chunk_tokens = 8;
+         r->options.chunk_overlap_tokens = 8;
        },
        "chunk_overlap_tokens: 8 must be less than chunk_tokens (8); allowed [0, 7]"},
-      {"dimensions 0", [](auto* r, auto*) { r->set_dimensions(0); },
+      {"dimensions 0", [](auto* r, auto*) { r->options.dimensions = 0; },
        "dimensions: 0 is outside the model's size; allowed [1, "},
-      {"dimensions above hidden", [&](auto* r, auto*) { r->set_dimensions(hidden + 1); },
+      {"dimensions above hidden", [&](auto* r, auto*) { r->options.dimensions = hidden + 1; },
        "dimensions: "},
       {"prompt and prompt_name",
        [](auto* r, auto*) {
-         r->set_prompt("x: ");
-         r->set_prompt_name("query");
+         r->options.prompt = "x: ";
+         r->options.prompt_name = "query";
        },
        "prompt_name: set either prompt or prompt_name"},
-      {"unknown prompt_name", [](auto* r, auto*) { r->set_prompt_name("nope"); },
+      {"unknown prompt_name", [](auto* r, auto*) { r->options.prompt_name = "nope"; },
        "prompt_name: 'nope' is not one of the model's prompts [passage, query]"},
   };
   for (const Case& c : cases) {
-    v1::EmbedRequest request = Valid();
+    EmbedCall call = Valid();
     RequestLimits limits;
-    c.change(&request, &limits);
-    auto params = ValidateEmbedRequest(request, *model_, limits);
+    c.change(&call, &limits);
+    auto params = ValidateEmbedCall(call, *model_, limits);
     EXPECT_EQ(params.status().code(), absl::StatusCode::kInvalidArgument) << c.name;
     EXPECT_THAT(params.status().message(), HasSubstr(c.message)) << c.name;
   }
@@ -98,7 +114,7 @@ TEST_F(RequestValidationTest, EveryFieldAndBoundIsCheckedAndNamed) {
 TEST_F(RequestValidationTest, ValidRequestResolvesDefaults) {
   limits_.default_strategy = v1::LONG_TEXT_STRATEGY_LATE_CHUNKING;
   limits_.default_temperature = 0.9f;
-  auto params = ValidateEmbedRequest(Valid(), *model_, limits_);
+  auto params = ValidateEmbedCall(Valid(), *model_, limits_);
   ASSERT_TRUE(params.ok()) << params.status();
   EXPECT_EQ(params->strategy, v1::LONG_TEXT_STRATEGY_LATE_CHUNKING);
   EXPECT_FLOAT_EQ(params->temperature, 0.9f);
@@ -107,12 +123,12 @@ TEST_F(RequestValidationTest, ValidRequestResolvesDefaults) {
   EXPECT_TRUE(params->normalize);
   EXPECT_FALSE(params->keep_end);
 
-  v1::EmbedRequest request = Valid();
-  request.set_prompt_name("query");
-  request.set_truncation_side(v1::TRUNCATION_SIDE_KEEP_END);
-  request.set_strategy(v1::LONG_TEXT_STRATEGY_TRUNCATE);
-  request.set_temperature(0.05f);  // the bounds are inclusive
-  params = ValidateEmbedRequest(request, *model_, limits_);
+  EmbedCall call = Valid();
+  call.options.prompt_name = "query";
+  call.options.truncation_side = v1::TRUNCATION_SIDE_KEEP_END;
+  call.options.strategy = v1::LONG_TEXT_STRATEGY_TRUNCATE;
+  call.options.temperature = 0.05f;  // the bounds are inclusive
+  params = ValidateEmbedCall(call, *model_, limits_);
   ASSERT_TRUE(params.ok()) << params.status();
   EXPECT_EQ(params->prompt, "query: ");
   EXPECT_TRUE(params->keep_end);

@@ -1,6 +1,6 @@
 // The server's own lines in both formats: text as before, JSON with the request log's time and
 // event fields, a level, and the message whole (invalid UTF-8 replaced, not thrown on).
-#include "server/server_log.h"
+#include "server/observability/server_log.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

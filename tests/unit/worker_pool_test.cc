@@ -1,6 +1,6 @@
 // The worker pool: RunAndWait runs its work on a pool thread (with one thread, always the same
 // one, which the inference thread relies on) and returns only after the work has finished.
-#include "server/worker_pool.h"
+#include "server/core/worker_pool.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,74 @@
+#include "server/app/model_events.h"
+
+#include "absl/strings/str_cat.h"
+#include "server/observability/server_log.h"
+
+namespace embedding::server {
+namespace {
+
+// "model 'demo' version 1 (bert, 384 dims, window 510 tokens, fp32)".
+void LogServing(const ServedModel& served) {
+  const model_store::Model& model = *served.model;
+  ServerLog(LogLevel::kInfo,
+            absl::StrCat("model '", served.name, "' version ", served.version, " (",
+                         model.config().model_type, ", ", model.config().hidden_size,
+                         " dims, window ", model.max_content_tokens(), " tokens, ",
+                         model_store::ComputeDTypeName(model.encoder().dtype()), ")",
+                         model.is_demo() ? " -- DEMO model: random weights, vectors are "
+                                           "not semantically meaningful"
+                                         : ""));
+  for (const auto& trial : model.dtype_trials()) {
+    const std::string figures =
+        trial.unavailable.empty()
+            ? absl::StrCat("cosine to fp32 ", trial.min_cosine, " (guard ",
+                           model_store::AccuracyGuard(trial.dtype), "), ",
+                           static_cast<int64_t>(trial.tokens_per_second), " tokens/s",
+                           trial.passed ? "" : ", failed its guard")
+            : trial.unavailable;
+    ServerLog(LogLevel::kInfo,
+              absl::StrCat("model '", served.name, "' --dtype=auto tried ",
+                           model_store::ComputeDTypeName(trial.dtype), ": ", figures));
+  }
+}
+
+// A reload that found something: what serves now, or why the new version was refused.
+void LogReload(const ReloadOutcome& outcome) {
+  if (outcome.result == ReloadOutcome::Result::kLoaded) {
+    ServerLog(LogLevel::kInfo,
+              absl::StrCat("model '", outcome.model, "' ",
+                           outcome.new_model ? "added from --model-store" : "reloaded",
+                           ": version ", outcome.version, " serving"));
+  } else if (outcome.result == ReloadOutcome::Result::kFailed && outcome.new_model) {
+    ServerLog(LogLevel::kError, absl::StrCat("model '", outcome.model,
+                                             "' in --model-store refused: ", outcome.error));
+  } else if (outcome.result == ReloadOutcome::Result::kFailed) {
+    ServerLog(LogLevel::kError,
+              absl::StrCat("model '", outcome.model, "': new version refused: ", outcome.error,
+                           "; version ", outcome.version, " keeps serving"));
+  }
+}
+
+}  // namespace
+
+ModelRegistry::VersionObserver ModelEvents::VersionObserver() const {
+  ModelRegistry::VersionObserver observer;
+  observer.on_serving = [metrics = metrics_](const ServedModel& model, bool current) {
+    if (current) LogServing(model);
+    metrics->SetModelInfo(model, current);
+  };
+  observer.on_unloaded = [metrics = metrics_](const ServedModel& model) {
+    metrics->RemoveModelInfo(model);
+    ServerLog(LogLevel::kInfo, absl::StrCat("model '", model.name, "' version ", model.version,
+                                            " unloaded (replaced, and no request holds it)"));
+  };
+  return observer;
+}
+
+ModelReloader::OutcomeObserver ModelEvents::ReloadObserver() const {
+  return [metrics = metrics_](const ReloadOutcome& outcome) {
+    metrics->ObserveReload(outcome.model, ReloadResultName(outcome.result));
+    LogReload(outcome);
+  };
+}
+
+}  // namespace embedding::server

@@ -1,0 +1,147 @@
+#include "server/app/server.h"
+
+#include <iostream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "server/app/model_events.h"
+#include "server/grpc/tls_credentials.h"
+#include "server/observability/server_log.h"
+
+namespace embedding::server {
+namespace {
+
+// "<listener> listening on HOST:PORT" on stdout, where test runners and scripts read it: the
+// host as the flag gave it, the port as bound (the flag may ask for port 0).
+void LogListening(const char* listener, const std::string& address, int port) {
+  ServerLog(LogLevel::kInfo,
+            absl::StrCat(listener, " listening on ", address.substr(0, address.rfind(':')), ":",
+                         port),
+            std::cout);
+}
+
+}  // namespace
+
+Server::Server(ServerOptions options)
+    : options_(std::move(options)), metrics_(static_cast<size_t>(options_.collapse_window)) {}
+
+Server::~Server() = default;
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Create(ServerOptions options) {
+  ASSIGN_OR_RETURN(LogFormat log_format, ParseLogFormat(options.log_format));
+  ASSIGN_OR_RETURN(RequestLogLevel log_level, ParseRequestLogLevel(options.log_requests));
+  SetServerLogFormat(log_format);
+  if (options.models.intra_op_threads == 0)
+    options.models.intra_op_threads = static_cast<int>(std::thread::hardware_concurrency());
+  std::unique_ptr<Server> server(new Server(std::move(options)));
+  const ServerOptions& opts = server->options_;
+  if (!opts.auth_token_file.empty()) {
+    ASSIGN_OR_RETURN(server->auth_, BearerAuth::Load(opts.auth_token_file));
+  }
+  ASSIGN_OR_RETURN(server->grpc_credentials_, GrpcServerCredentials(opts.tls));
+  if (opts.tls.http) {
+    ASSIGN_OR_RETURN(server->http_tls_, HttpTlsCertificate::Load(opts.tls));
+  }
+
+  server->request_log_ = std::make_unique<RequestLog>(log_format, log_level, &std::cerr);
+  CallObserver observer = server->metrics_.CallHooks();
+  observer.on_call_done = [metrics_hook = std::move(observer.on_call_done),
+                           log = server->request_log_.get()](const CallRecord& call) {
+    metrics_hook(call);
+    log->Record(call);
+  };
+  server->pool_ = std::make_unique<WorkerPool>(opts.tokenizer_threads);
+  server->inference_ = std::make_unique<WorkerPool>(1);
+  server->embedder_ = std::make_unique<Embedder>(opts.limits, server->pool_.get(), observer);
+  const Admission& admission = server->embedder_->admission();
+  server->metrics_.SetGaugeSources([&admission] { return admission.queued_tokens(); },
+                                   [&admission] { return admission.in_flight_requests(); });
+  server->metrics_.SetLimits(opts.limits.max_queued_tokens, opts.limits.max_concurrent_requests);
+  return server;
+}
+
+absl::Status Server::Start() {
+  RETURN_IF_ERROR(StartListeners());
+  RETURN_IF_ERROR(LoadModels());
+  embedder_->SetReady(registry_.get());
+  grpc_->SetServing(true);
+  serving_.store(true);
+  ServerLog(LogLevel::kInfo, "ready", std::cout);
+  return absl::OkStatus();
+}
+
+absl::Status Server::StartListeners() {
+  service_ = std::make_unique<EmbeddingService>(embedder_.get(), auth_.get());
+  GrpcListenerOptions grpc_options{options_.grpc_listen, options_.limits.max_request_bytes,
+                                   options_.reflection, grpc_credentials_};
+  ASSIGN_OR_RETURN(grpc_, GrpcListener::Start(grpc_options, service_.get()));
+  LogListening("grpc", options_.grpc_listen, grpc_->port());
+
+  if (!options_.http_listen.empty()) {
+    HttpEndpointOptions http_options;
+    http_options.address = options_.http_listen;
+    http_options.metrics = &metrics_;
+    http_options.serving = [this] { return Ready(); };
+    http_options.auth = auth_.get();
+    http_options.auth_metrics = options_.auth_metrics;
+    http_options.tls = http_tls_.get();
+    ASSIGN_OR_RETURN(http_, HttpEndpoint::Start(std::move(http_options)));
+    LogListening("http", options_.http_listen, http_->port());
+  }
+  if (!options_.openai_listen.empty()) {
+    OpenAiEndpointOptions openai_options;
+    openai_options.address = options_.openai_listen;
+    openai_options.embedder = embedder_.get();
+    openai_options.auth = auth_.get();
+    openai_options.tls = http_tls_.get();
+    openai_options.default_timeout = options_.openai_timeout;
+    ASSIGN_OR_RETURN(openai_, OpenAiEndpoint::Start(std::move(openai_options)));
+    LogListening("openai", options_.openai_listen, openai_->port());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Server::LoadModels() {
+  const ModelEvents events(&metrics_);
+  WorkerPool* pool = pool_.get();
+  ASSIGN_OR_RETURN(
+      registry_,
+      ModelRegistry::Load(
+          options_.models, options_.batching, inference_.get(),
+          [pool](std::function<void()> work) { pool->Schedule(std::move(work)); },
+          [this](const ServedModel& model) { return metrics_.BatchHook(model.name); },
+          events.VersionObserver()));
+  reloader_ = std::make_unique<ModelReloader>(registry_.get(), options_.models.poll_interval,
+                                              events.ReloadObserver());
+  if (http_) http_->SetReloader(reloader_.get());
+  return absl::OkStatus();
+}
+
+bool Server::Ready() {
+  if (!serving_.load()) return false;
+  const absl::Status consistent = embedder_->admission().Consistency();
+  if (!consistent.ok() && !reported_inconsistent_.exchange(true))
+    ServerLog(LogLevel::kError, absl::StrCat("not ready: ", consistent.message()));
+  return consistent.ok();
+}
+
+void Server::Drain() {
+  if (grpc_) grpc_->SetServing(false);
+  serving_.store(false);
+  embedder_->StartDraining();
+  const absl::Time give_up = absl::Now() + options_.drain_timeout;
+  while (embedder_->active_calls() > 0 && absl::Now() < give_up)
+    absl::SleepFor(absl::Milliseconds(20));
+  if (embedder_->active_calls() > 0) {
+    ServerLog(LogLevel::kWarning,
+              absl::StrCat("drain timeout with ", embedder_->active_calls(), " calls left"));
+  }
+  if (grpc_) grpc_->Shutdown(absl::Seconds(1));
+  // Every call is finished, so nothing new is prepared. Let what was scheduled reach the
+  // batchers; destruction then stops them (what is left fails with UNAVAILABLE) and runs the
+  // last completions they posted.
+  pool_->WaitIdle();
+}
+
+}  // namespace embedding::server

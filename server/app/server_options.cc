@@ -1,0 +1,254 @@
+#include "server/app/server_options.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "common/command_line.h"
+#include "common/status_macros.h"
+#include "model_store/model_version.h"
+
+ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC address (port 0 picks a free port).");
+// Off by default: a listener of its own, so large bodies and slow API clients never share
+// workers or a body limit with the probes and /metrics (README, "OpenAI-compatible endpoint").
+ABSL_FLAG(std::string, openai_listen, "",
+          "host:port for the OpenAI-compatible POST /v1/embeddings and GET /v1/models "
+          "(empty: off).");
+// 5 minutes: a 131,072-token document at fp32 on BERT-base takes about a minute here.
+ABSL_FLAG(double, openai_timeout_s, 300,
+          "Deadline of an OpenAI-endpoint request that sends no X-Request-Timeout header.");
+ABSL_FLAG(std::string, http_listen, "0.0.0.0:8080",
+          "HTTP address for /metrics, /healthz and /readyz; empty disables.");
+ABSL_FLAG(std::string, tls_cert_file, "", "PEM certificate chain for TLS on the gRPC listener.");
+ABSL_FLAG(std::string, tls_key_file, "", "PEM private key for --tls-cert-file.");
+ABSL_FLAG(std::string, tls_client_ca_file, "",
+          "PEM CA bundle: require client certificates it signed (mTLS).");
+// 60 s: a rotated certificate is in use within a minute; each check is one stat per file.
+ABSL_FLAG(bool, http_tls, false,
+          "Serve the HTTP listener (/metrics, probes, /admin) over TLS with --tls-cert-file and "
+          "--tls-key-file (no client certificates: probes and scrapers present none).");
+ABSL_FLAG(uint32_t, tls_reload_interval_s, 60,
+          "How often the TLS files are checked for changes (they reload without a restart).");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "File of bearer tokens, one per line, re-read when it changes; every RPC but health "
+          "must then carry 'authorization: Bearer <token>'. Empty: no authentication.");
+ABSL_FLAG(bool, auth_metrics, false, "Also require the bearer token on /metrics.");
+ABSL_FLAG(bool, reflection, true, "Serve gRPC server reflection.");
+ABSL_FLAG(std::string, log_format, "text", "text | json: the request log's line format.");
+// errors by default: a line per failed call (rate-limited) says what went wrong and for whom
+// without a line per success on a busy server.
+ABSL_FLAG(std::string, log_requests, "errors",
+          "off | errors | all: which finished RPCs get a log line (with their request id).");
+ABSL_FLAG(std::string, model_store, "",
+          "Directory whose subdirectories are models, each served under its directory name.");
+ABSL_FLAG(std::string, default_model, "", "Model used when a request names none.");
+// 30 s: a new version serves within a minute of landing (it must look the same at two checks
+// in a row, so a half-copied directory is not loaded), and a check only lists files.
+ABSL_FLAG(double, model_poll_interval_s, 30.0,
+          "How often model directories are checked for a new version (0: only on POST "
+          "/admin/reload).");
+// 2: the previous version stays loaded after a reload, selectable as NAME@VERSION (a quick
+// way back, and a peer for comparing vectors), at the cost of its memory.
+ABSL_FLAG(int, model_versions_kept, 2,
+          "Loaded versions per model after a reload, the current one included.");
+// fp32 by default: the exact model. bf16 and int8 trade a little accuracy (guarded, see
+// model_store/dtype_choice.h) for speed; auto measures them at start-up and picks.
+ABSL_FLAG(std::string, dtype, "fp32",
+          "fp32 | bf16 | int8 | auto. bf16 needs avx512_bf16 or amx_bf16; int8 quantises the "
+          "linear layers dynamically; auto picks the fastest that keeps its accuracy guard.");
+ABSL_FLAG(int, threads, 0, "torch intra-op threads; 0 uses every core.");
+ABSL_FLAG(int, tokenizer_threads, 2, "Threads that tokenise and plan requests.");
+ABSL_FLAG(int64_t, max_batch_tokens, 2048, "Padded tokens per forward pass.");
+ABSL_FLAG(int64_t, max_batch_sequences, 64, "Sequences per forward pass.");
+ABSL_FLAG(double, max_batch_padding, 0.2,
+          "Largest share of a forward pass's padded tokens that may be padding.");
+// 0: on an idle server the old 2 ms wait was 2 of a 5.5 ms request (tiny model), and under
+// load (MiniLM-shaped, bf16, concurrency 8) 0 and 2 ms ran within noise (19,973-20,690
+// against 18,003-20,288 tokens/s) with p50 72-75 ms against 82-87 ms.
+ABSL_FLAG(double, max_queue_delay_ms, 0, "Longest wait for a batch to fill.");
+ABSL_FLAG(int64_t, max_concurrent_requests, 256, "Requests in flight before RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int64_t, max_queued_tokens, 1 << 20, "Queued tokens before RESOURCE_EXHAUSTED.");
+ABSL_FLAG(uint32_t, max_inputs_per_request, 512, "Inputs in one request.");
+ABSL_FLAG(int64_t, max_request_bytes, 32 << 20, "Bytes of text in one request.");
+ABSL_FLAG(uint32_t, max_tokens_per_document, 131072, "Tokens in one document.");
+ABSL_FLAG(double, min_temperature, 0.05, "Smallest accepted temperature.");
+ABSL_FLAG(double, max_temperature, 4.0, "Largest accepted temperature.");
+ABSL_FLAG(double, default_temperature, 1.0, "Temperature when a request sets none.");
+ABSL_FLAG(std::string, default_strategy, "chunk_mean",
+          "reject | truncate | chunk_mean | chunk_weighted_mean | chunk_max | chunk_all | "
+          "late_chunking");
+ABSL_FLAG(double, drain_timeout_s, 30.0, "On SIGTERM, how long in-flight work may take.");
+ABSL_FLAG(int, collapse_window, 512,
+          "W: the most recent document vectors per collapse-metric series (model, length "
+          "bucket, tempscale).");
+
+namespace embedding::server {
+namespace {
+
+absl::StatusOr<ModelSource> ParseModelSource(absl::string_view spec) {
+  std::pair<std::string, std::string> parts = absl::StrSplit(spec, absl::MaxSplits('=', 1));
+  if (parts.second.empty()) {
+    // A bare directory is served under its directory name.
+    parts.second = parts.first;
+    parts.first = std::filesystem::path(parts.first).filename().string();
+    if (parts.first.empty())
+      parts.first = std::filesystem::path(parts.second).parent_path().filename().string();
+  }
+  if (parts.first.empty() || parts.second.empty())
+    return absl::InvalidArgumentError(absl::StrCat("--model=", spec, ": expected NAME=DIR or DIR"));
+  if (parts.first.find('@') != std::string::npos)  // '@' selects a version: NAME@VERSION
+    return absl::InvalidArgumentError(absl::StrCat("--model=", spec, ": NAME may not hold '@'"));
+  return ModelSource{parts.first, parts.second};
+}
+
+absl::Status Positive(const char* flag, double value) {
+  if (value > 0 && std::isfinite(value)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", value, ": must be > 0"));
+}
+
+}  // namespace
+
+absl::StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Serves embeddings over gRPC. Example:\n  embedding_server --model=demo=/path/to/model");
+  ServerOptions options;
+  // --model repeats, which absl flags do not; take those occurrences out first.
+  std::vector<std::string> normalized = UnderscoreFlagNames(argc, argv);
+  std::vector<char*> rest;
+  for (int i = 0; i < argc; ++i) {
+    absl::string_view arg = normalized[i];
+    if (arg.rfind("--model=", 0) == 0) {
+      ASSIGN_OR_RETURN(auto source, ParseModelSource(arg.substr(8)));
+      options.models.sources.push_back(source);
+    } else if (arg == "--model" && i + 1 < argc) {
+      ASSIGN_OR_RETURN(auto source, ParseModelSource(normalized[++i]));
+      options.models.sources.push_back(source);
+    } else {
+      rest.push_back(normalized[i].data());
+    }
+  }
+  if (options.models.sources.empty()) {
+    if (const char* env = std::getenv("EMBEDDING_MODELS")) {
+      for (absl::string_view spec : absl::StrSplit(env, ',', absl::SkipEmpty())) {
+        ASSIGN_OR_RETURN(auto source, ParseModelSource(spec));
+        options.models.sources.push_back(source);
+      }
+    }
+  }
+  // Every flag of this file falls back to EMBEDDING_<FLAG>; the command line wins.
+  RETURN_IF_ERROR(ApplyEnvironmentFallbacks("EMBEDDING", "server/app/server_options.cc"));
+  absl::ParseCommandLine(static_cast<int>(rest.size()), rest.data());
+
+  options.models.store = absl::GetFlag(FLAGS_model_store);
+  if (const std::string& store = options.models.store; !store.empty()) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(store, ec)) {
+      if (model_store::LocateModelVersion(entry.path().string()).ok())
+        options.models.sources.push_back({entry.path().filename().string(), entry.path().string()});
+    }
+    if (ec)
+      return absl::InvalidArgumentError(absl::StrCat("--model_store=", store, ": ", ec.message()));
+  }
+  if (options.models.sources.empty())
+    return absl::InvalidArgumentError("--model: at least one model is required (NAME=DIR)");
+
+  options.grpc_listen = absl::GetFlag(FLAGS_listen);
+  options.http_listen = absl::GetFlag(FLAGS_http_listen);
+  options.openai_listen = absl::GetFlag(FLAGS_openai_listen);
+  const double openai_timeout = absl::GetFlag(FLAGS_openai_timeout_s);
+  RETURN_IF_ERROR(Positive("openai_timeout_s", openai_timeout));
+  options.openai_timeout = absl::Milliseconds(static_cast<int64_t>(openai_timeout * 1000));
+  options.tls.cert_file = absl::GetFlag(FLAGS_tls_cert_file);
+  options.tls.key_file = absl::GetFlag(FLAGS_tls_key_file);
+  options.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
+  options.tls.reload_interval_s = absl::GetFlag(FLAGS_tls_reload_interval_s);
+  options.tls.http = absl::GetFlag(FLAGS_http_tls);
+  if (options.tls.reload_interval_s < 1)
+    return absl::InvalidArgumentError("--tls_reload_interval_s: must be >= 1");
+  options.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
+  options.auth_metrics = absl::GetFlag(FLAGS_auth_metrics);
+  options.reflection = absl::GetFlag(FLAGS_reflection);
+  options.log_format = absl::GetFlag(FLAGS_log_format);
+  options.log_requests = absl::GetFlag(FLAGS_log_requests);
+  if (options.auth_metrics && options.auth_token_file.empty())
+    return absl::InvalidArgumentError("--auth_metrics: needs --auth-token-file");
+  options.models.default_model = absl::GetFlag(FLAGS_default_model);
+  const std::string dtype = absl::GetFlag(FLAGS_dtype);
+  bool known_dtype = false;
+  for (auto candidate : {model_store::ComputeDType::kFloat32, model_store::ComputeDType::kBFloat16,
+                         model_store::ComputeDType::kInt8, model_store::ComputeDType::kAuto}) {
+    if (dtype == model_store::ComputeDTypeName(candidate)) {
+      options.models.dtype = candidate;
+      known_dtype = true;
+    }
+  }
+  if (!known_dtype) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--dtype=", dtype, ": allowed fp32, bf16, int8, auto"));
+  }
+  options.models.intra_op_threads = absl::GetFlag(FLAGS_threads);
+  const double poll = absl::GetFlag(FLAGS_model_poll_interval_s);
+  if (!(poll >= 0 && poll <= 86400))
+    return absl::InvalidArgumentError("--model_poll_interval_s: must be in [0, 86400]");
+  options.models.poll_interval = absl::Milliseconds(static_cast<int64_t>(poll * 1000));
+  const int kept = absl::GetFlag(FLAGS_model_versions_kept);
+  if (kept < 1 || kept > 16)
+    return absl::InvalidArgumentError("--model_versions_kept: must be in [1, 16]");
+  options.models.versions_kept = static_cast<size_t>(kept);
+  options.tokenizer_threads = absl::GetFlag(FLAGS_tokenizer_threads);
+  RETURN_IF_ERROR(Positive("tokenizer_threads", options.tokenizer_threads));
+  options.collapse_window = absl::GetFlag(FLAGS_collapse_window);
+  if (options.collapse_window < 2)
+    return absl::InvalidArgumentError("--collapse_window: must be >= 2");
+
+  auto& batching = options.batching;
+  batching.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
+  batching.max_batch_sequences = absl::GetFlag(FLAGS_max_batch_sequences);
+  const double delay_ms = absl::GetFlag(FLAGS_max_queue_delay_ms);
+  if (!(delay_ms >= 0) || !std::isfinite(delay_ms))
+    return absl::InvalidArgumentError("--max_queue_delay_ms: must be >= 0");
+  batching.max_queue_delay = absl::Microseconds(static_cast<int64_t>(delay_ms * 1000));
+  RETURN_IF_ERROR(Positive("max_batch_sequences", batching.max_batch_sequences));
+  RETURN_IF_ERROR(Positive("max_batch_tokens", batching.max_batch_tokens));
+  batching.max_padding_share = absl::GetFlag(FLAGS_max_batch_padding);
+  if (!(batching.max_padding_share >= 0 && batching.max_padding_share <= 1))
+    return absl::InvalidArgumentError("--max_batch_padding: allowed [0, 1]");
+
+  auto& limits = options.limits;
+  limits.max_concurrent_requests = absl::GetFlag(FLAGS_max_concurrent_requests);
+  limits.max_queued_tokens = absl::GetFlag(FLAGS_max_queued_tokens);
+  limits.max_inputs_per_request = absl::GetFlag(FLAGS_max_inputs_per_request);
+  limits.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
+  limits.max_tokens_per_document = absl::GetFlag(FLAGS_max_tokens_per_document);
+  RETURN_IF_ERROR(Positive("max_concurrent_requests", limits.max_concurrent_requests));
+  RETURN_IF_ERROR(Positive("max_queued_tokens", limits.max_queued_tokens));
+  RETURN_IF_ERROR(Positive("max_inputs_per_request", limits.max_inputs_per_request));
+  RETURN_IF_ERROR(Positive("max_request_bytes", limits.max_request_bytes));
+  RETURN_IF_ERROR(Positive("max_tokens_per_document", limits.max_tokens_per_document));
+  limits.min_temperature = static_cast<float>(absl::GetFlag(FLAGS_min_temperature));
+  limits.max_temperature = static_cast<float>(absl::GetFlag(FLAGS_max_temperature));
+  limits.default_temperature = static_cast<float>(absl::GetFlag(FLAGS_default_temperature));
+  RETURN_IF_ERROR(Positive("min_temperature", limits.min_temperature));
+  if (!(limits.max_temperature >= limits.min_temperature) || !std::isfinite(limits.max_temperature))
+    return absl::InvalidArgumentError("--max_temperature: must be finite and >= --min_temperature");
+  if (!(limits.default_temperature >= limits.min_temperature &&
+        limits.default_temperature <= limits.max_temperature)) {
+    return absl::InvalidArgumentError(absl::StrCat("--default_temperature: must lie in [",
+                                                   limits.min_temperature, ", ",
+                                                   limits.max_temperature, "]"));
+  }
+  ASSIGN_OR_RETURN(limits.default_strategy,
+                   ParseStrategyName(absl::GetFlag(FLAGS_default_strategy), "--default_strategy"));
+  const double drain = absl::GetFlag(FLAGS_drain_timeout_s);
+  RETURN_IF_ERROR(Positive("drain_timeout_s", drain));
+  options.drain_timeout = absl::Milliseconds(static_cast<int64_t>(drain * 1000));
+  return options;
+}
+
+}  // namespace embedding::server

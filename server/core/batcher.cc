@@ -1,0 +1,213 @@
+#include "server/core/batcher.h"
+
+#include <algorithm>
+#include <memory>
+#include <set>
+
+namespace embedding::server {
+namespace {
+
+int64_t Length(const BatchTask& task) { return static_cast<int64_t>(task.ids.size()); }
+
+}  // namespace
+
+Batcher::Batcher(EncodeFn encode, model_store::PoolingMode pooling, BatcherOptions options,
+                 Executor completions, BatchObserver observer)
+    : encode_(std::move(encode)),
+      pooling_(pooling),
+      options_(options),
+      completions_(std::move(completions)),
+      observer_(std::move(observer)),
+      thread_([this] { Loop(); }) {}
+
+Batcher::~Batcher() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  for (auto& submission : queue_) {
+    for (auto& task : submission.tasks) task.done(absl::UnavailableError("server shutting down"));
+  }
+}
+
+void Batcher::Submit(std::vector<BatchTask> tasks) {
+  if (tasks.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stopping_) {
+      queued_ += static_cast<int64_t>(tasks.size());
+      for (const auto& t : tasks) queued_tokens_ += Length(t);
+      queue_.push_back({std::deque<BatchTask>(std::make_move_iterator(tasks.begin()),
+                                              std::make_move_iterator(tasks.end())),
+                        absl::Now()});
+      tasks.clear();
+    }
+  }
+  for (auto& task : tasks) task.done(absl::UnavailableError("server shutting down"));
+  cv_.notify_one();
+}
+
+int64_t Batcher::queued_tasks() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queued_;
+}
+
+std::vector<BatchTask> Batcher::CutBatchLocked(
+    std::vector<std::pair<BatchTask, absl::Status>>* dropped) {
+  // Drop dead work from the front of every submission, so it never reaches the model. A
+  // submission's tasks share their caller, so they die together.
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    while (!it->tasks.empty()) {
+      absl::Status alive = it->tasks.front().liveness();
+      if (alive.ok()) break;
+      --queued_;
+      queued_tokens_ -= Length(it->tasks.front());
+      dropped->emplace_back(std::move(it->tasks.front()), std::move(alive));
+      it->tasks.pop_front();
+    }
+    it = it->tasks.empty() ? queue_.erase(it) : std::next(it);
+  }
+  if (queue_.empty()) return {};
+
+  // Candidates in round-robin order: the head of every submission, then the next of each...
+  // bounded so the scan stays cheap with huge documents queued.
+  const size_t max_candidates = static_cast<size_t>(options_.max_batch_sequences) * 4;
+  struct Candidate {
+    std::list<Submission>::iterator submission;
+    size_t index;
+    int64_t length;
+  };
+  std::vector<Candidate> candidates;
+  for (size_t depth = 0; candidates.size() < max_candidates; ++depth) {
+    bool any = false;
+    for (auto it = queue_.begin(); it != queue_.end() && candidates.size() < max_candidates; ++it) {
+      if (depth < it->tasks.size()) {
+        candidates.push_back({it, depth, Length(it->tasks[depth])});
+        any = true;
+      }
+    }
+    if (!any) break;
+  }
+
+  // The front submission's next task anchors the batch, so submissions take turns (a short
+  // request waits for at most one batch per submission ahead of it, never for a whole huge
+  // document). Others join by closeness in length while the padded size stays within the
+  // token budget and the padding share within its bound: on a CPU, padding is pure waste.
+  const int64_t anchor_length = candidates[0].length;
+  std::vector<size_t> order(candidates.size() - 1);
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i + 1;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::abs(candidates[a].length - anchor_length) <
+           std::abs(candidates[b].length - anchor_length);
+  });
+  std::vector<size_t> chosen = {0};
+  int64_t longest = anchor_length, real_tokens = anchor_length;
+  for (size_t i : order) {
+    if (static_cast<int64_t>(chosen.size()) >= options_.max_batch_sequences) break;
+    const int64_t new_longest = std::max(longest, candidates[i].length);
+    const int64_t padded = new_longest * static_cast<int64_t>(chosen.size() + 1);
+    const int64_t real = real_tokens + candidates[i].length;
+    if (padded > options_.max_batch_tokens) continue;
+    if (padded - real > options_.max_padding_share * static_cast<double>(padded)) continue;
+    chosen.push_back(i);
+    longest = new_longest;
+    real_tokens = real;
+  }
+
+  // Take the chosen tasks out (highest index first per submission keeps indices valid).
+  std::sort(chosen.begin(), chosen.end(),
+            [&](size_t a, size_t b) { return candidates[a].index > candidates[b].index; });
+  std::vector<BatchTask> batch;
+  std::set<Submission*> served;
+  for (size_t i : chosen) {
+    auto& tasks = candidates[i].submission->tasks;
+    batch.push_back(std::move(tasks[candidates[i].index]));
+    tasks.erase(tasks.begin() + static_cast<std::ptrdiff_t>(candidates[i].index));
+    served.insert(&*candidates[i].submission);
+  }
+  queued_ -= static_cast<int64_t>(batch.size());
+  queued_tokens_ -= real_tokens;
+  // Served submissions move to the back in their order; emptied ones leave.
+  std::list<Submission> moved;
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    auto next = std::next(it);
+    if (it->tasks.empty()) {
+      queue_.erase(it);
+    } else if (served.count(&*it)) {
+      moved.splice(moved.end(), queue_, it);
+    }
+    it = next;
+  }
+  queue_.splice(queue_.end(), moved);
+  return batch;
+}
+
+void Batcher::Loop() {
+  while (true) {
+    std::vector<BatchTask> batch;
+    auto dropped = std::make_shared<std::vector<std::pair<BatchTask, absl::Status>>>();
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      // Give a partial batch a moment to fill, up to the queue delay of its oldest submission.
+      const absl::Time deadline = queue_.front().enqueued + options_.max_queue_delay;
+      while (!stopping_ && queued_ < options_.max_batch_sequences &&
+             queued_tokens_ < options_.max_batch_tokens && absl::Now() < deadline) {
+        cv_.wait_for(lock, absl::ToChronoNanoseconds(deadline - absl::Now()));
+      }
+      if (stopping_) return;
+      batch = CutBatchLocked(dropped.get());
+    }
+    if (!dropped->empty()) {
+      completions_([dropped] {
+        for (auto& [task, reason] : *dropped) task.done(reason);
+      });
+    }
+    if (!batch.empty()) Run(std::move(batch));
+  }
+}
+
+void Batcher::Run(std::vector<BatchTask> batch) {
+  model_store::EncodeBatch input;
+  input.pooling = pooling_;
+  input.normalize = false;  // callers merge raw chunk vectors, then normalise
+  BatchStats stats;
+  for (const auto& task : batch) {
+    input.sequences.push_back(task.ids);
+    input.temperatures.push_back(task.temperature);
+    input.return_hidden_states = input.return_hidden_states || task.want_hidden_states;
+    stats.real_tokens += Length(task);
+    stats.padded_tokens = std::max(stats.padded_tokens, Length(task));
+  }
+  stats.sequences = static_cast<int64_t>(batch.size());
+  stats.padded_tokens *= stats.sequences;
+
+  const absl::Time start = absl::Now();
+  auto result = std::make_shared<absl::StatusOr<model_store::EncodeResult>>(encode_(input));
+  stats.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  if (observer_) observer_(stats);
+
+  auto tasks = std::make_shared<std::vector<BatchTask>>(std::move(batch));
+  completions_([tasks, result, start, seconds = stats.seconds, id = ++batches_] {
+    for (size_t i = 0; i < tasks->size(); ++i) {
+      BatchTask& task = (*tasks)[i];
+      if (!result->ok()) {
+        task.done(result->status());
+        continue;
+      }
+      SequenceOutput out;
+      out.pooled = std::move((*result)->pooled[i]);
+      if (task.want_hidden_states) out.hidden_states = std::move((*result)->hidden_states[i]);
+      out.high_frequency_ratio = (*result)->high_frequency_ratio[i];
+      out.batch_id = id;
+      out.batch_start = start;
+      out.batch_seconds = seconds;
+      task.done(std::move(out));
+    }
+  });
+}
+
+}  // namespace embedding::server

@@ -1,0 +1,46 @@
+// The options the core reads: which models to serve and how, and the bounds every request is
+// held to. Plain structs, filled once from flags (server/app/server_options.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "model_store/encoder.h"
+#include "server/core/strategy.h"
+
+namespace embedding::server {
+
+struct ModelSource {
+  std::string name;
+  std::string directory;
+};
+
+struct ModelOptions {
+  std::vector<ModelSource> sources;  // --model NAME=DIR (repeatable) and --model-store DIR
+  std::string store;  // --model-store: subdirectories that appear later are served too
+  std::string default_model;         // empty: the first model
+  model_store::ComputeDType dtype = model_store::ComputeDType::kFloat32;
+  int intra_op_threads = 0;  // 0: all cores
+  // Loaded versions per model after a reload: the current one and those before it, for
+  // "name@version" (--model-versions-kept).
+  size_t versions_kept = 2;
+  // How often model directories are checked for a new version; zero: only on an admin call.
+  absl::Duration poll_interval = absl::Seconds(30);
+};
+
+struct RequestLimits {
+  int64_t max_concurrent_requests = 256;
+  int64_t max_queued_tokens = 1 << 20;
+  uint32_t max_inputs_per_request = 512;
+  int64_t max_request_bytes = 32 << 20;
+  uint32_t max_tokens_per_document = 131072;
+  float min_temperature = 0.05f;
+  float max_temperature = 4.0f;
+  float default_temperature = 1.0f;
+  Strategy default_strategy = v1::LONG_TEXT_STRATEGY_CHUNK_MEAN;
+};
+
+}  // namespace embedding::server

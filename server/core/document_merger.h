@@ -1,0 +1,42 @@
+// The last step of the request path for one document: its encoded sequences become the
+// document vector (and, for CHUNK_ALL and late chunking, chunk vectors with their spans).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model_store/tokenizer.h"
+#include "server/core/chunk_planner.h"
+#include "server/core/embed_params.h"
+#include "server/core/embed_result.h"
+
+namespace embedding::server {
+
+// One document on its way through the model: its text, tokens, plan and what has arrived.
+// Memory is bounded by the chunk count, never by token states: late chunking folds each
+// window's states into per-chunk sums as the window arrives and drops them.
+struct EncodedDocument {
+  std::string text;           // prompt + input
+  uint32_t prompt_bytes = 0;  // spans are reported relative to the input, without the prompt
+  model_store::TokenizedText tokens;
+  ChunkPlan plan;
+  std::vector<std::vector<float>> pooled;       // per sequence; empty for late chunking
+  std::vector<std::vector<double>> chunk_sums;  // late chunking: per chunk, summed states
+  std::vector<uint32_t> chunk_rows;             // late chunking: rows in each sum
+  std::vector<float> hf_ratio;                  // per sequence
+};
+
+// Sizes the per-sequence and per-chunk slots once the plan is known.
+void PrepareSlots(EncodedDocument* doc, bool late_chunking, size_t dim);
+
+// Late chunking: adds window `window`'s token states (row-major [tokens x dim], special
+// tokens included, `prefix_tokens` of them first) to the sums of the chunks whose tokens
+// take their states from this window.
+void AddLateChunkWindow(EncodedDocument* doc, size_t window, const std::vector<float>& states,
+                        size_t dim, size_t prefix_tokens);
+
+// The document's result once every sequence has arrived. `dim` is the model's hidden size.
+DocumentResult MergeDocument(const EncodedDocument& doc, const EmbedParams& params, size_t dim);
+
+}  // namespace embedding::server

@@ -1,0 +1,56 @@
+// One Embed call as the core takes it from either door: what the caller asked (not yet checked
+// against a model), its inputs as text or as token ids, and its deadline; and what the core
+// answers. Plain structs: no protobuf message, no JSON, no transport.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "server/core/embed_params.h"
+#include "server/core/embed_result.h"
+
+namespace embedding::server {
+
+struct ServedModel;
+
+// The request's options as sent. Unset optionals take the server's or the model's default;
+// enum fields may hold values the .proto does not define (gRPC lets them through), which
+// validation refuses by name.
+struct EmbedRequestOptions {
+  std::string model;  // "" for the default model; "name@version" for a loaded version
+  std::optional<float> temperature;
+  Strategy strategy = v1::LONG_TEXT_STRATEGY_UNSPECIFIED;
+  v1::TruncationSide truncation_side = v1::TRUNCATION_SIDE_UNSPECIFIED;
+  std::optional<uint32_t> chunk_tokens;
+  std::optional<uint32_t> chunk_overlap_tokens;
+  std::optional<bool> normalize;
+  std::optional<uint32_t> dimensions;
+  std::string prompt;       // prepended to every text input
+  std::string prompt_name;  // one of the model's prompts, instead of `prompt`
+};
+
+// Inputs are texts (tokenised by the model's tokenizer) or content token ids (checked against
+// its vocabulary), never a mix.
+using TextInputs = std::vector<std::string>;
+using TokenInputs = std::vector<std::vector<int32_t>>;
+using EmbedInputs = std::variant<TextInputs, TokenInputs>;
+
+struct EmbedCall {
+  EmbedRequestOptions options;
+  EmbedInputs inputs;
+  absl::Time deadline = absl::InfiniteFuture();
+};
+
+// A finished call: the model version it ran on, the options it ran with, what it produced.
+struct EmbedAnswer {
+  std::shared_ptr<const ServedModel> model;
+  EmbedParams params;
+  EmbedResult result;
+};
+
+}  // namespace embedding::server

@@ -1,0 +1,209 @@
+#include "server/core/embed_job.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace embedding::server {
+
+std::shared_ptr<EmbedJob> EmbedJob::Start(Request request, WorkerPool* pool, DoneCallback done) {
+  std::shared_ptr<EmbedJob> job(new EmbedJob(std::move(request), std::move(done)));
+  pool->Schedule([job] { job->Prepare(); });
+  return job;
+}
+
+EmbedJob::EmbedJob(Request request, DoneCallback done)
+    : request_(std::move(request)), created_(absl::Now()), done_callback_(std::move(done)) {
+  auto* texts = std::get_if<TextInputs>(&request_.inputs);
+  if (texts == nullptr) {  // token ids: no text, so every span is empty
+    documents_.resize(std::get<TokenInputs>(request_.inputs).size());
+    return;
+  }
+  const std::string& prompt = request_.params.prompt;
+  documents_.resize(texts->size());
+  for (size_t i = 0; i < documents_.size(); ++i) {
+    std::string& input = (*texts)[i];
+    documents_[i].text = prompt.empty() ? std::move(input) : prompt + input;
+    documents_[i].prompt_bytes = static_cast<uint32_t>(prompt.size());
+  }
+  texts->clear();
+}
+
+EmbedJob::~EmbedJob() {
+  // A job dropped without completing (it never reached a batcher) still answers its caller.
+  Complete(absl::UnavailableError("server shutting down"));
+}
+
+absl::StatusOr<model_store::TokenizedText> EmbedJob::GivenTokens(size_t i,
+                                                                const std::string& field,
+                                                                int64_t vocab_size) {
+  model_store::TokenizedText tokens;
+  tokens.ids = std::move(std::get<TokenInputs>(request_.inputs)[i]);
+  for (size_t t = 0; t < tokens.ids.size(); ++t) {
+    if (tokens.ids[t] < 0 || tokens.ids[t] >= vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat(field, "[", t, "]: token id ", tokens.ids[t],
+                                                     " is outside the vocabulary; allowed [0, ",
+                                                     vocab_size - 1, "]"));
+    }
+  }
+  tokens.spans.assign(tokens.ids.size(), Span{0, 0});  // no text: every span is empty
+  return tokens;
+}
+
+absl::StatusOr<model_store::TokenizedText> EmbedJob::DocumentTokens(size_t i,
+                                                                   const std::string& field) {
+  const model_store::Model& model = *request_.model;
+  if (std::holds_alternative<TokenInputs>(request_.inputs))
+    return GivenTokens(i, field, model.config().vocab_size);
+  return model.tokenizer().Tokenize(documents_[i].text, field);
+}
+
+void EmbedJob::Prepare() {
+  // Cancelled or expired while waiting for a worker: answer now, tokenise nothing.
+  if (absl::Status alive = Liveness(); !alive.ok()) return Complete(alive);
+  const absl::Time start = absl::Now();
+  const model_store::Model& model = *request_.model;
+  const auto window = static_cast<uint32_t>(model.max_content_tokens());
+  const int specials = model.tokenizer().num_special_tokens();
+  const bool late = TraitsOf(request_.params.strategy).needs_token_states;
+  int64_t total_tokens = 0;
+  size_t sequences = 0;
+  for (size_t i = 0; i < documents_.size(); ++i) {
+    EncodedDocument& doc = documents_[i];
+    const std::string field = absl::StrCat("inputs[", i, "]");
+    auto tokens = DocumentTokens(i, field);
+    if (!tokens.ok()) return Complete(tokens.status());
+    doc.tokens = *std::move(tokens);
+    const auto count = static_cast<uint32_t>(doc.tokens.ids.size());
+    if (count > request_.max_tokens_per_document) {
+      return Complete(absl::InvalidArgumentError(
+          absl::StrCat(field, ": ", count, " tokens exceed the per-document bound; allowed [0, ",
+                       request_.max_tokens_per_document, "] (--max-tokens-per-document)")));
+    }
+    auto plan = PlanChunks(count, window, request_.params, field);
+    if (!plan.ok()) return Complete(plan.status());
+    doc.plan = *std::move(plan);
+    PrepareSlots(&doc, late,
+                 static_cast<size_t>(model.config().hidden_size));
+    for (const auto& range : doc.plan.sequences) total_tokens += range.size() + specials;
+    sequences += doc.plan.sequences.size();
+  }
+
+  std::vector<BatchTask> tasks;
+  tasks.reserve(sequences);
+  auto self = shared_from_this();
+  for (size_t d = 0; d < documents_.size(); ++d) {
+    const EncodedDocument& doc = documents_[d];
+    for (size_t s = 0; s < doc.plan.sequences.size(); ++s) {
+      const Span& range = doc.plan.sequences[s];
+      std::vector<int32_t> content(doc.tokens.ids.begin() + range.begin,
+                                   doc.tokens.ids.begin() + range.end);
+      BatchTask task;
+      task.ids = model.tokenizer().AddSpecialTokens(content);
+      task.temperature = request_.params.temperature;
+      task.want_hidden_states = late;
+      task.liveness = [self] { return self->Liveness(); };
+      task.done = [self, d, s](absl::StatusOr<SequenceOutput> output) {
+        self->OnSequenceDone(d, s, std::move(output));
+      };
+      tasks.push_back(std::move(task));
+    }
+  }
+  absl::Status refused;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tokenize_seconds_ = absl::ToDoubleSeconds(absl::Now() - start);
+    if (done_) return;  // cancelled while tokenising: reserve nothing
+    auto reserved = request_.permit.ReserveTokens(total_tokens);
+    if (reserved.ok()) {
+      reserved_tokens_ = *std::move(reserved);
+      pending_sequences_ = static_cast<int64_t>(sequences);
+    } else {
+      refused = reserved.status();
+    }
+  }
+  if (!refused.ok()) return Complete(refused);
+  request_.batcher->Submit(std::move(tasks));
+}
+
+absl::Status EmbedJob::Liveness() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cancelled_) return absl::CancelledError("client cancelled the call");
+  if (done_) return absl::AbortedError("request already completed");
+  if (absl::Now() > request_.deadline)
+    return absl::DeadlineExceededError("deadline passed while the request was queued");
+  return absl::OkStatus();
+}
+
+void EmbedJob::Cancel() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled_ = true;
+  }
+  Complete(absl::Now() > request_.deadline ? absl::DeadlineExceededError("deadline passed")
+                                           : absl::CancelledError("client cancelled the call"));
+}
+
+void EmbedJob::OnSequenceDone(size_t document, size_t sequence,
+                              absl::StatusOr<SequenceOutput> output) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    EncodedDocument& doc = documents_[document];
+    reserved_tokens_.Return(doc.plan.sequences[sequence].size() +
+                            request_.model->tokenizer().num_special_tokens());
+    if (done_) return;
+    if (output.ok()) {
+      if (TraitsOf(request_.params.strategy).needs_token_states) {
+        // Fold the window's states into its chunks now; keep none of them.
+        AddLateChunkWindow(&doc, sequence, output->hidden_states,
+                           static_cast<size_t>(request_.model->config().hidden_size),
+                           request_.model->special_prefix().size());
+      } else {
+        doc.pooled[sequence] = std::move(output->pooled);
+      }
+      doc.hf_ratio[sequence] = output->high_frequency_ratio;
+      if (batches_seen_.insert(output->batch_id).second) {
+        inference_seconds_ += output->batch_seconds;
+        first_batch_ = std::min(first_batch_, output->batch_start);
+      }
+      if (--pending_sequences_ > 0) return;
+    }
+  }
+  // One sequence failed, or the last one arrived: merge outside the lock.
+  if (!output.ok()) return Complete(output.status());
+  Complete(Merge());
+}
+
+EmbedResult EmbedJob::Merge() const {
+  const model_store::Model& model = *request_.model;
+  const auto dim = static_cast<size_t>(model.config().hidden_size);
+  const int specials = model.tokenizer().num_special_tokens();
+  EmbedResult result;
+  for (const EncodedDocument& doc : documents_) {
+    result.documents.push_back(MergeDocument(doc, request_.params, dim));
+    result.tokens += doc.tokens.ids.size();
+    result.sequences += doc.plan.sequences.size();
+    for (const auto& range : doc.plan.sequences) result.sequence_tokens += range.size() + specials;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  result.tokenize_seconds = tokenize_seconds_;
+  result.inference_seconds = inference_seconds_;
+  result.queue_seconds =
+      std::max(0.0, absl::ToDoubleSeconds(first_batch_ - created_) - tokenize_seconds_);
+  result.total_seconds = absl::ToDoubleSeconds(absl::Now() - created_);
+  return result;
+}
+
+void EmbedJob::Complete(absl::StatusOr<EmbedResult> result) {
+  DoneCallback done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_) return;
+    done_ = true;
+    request_.permit.Reset();
+    done = std::move(done_callback_);
+  }
+  done(std::move(result));
+}
+
+}  // namespace embedding::server

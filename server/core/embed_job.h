@@ -1,0 +1,90 @@
+// One admitted Embed request on its way through the request path, after validation:
+//   Start → Prepare (tokenise and plan, on a worker) → Batcher::Submit (one task per
+//   sequence) → OnSequenceDone (on a worker, per result) → MergeDocument → done.
+// The job owns its request slot (AdmissionPermit) and its queue space (TokenReservation):
+// the slot is returned when the job completes, each sequence's tokens when the batcher
+// finishes or drops it, and whatever is left when the job is destroyed.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "model_store/model.h"
+#include "server/core/admission.h"
+#include "server/core/batcher.h"
+#include "server/core/document_merger.h"
+#include "server/core/embed_call.h"
+#include "server/core/embed_params.h"
+#include "server/core/embed_result.h"
+#include "server/core/worker_pool.h"
+
+namespace embedding::server {
+
+class EmbedJob : public std::enable_shared_from_this<EmbedJob> {
+ public:
+  using DoneCallback = std::function<void(absl::StatusOr<EmbedResult>)>;
+
+  // Everything validation and admission produced.
+  struct Request {
+    const model_store::Model* model = nullptr;
+    Batcher* batcher = nullptr;
+    EmbedParams params;
+    // Texts, or content token ids used instead of tokenising (checked against the vocabulary).
+    EmbedInputs inputs;
+    absl::Time deadline = absl::InfiniteFuture();
+    uint32_t max_tokens_per_document = 0;
+    AdmissionPermit permit;
+  };
+
+  // Schedules preparation on `pool` and returns the job, for Cancel. `done` runs exactly
+  // once: with the result, the first error, or the cancellation. The model, batcher and pool
+  // must outlive every job (the server drains its pool before stopping its batchers).
+  static std::shared_ptr<EmbedJob> Start(Request request, WorkerPool* pool, DoneCallback done);
+
+  // The client went away or its deadline passed: completes the job now (the slot comes
+  // back at once); the batcher drops its queued sequences, returning their tokens.
+  void Cancel();
+
+  ~EmbedJob();
+
+ private:
+  EmbedJob(Request request, DoneCallback done);
+
+  // Tokenises and plans every document, reserves queue space and submits the sequences.
+  void Prepare();
+  // Input `i` given as token ids (moved out of the request): INVALID_ARGUMENT naming
+  // `field`[t] for an id outside [0, vocab_size).
+  absl::StatusOr<model_store::TokenizedText> GivenTokens(size_t i, const std::string& field,
+                                                         int64_t vocab_size);
+  // The document's tokens: its text tokenised, or its given ids checked.
+  absl::StatusOr<model_store::TokenizedText> DocumentTokens(size_t i, const std::string& field);
+  // OK while the job wants results; otherwise why not.
+  absl::Status Liveness() const;
+  void OnSequenceDone(size_t document, size_t sequence, absl::StatusOr<SequenceOutput> output);
+  EmbedResult Merge() const;
+  // Completes the job with `result` unless it already completed.
+  void Complete(absl::StatusOr<EmbedResult> result);
+
+  Request request_;
+  const absl::Time created_;
+  std::vector<EncodedDocument> documents_;  // each (document, sequence) slot written once
+
+  mutable std::mutex mu_;  // guards everything below
+  bool done_ = false;
+  bool cancelled_ = false;
+  DoneCallback done_callback_;
+  TokenReservation reserved_tokens_;
+  int64_t pending_sequences_ = 0;
+  std::set<uint64_t> batches_seen_;
+  absl::Time first_batch_ = absl::InfiniteFuture();
+  double tokenize_seconds_ = 0;
+  double inference_seconds_ = 0;
+};
+
+}  // namespace embedding::server

@@ -1,0 +1,28 @@
+// A validated Embed request's options, in the server's terms: what the request path after
+// validation (planning, batching, merging) needs, whichever endpoint the request came from.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "server/core/strategy.h"
+
+namespace embedding::server {
+
+struct EmbedParams {
+  Strategy strategy = v1::LONG_TEXT_STRATEGY_CHUNK_MEAN;
+  // TRUNCATE keeps the last window instead of the first.
+  bool keep_end = false;
+  // Content tokens per chunk and shared between neighbours; chunk_tokens <= window.
+  uint32_t chunk_tokens = 0;
+  uint32_t overlap_tokens = 0;
+  bool normalize = true;
+  // 0 keeps every dimension.
+  uint32_t dimensions = 0;
+  float temperature = 1.0f;
+  // Prepended to every input before tokenisation.
+  std::string prompt;
+};
+
+}  // namespace embedding::server

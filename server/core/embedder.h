@@ -1,0 +1,98 @@
+// The one entry point of the core, for every door: Embed, Tokenize and the served models,
+// knowing no transport. A door parses its wire format into an EmbedCall, calls StartEmbed,
+// and builds its own response and status from the answer. The Embedder owns the model lookup,
+// admission, the job, the call counter and the drain flag.
+//   StartEmbed: FindModel → ValidateEmbedCall → Admission::Admit → EmbedJob::Start
+//   … EmbedJob completes → on_embedded (metrics) → done(EmbedAnswer)
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model_store/tokenizer.h"
+#include "server/core/admission.h"
+#include "server/core/call_observer.h"
+#include "server/core/core_options.h"
+#include "server/core/embed_call.h"
+#include "server/core/embed_job.h"
+#include "server/core/model_registry.h"
+#include "server/core/worker_pool.h"
+
+namespace embedding::server {
+
+struct TokenizeCall {
+  std::string model;  // "" for the default model
+  TextInputs inputs;
+  bool add_special_tokens = true;
+};
+
+struct TokenizeAnswer {
+  std::shared_ptr<const ServedModel> model;
+  TextInputs inputs;  // the call's texts, which the token spans index
+  std::vector<model_store::TokenizedText> tokens;  // content tokens, one per input
+  bool add_special_tokens = true;
+};
+
+class Embedder {
+ public:
+  using EmbedDone = std::function<void(absl::StatusOr<EmbedAnswer>)>;
+  using TokenizeDone = std::function<void(absl::StatusOr<TokenizeAnswer>)>;
+
+  // `pool` (where jobs tokenise, plan and merge) must outlive the Embedder.
+  Embedder(const RequestLimits& limits, WorkerPool* pool, CallObserver observer = {});
+
+  // Until called, every call answers UNAVAILABLE (models are loading). `registry` must
+  // outlive the Embedder.
+  void SetReady(const ModelRegistry* registry) { registry_.store(registry); }
+  // From now on new calls answer UNAVAILABLE; accepted work continues.
+  void StartDraining() { draining_.store(true); }
+
+  // Validates and admits one Embed call and starts its job. `done` runs exactly once, on a
+  // worker, with the answer or the job's error (CANCELLED, DEADLINE_EXCEEDED, INVALID_ARGUMENT
+  // for a document that fails to tokenise or plan, RESOURCE_EXHAUSTED when the queue is full,
+  // UNAVAILABLE at shutdown, INTERNAL for a backend failure). Returns the job, whose Cancel()
+  // the door calls when its client goes away; or, before anything is allocated, UNAVAILABLE
+  // (loading, draining), NOT_FOUND (model), INVALID_ARGUMENT naming the field, or
+  // RESOURCE_EXHAUSTED (admission), in which case `done` never runs.
+  absl::StatusOr<std::shared_ptr<EmbedJob>> StartEmbed(EmbedCall call, EmbedDone done);
+
+  // Tokenises `call.inputs` on a worker, holding a request slot meanwhile. `done` runs exactly
+  // once with the tokens or INVALID_ARGUMENT naming the input (invalid UTF-8, more than
+  // --max-tokens-per-document tokens in all). Errors returned as StartEmbed's, and then `done`
+  // never runs.
+  absl::Status StartTokenize(TokenizeCall call, TokenizeDone done);
+
+  // The current version of every served model, in --model order; UNAVAILABLE while loading or
+  // draining.
+  absl::StatusOr<std::vector<std::shared_ptr<const ServedModel>>> CurrentModels() const;
+  // "name", "name@version" or "" (the default); UNAVAILABLE or NOT_FOUND.
+  absl::StatusOr<std::shared_ptr<const ServedModel>> FindModel(const std::string& name) const;
+  // The default model's name; UNAVAILABLE while loading or draining.
+  absl::StatusOr<std::string> DefaultModelName() const;
+
+  // Every door counts its calls here (drain waits for them) and reports each finished one
+  // (metrics, request log) exactly once.
+  void CallStarted() { active_calls_.fetch_add(1); }
+  void CallDone(const CallRecord& call);
+  int64_t active_calls() const { return active_calls_.load(); }
+
+  const RequestLimits& limits() const { return limits_; }
+  const Admission& admission() const { return admission_; }
+
+ private:
+  absl::StatusOr<const ModelRegistry*> ServingRegistry() const;
+
+  const RequestLimits limits_;
+  WorkerPool* const pool_;
+  const CallObserver observer_;
+  Admission admission_;
+  std::atomic<const ModelRegistry*> registry_{nullptr};
+  std::atomic<bool> draining_{false};
+  std::atomic<int64_t> active_calls_{0};
+};
+
+}  // namespace embedding::server

@@ -1,0 +1,291 @@
+#include "server/core/model_registry.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/quoted_value.h"
+#include "common/status_macros.h"
+#include "model_store/model_version.h"
+
+namespace embedding::server {
+
+const char* ReloadResultName(ReloadOutcome::Result result) {
+  switch (result) {
+    case ReloadOutcome::Result::kLoaded:
+      return "loaded";
+    case ReloadOutcome::Result::kUnchanged:
+      return "unchanged";
+    case ReloadOutcome::Result::kFailed:
+      return "failed";
+  }
+  return "unknown";
+}
+
+ModelRegistry::ModelRegistry(const ModelOptions& options, const BatcherOptions& batching,
+                             WorkerPool* inference, Batcher::Executor completions,
+                             BatchObserverFactory observers, VersionObserver versions)
+    : options_(options),
+      batching_(batching),
+      inference_(inference),
+      completions_(std::move(completions)),
+      batch_observers_(std::move(observers)),
+      version_observer_(std::move(versions)) {}
+
+absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
+    const ModelOptions& options, const BatcherOptions& batching, WorkerPool* inference,
+    Batcher::Executor completions, BatchObserverFactory observers, VersionObserver versions) {
+  std::unique_ptr<ModelRegistry> registry(new ModelRegistry(
+      options, batching, inference, std::move(completions), std::move(observers),
+      std::move(versions)));
+  for (const auto& source : options.sources) {
+    for (const auto& existing : registry->entries_) {
+      if (existing.source.name == source.name)
+        return absl::InvalidArgumentError(
+            absl::StrCat("--model: name '", source.name, "' given twice"));
+    }
+    auto located = model_store::LocateModelVersion(source.directory);
+    if (!located.ok()) {
+      return absl::Status(located.status().code(),
+                          absl::StrCat("model '", source.name, "': ", located.status().message()));
+    }
+    ASSIGN_OR_RETURN(auto served, registry->LoadVersion(source.name, located->directory,
+                                                        located->version));
+    Entry entry;
+    entry.source = source;
+    entry.loaded_signature = entry.seen_signature = located->signature;
+    entry.versions.push_back(std::move(served));
+    registry->entries_.push_back(std::move(entry));
+  }
+  for (const auto& entry : registry->entries_) {
+    if (registry->version_observer_.on_serving)
+      registry->version_observer_.on_serving(*entry.versions.front(), true);
+  }
+  registry->default_name_ =
+      options.default_model.empty() ? options.sources.front().name : options.default_model;
+  if (!registry->Find(registry->default_name_).ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--default_model=", options.default_model, ": not among the served models"));
+  }
+  return registry;
+}
+
+absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::LoadVersion(
+    const std::string& name, const std::string& directory, std::string version) const {
+  model_store::ModelOptions load_options;
+  load_options.encoder.dtype = options_.dtype;
+  load_options.encoder.intra_op_threads = options_.intra_op_threads;
+  // On a thread of its own that then exits: LibTorch's OpenMP gives every thread that starts
+  // parallel work a pool of its own, and while those pools outnumber the CPUs libgomp cuts
+  // spin-waits, which tripled forward-pass times when the main thread loaded and a batcher
+  // thread ran (main.cc). A thread that exits takes its pool with it, so serving keeps its
+  // speed after a reload, and a reload does not stall the inference thread while it loads.
+  absl::StatusOr<std::unique_ptr<model_store::Model>> model;
+  std::thread([&] { model = model_store::Model::Load(directory, load_options); }).join();
+  if (!model.ok()) {
+    return absl::Status(model.status().code(),
+                        absl::StrCat("model '", name, "': ", model.status().message()));
+  }
+  auto served = std::make_shared<ServedModel>();
+  served->name = name;
+  served->version =
+      version.empty() ? model_store::ComputeModelVersion(directory) : std::move(version);
+  served->model = *std::move(model);
+  const model_store::Encoder* encoder = &served->model->encoder();
+  WorkerPool* inference = inference_;
+  served->batcher = std::make_unique<Batcher>(
+      [encoder, inference](const model_store::EncodeBatch& batch) {
+        absl::StatusOr<model_store::EncodeResult> result;
+        inference->RunAndWait([&] { result = encoder->Encode(batch); });
+        return result;
+      },
+      served->model->pooling(), batching_, completions_,
+      batch_observers_ ? batch_observers_(*served) : nullptr);
+  return served;
+}
+
+absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::Find(
+    const std::string& name) const {
+  const std::string& wanted = name.empty() ? default_name_ : name;
+  const size_t at = wanted.rfind('@');
+  const std::string model = wanted.substr(0, at);
+  const std::string version = at == std::string::npos ? "" : wanted.substr(at + 1);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Entry& entry : entries_) {
+    if (entry.source.name != model) continue;
+    if (version.empty()) return entry.versions.front();
+    std::vector<std::string> loaded;
+    for (const auto& served : entry.versions) {
+      if (served->version == version) return served;
+      loaded.push_back(served->version);
+    }
+    return absl::NotFoundError(absl::StrCat("model: version ", QuotedValue(version), " of '",
+                                            model, "' is not loaded; loaded: ",
+                                            absl::StrJoin(loaded, ", ")));
+  }
+  std::vector<std::string> names;
+  for (const Entry& entry : entries_) names.push_back(entry.source.name);
+  return absl::NotFoundError(absl::StrCat("model: ", QuotedValue(wanted),
+                                          " is not served; available: ",
+                                          absl::StrJoin(names, ", ")));
+}
+
+std::vector<std::shared_ptr<const ServedModel>> ModelRegistry::Current() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::shared_ptr<const ServedModel>> current;
+  for (const Entry& entry : entries_) current.push_back(entry.versions.front());
+  return current;
+}
+
+absl::StatusOr<std::vector<ReloadOutcome>> ModelRegistry::Reload(const std::string& name,
+                                                                 bool settled) {
+  std::lock_guard<std::mutex> reloading(reload_mu_);
+  std::vector<ReloadOutcome> outcomes;
+  bool found = false;
+  for (Entry& entry : entries_) {
+    if (!name.empty() && entry.source.name != name) continue;
+    found = true;
+    outcomes.push_back(ReloadEntry(entry, settled));
+  }
+  if (!options_.store.empty() && (name.empty() || !found)) {  // after the loop: it grows entries_
+    for (ReloadOutcome& added : AddFromStore(name, settled)) {
+      found = true;
+      outcomes.push_back(std::move(added));
+    }
+  }
+  ReleaseUnused();
+  if (!found) {
+    return absl::NotFoundError(
+        absl::StrCat("model: ", QuotedValue(name), " is not served; nothing to reload"));
+  }
+  return outcomes;
+}
+
+ReloadOutcome ModelRegistry::ReloadEntry(Entry& entry, bool settled) {
+  ReloadOutcome outcome;
+  outcome.model = entry.source.name;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    outcome.version = entry.versions.front()->version;
+  }
+  auto located = model_store::LocateModelVersion(entry.source.directory);
+  if (!located.ok()) {
+    outcome.result = ReloadOutcome::Result::kFailed;
+    outcome.error = std::string(located.status().message());
+    return outcome;
+  }
+  const bool stable = located->signature == entry.seen_signature;
+  entry.seen_signature = located->signature;
+  if (located->signature == entry.loaded_signature || (settled && !stable)) return outcome;
+
+  auto served = LoadVersion(entry.source.name, located->directory, located->version);
+  // Refused or not, this directory state was tried: a broken version is not retried until
+  // its files change again.
+  entry.loaded_signature = located->signature;
+  if (!served.ok()) {
+    outcome.result = ReloadOutcome::Result::kFailed;
+    outcome.error = std::string(served.status().message());
+    return outcome;
+  }
+  outcome.result = ReloadOutcome::Result::kLoaded;
+  // Same bytes under new timestamps, or back to the serving version after a refused one.
+  if ((*served)->version == outcome.version) return outcome;
+  std::shared_ptr<const ServedModel> previous;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    previous = entry.versions.front();
+    entry.versions.push_front(*served);
+    while (entry.versions.size() > std::max<size_t>(1, options_.versions_kept)) {
+      replaced_.push_back(entry.versions.back());
+      entry.versions.pop_back();
+    }
+  }
+  if (version_observer_.on_serving) {
+    version_observer_.on_serving(**served, true);
+    version_observer_.on_serving(*previous, false);
+  }
+  outcome.version = (*served)->version;
+  return outcome;
+}
+
+bool ModelRegistry::Serves(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Entry& entry : entries_)
+    if (entry.source.name == name) return true;
+  return false;
+}
+
+std::vector<ReloadOutcome> ModelRegistry::AddFromStore(const std::string& name, bool settled) {
+  std::vector<std::filesystem::path> directories;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(options_.store, ec))
+    directories.push_back(entry.path());
+  std::sort(directories.begin(), directories.end());
+  std::vector<ReloadOutcome> outcomes;
+  for (const auto& directory : directories) {
+    const std::string model = directory.filename().string();
+    // '@' selects a version, so no name holds one (as for --model).
+    if ((!name.empty() && model != name) || model.find('@') != std::string::npos ||
+        Serves(model)) {
+      continue;
+    }
+    auto located = model_store::LocateModelVersion(directory.string());
+    if (!located.ok()) continue;  // not a model directory (yet)
+    Candidate& candidate = candidates_[model];
+    const bool stable = located->signature == candidate.seen_signature;
+    candidate.seen_signature = located->signature;
+    if (located->signature == candidate.tried_signature || (settled && !stable)) continue;
+    candidate.tried_signature = located->signature;
+
+    ReloadOutcome outcome;
+    outcome.model = model;
+    outcome.new_model = true;
+    auto served = LoadVersion(model, located->directory, located->version);
+    if (!served.ok()) {
+      outcome.result = ReloadOutcome::Result::kFailed;
+      outcome.error = std::string(served.status().message());
+      outcomes.push_back(std::move(outcome));
+      continue;
+    }
+    Entry entry;
+    entry.source = {model, directory.string()};
+    entry.loaded_signature = entry.seen_signature = located->signature;
+    entry.versions.push_back(*served);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      entries_.push_back(std::move(entry));
+    }
+    candidates_.erase(model);
+    if (version_observer_.on_serving) version_observer_.on_serving(**served, true);
+    outcome.result = ReloadOutcome::Result::kLoaded;
+    outcome.version = (*served)->version;
+    outcomes.push_back(std::move(outcome));
+  }
+  return outcomes;
+}
+
+void ModelRegistry::ReleaseUnused() {
+  std::vector<std::shared_ptr<const ServedModel>> unused;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = replaced_.begin(); it != replaced_.end();) {
+      // Only this list holds it, and only Find (under mu_) could hand out a new reference,
+      // but it is no longer in entries_: no request can take it from here on.
+      if (it->use_count() == 1) {
+        unused.push_back(std::move(*it));
+        it = replaced_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (const auto& served : unused) {
+    if (version_observer_.on_unloaded) version_observer_.on_unloaded(*served);
+  }
+  // `unused` goes out of scope here: each batcher stops on this thread.
+}
+
+}  // namespace embedding::server

@@ -1,0 +1,54 @@
+#include "server/core/model_reloader.h"
+
+#include <chrono>
+
+namespace embedding::server {
+namespace {
+
+// Replaced versions are freed within this long of their last request finishing.
+constexpr auto kReleaseTick = std::chrono::seconds(1);
+
+}  // namespace
+
+ModelReloader::ModelReloader(ModelRegistry* registry, absl::Duration interval,
+                             OutcomeObserver observer)
+    : registry_(registry), interval_(interval), observer_(std::move(observer)) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+ModelReloader::~ModelReloader() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+absl::StatusOr<std::vector<ReloadOutcome>> ModelReloader::ReloadNow(const std::string& model) {
+  auto outcomes = registry_->Reload(model, /*settled=*/false);
+  if (outcomes.ok()) Report(*outcomes);
+  return outcomes;
+}
+
+void ModelReloader::Run() {
+  absl::Time next_check = absl::Now() + interval_;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!wake_.wait_for(lock, kReleaseTick, [this] { return stopping_; })) {
+    lock.unlock();
+    registry_->ReleaseUnused();
+    if (interval_ > absl::ZeroDuration() && absl::Now() >= next_check) {
+      auto outcomes = registry_->Reload("", /*settled=*/true);
+      if (outcomes.ok()) Report(*outcomes);
+      next_check = absl::Now() + interval_;
+    }
+    lock.lock();
+  }
+}
+
+void ModelReloader::Report(const std::vector<ReloadOutcome>& outcomes) const {
+  if (!observer_) return;
+  for (const ReloadOutcome& outcome : outcomes) observer_(outcome);
+}
+
+}  // namespace embedding::server

@@ -1,0 +1,156 @@
+#include "server/core/request_validation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <variant>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/quoted_value.h"
+#include "common/status_macros.h"
+
+namespace embedding::server {
+namespace {
+
+absl::Status Invalid(const std::string& message) { return absl::InvalidArgumentError(message); }
+
+// INVALID_ARGUMENT naming `field` unless `value` is a value of the generated enum.
+absl::Status CheckEnum(const google::protobuf::EnumDescriptor* descriptor, int value,
+                       absl::string_view field) {
+  if (descriptor->FindValueByNumber(value) != nullptr) return absl::OkStatus();
+  std::vector<std::string> names;
+  int min = descriptor->value(0)->number(), max = min;
+  for (int i = 0; i < descriptor->value_count(); ++i) {
+    names.push_back(descriptor->value(i)->name());
+    min = std::min(min, descriptor->value(i)->number());
+    max = std::max(max, descriptor->value(i)->number());
+  }
+  return Invalid(absl::StrCat(field, ": unknown value ", value, "; allowed ", min, "..", max, " (",
+                              absl::StrJoin(names, ", "), ")"));
+}
+
+}  // namespace
+
+absl::Status ValidateInputCount(size_t count, const RequestLimits& limits) {
+  if (count == 0)
+    return Invalid("inputs: at least one input is required (an empty string is a valid input)");
+  if (count > limits.max_inputs_per_request) {
+    return Invalid(absl::StrCat("inputs: ", count, " inputs exceed the bound; allowed [1, ",
+                                limits.max_inputs_per_request, "] (--max-inputs-per-request)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateTextBytes(const TextInputs& inputs, size_t prompt_bytes,
+                               const RequestLimits& limits) {
+  int64_t bytes = 0;
+  for (const auto& input : inputs) bytes += static_cast<int64_t>(input.size() + prompt_bytes);
+  if (bytes <= limits.max_request_bytes) return absl::OkStatus();
+  return Invalid(absl::StrCat(prompt_bytes > 0 ? "inputs and prompt: " : "inputs: ", bytes,
+                              " bytes of text",
+                              prompt_bytes > 0 ? " (the prompt counts once per input)" : "",
+                              " exceed the bound; allowed [0, ", limits.max_request_bytes,
+                              "] (--max-request-bytes)"));
+}
+
+// Every token id costs 4 bytes of --max-request-bytes, as its text would cost its bytes.
+absl::Status ValidateTokenCount(const TokenInputs& inputs, const RequestLimits& limits) {
+  const int64_t max_ids = limits.max_request_bytes / 4;
+  int64_t ids = 0;
+  for (const auto& input : inputs) ids += static_cast<int64_t>(input.size());
+  if (ids <= max_ids) return absl::OkStatus();
+  return Invalid(absl::StrCat("inputs: ", ids, " token ids exceed the bound; allowed [0, ",
+                              max_ids, "] (--max-request-bytes / 4)"));
+}
+
+// What the inputs cost before anything is copied: their count, and their bytes with
+// `prompt_bytes` prepended to each text (token ids take no prompt).
+absl::Status ValidateInputs(const EmbedInputs& inputs, size_t prompt_bytes,
+                            const RequestLimits& limits) {
+  if (const auto* texts = std::get_if<TextInputs>(&inputs)) {
+    RETURN_IF_ERROR(ValidateInputCount(texts->size(), limits));
+    return ValidateTextBytes(*texts, prompt_bytes, limits);
+  }
+  const auto& ids = std::get<TokenInputs>(inputs);
+  RETURN_IF_ERROR(ValidateInputCount(ids.size(), limits));
+  return ValidateTokenCount(ids, limits);
+}
+
+absl::StatusOr<EmbedParams> ValidateEmbedCall(const EmbedCall& call,
+                                              const model_store::Model& model,
+                                              const RequestLimits& limits) {
+  const EmbedRequestOptions& request = call.options;
+  EmbedParams params;
+  // Before the prompt is resolved or copied anywhere: what the inputs and a request prompt
+  // will cost once the prompt is prepended to each.
+  RETURN_IF_ERROR(ValidateInputs(call.inputs, request.prompt.size(), limits));
+
+  params.temperature = limits.default_temperature;
+  if (request.temperature.has_value()) {
+    const float tau = *request.temperature;
+    if (!std::isfinite(tau) || tau < limits.min_temperature || tau > limits.max_temperature) {
+      return Invalid(absl::StrCat("temperature: ", tau, " is not allowed; must be finite and in [",
+                                  limits.min_temperature, ", ", limits.max_temperature, "]"));
+    }
+    params.temperature = tau;
+  }
+  RETURN_IF_ERROR(CheckEnum(v1::LongTextStrategy_descriptor(), request.strategy, "strategy"));
+  params.strategy = request.strategy == v1::LONG_TEXT_STRATEGY_UNSPECIFIED
+                        ? limits.default_strategy
+                        : request.strategy;
+  RETURN_IF_ERROR(
+      CheckEnum(v1::TruncationSide_descriptor(), request.truncation_side, "truncation_side"));
+  params.keep_end = request.truncation_side == v1::TRUNCATION_SIDE_KEEP_END;
+
+  const auto window = static_cast<uint32_t>(model.max_content_tokens());
+  params.chunk_tokens = window;
+  if (request.chunk_tokens.has_value()) {
+    if (*request.chunk_tokens < 1 || *request.chunk_tokens > window) {
+      return Invalid(absl::StrCat("chunk_tokens: ", *request.chunk_tokens,
+                                  " is outside the model's window; allowed [1, ", window, "]"));
+    }
+    params.chunk_tokens = *request.chunk_tokens;
+  }
+  if (request.chunk_overlap_tokens.has_value()) {
+    if (*request.chunk_overlap_tokens >= params.chunk_tokens) {
+      return Invalid(absl::StrCat("chunk_overlap_tokens: ", *request.chunk_overlap_tokens,
+                                  " must be less than chunk_tokens (", params.chunk_tokens,
+                                  "); allowed [0, ", params.chunk_tokens - 1, "]"));
+    }
+    params.overlap_tokens = *request.chunk_overlap_tokens;
+  }
+  params.normalize = request.normalize.value_or(true);
+  const auto hidden = static_cast<uint32_t>(model.config().hidden_size);
+  if (request.dimensions.has_value()) {
+    if (*request.dimensions < 1 || *request.dimensions > hidden) {
+      return Invalid(absl::StrCat("dimensions: ", *request.dimensions,
+                                  " is outside the model's size; allowed [1, ", hidden, "]"));
+    }
+    params.dimensions = *request.dimensions;
+  }
+
+  const auto& prompts = model.sentence_transformers().prompts;
+  if (!request.prompt.empty() && !request.prompt_name.empty())
+    return Invalid("prompt_name: set either prompt or prompt_name, not both");
+  if (!request.prompt_name.empty()) {
+    auto it = prompts.find(request.prompt_name);
+    if (it == prompts.end()) {
+      std::vector<std::string> names;
+      for (const auto& [name, text] : prompts) names.push_back(name);
+      return Invalid(absl::StrCat("prompt_name: ", QuotedValue(request.prompt_name),
+                                  " is not one of the model's prompts [",
+                                  absl::StrJoin(names, ", "), "]"));
+    }
+    params.prompt = it->second;
+    RETURN_IF_ERROR(ValidateInputs(call.inputs, params.prompt.size(), limits));
+  } else if (!request.prompt.empty()) {
+    params.prompt = request.prompt;
+  } else if (auto it = prompts.find(model.sentence_transformers().default_prompt_name);
+             it != prompts.end()) {
+    params.prompt = it->second;  // as sentence-transformers applies default_prompt_name
+    RETURN_IF_ERROR(ValidateInputs(call.inputs, params.prompt.size(), limits));
+  }
+  return params;
+}
+
+}  // namespace embedding::server

@@ -1,0 +1,31 @@
+// Turns an EmbedCall's options into EmbedParams for one model, checking every field. Cheap
+// enough for a door's handler thread: no tokenisation (UTF-8 is checked when tokenising).
+#pragma once
+
+#include <cstddef>
+
+#include "absl/status/statusor.h"
+#include "model_store/model.h"
+#include "server/core/core_options.h"
+#include "server/core/embed_call.h"
+#include "server/core/embed_params.h"
+
+namespace embedding::server {
+
+// INVALID_ARGUMENT naming the field and its allowed range: no inputs, too many inputs, bytes or
+// token ids, temperature NaN/infinite/out of range, unknown enum values, chunk_tokens above the
+// window, overlap >= chunk, dimensions 0 or above the hidden size, prompt and prompt_name
+// together, or an unknown prompt_name.
+absl::StatusOr<EmbedParams> ValidateEmbedCall(const EmbedCall& call,
+                                              const model_store::Model& model,
+                                              const RequestLimits& limits);
+
+// `count` inputs is between 1 and --max-inputs-per-request; INVALID_ARGUMENT otherwise.
+absl::Status ValidateInputCount(size_t count, const RequestLimits& limits);
+
+// The text a request makes, every input with `prompt_bytes` prepended to each, is at most
+// --max-request-bytes; INVALID_ARGUMENT naming inputs (and prompt when it counts) otherwise.
+absl::Status ValidateTextBytes(const TextInputs& inputs, size_t prompt_bytes,
+                               const RequestLimits& limits);
+
+}  // namespace embedding::server

@@ -1,0 +1,14 @@
+// The one place that turns an absl::Status into a gRPC status.
+#pragma once
+
+#include <grpcpp/support/status.h>
+
+#include "absl/status/status.h"
+
+namespace embedding::server {
+
+// Codes carry over one to one (both follow google.rpc.Code). DATA_LOSS and UNKNOWN, which
+// only a corrupt model or a bug produce on the request path, become INTERNAL.
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+}  // namespace embedding::server

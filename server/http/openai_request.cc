@@ -1,0 +1,194 @@
+#include "server/http/openai_request.h"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
+#include "server/core/strategy.h"
+
+namespace embedding::server {
+namespace {
+
+using Json = nlohmann::json;
+
+absl::Status Invalid(absl::string_view param, absl::string_view reason) {
+  return absl::InvalidArgumentError(absl::StrCat(param, ": ", reason));
+}
+
+// A JSON value's type, for error messages.
+std::string TypeName(const Json& value) { return value.type_name(); }
+
+absl::StatusOr<uint32_t> ReadCount(const Json& value, const char* param) {
+  if (!value.is_number_integer() || value.get<int64_t>() < 0 ||
+      value.get<int64_t>() > std::numeric_limits<uint32_t>::max()) {
+    return Invalid(param, absl::StrCat("must be an integer in [0, 4294967295], not ",
+                                       value.dump(-1, ' ', false, Json::error_handler_t::replace)));
+  }
+  return static_cast<uint32_t>(value.get<int64_t>());
+}
+
+absl::StatusOr<std::string> ReadString(const Json& value, const char* param) {
+  if (!value.is_string()) return Invalid(param, absl::StrCat("must be a string, not ", TypeName(value)));
+  return value.get<std::string>();
+}
+
+// One token id: an integer in [0, 2^31 - 1).
+absl::StatusOr<int32_t> ReadTokenId(const Json& value, const std::string& param) {
+  if (!value.is_number_integer() || value.get<int64_t>() < 0 ||
+      value.get<int64_t>() >= std::numeric_limits<int32_t>::max()) {
+    return Invalid(param, "must be a token id, an integer in [0, 2147483646]");
+  }
+  return static_cast<int32_t>(value.get<int64_t>());
+}
+
+constexpr char kInputShapes[] =
+    "must be a string, an array of strings, an array of token ids, or an array of arrays of "
+    "token ids";
+
+absl::Status ReadInput(const Json& input, const RequestLimits& limits,
+                       OpenAiEmbeddingsRequest* out) {
+  const auto max_inputs = static_cast<size_t>(limits.max_inputs_per_request);
+  // Every token id costs 4 bytes of --max-request-bytes, as its text would cost its bytes.
+  const auto max_ids = static_cast<size_t>(limits.max_request_bytes / 4);
+  if (input.is_string()) {
+    out->call.inputs = TextInputs{input.get<std::string>()};
+    return absl::OkStatus();
+  }
+  if (!input.is_array() || input.empty()) return Invalid("input", kInputShapes);
+  const Json& first = input.front();
+  if (first.is_number_integer()) {  // one document of token ids
+    if (input.size() > max_ids)
+      return Invalid("input", absl::StrCat(input.size(), " token ids; allowed [1, ", max_ids,
+                                           "] (--max-request-bytes / 4)"));
+    std::vector<int32_t> ids;
+    ids.reserve(input.size());
+    for (size_t t = 0; t < input.size(); ++t) {
+      ASSIGN_OR_RETURN(int32_t id, ReadTokenId(input[t], absl::StrCat("input[", t, "]")));
+      ids.push_back(id);
+    }
+    out->call.inputs = TokenInputs{std::move(ids)};
+    return absl::OkStatus();
+  }
+  if (input.size() > max_inputs) {
+    return Invalid("input", absl::StrCat(input.size(), " inputs; allowed [1, ", max_inputs,
+                                         "] (--max-inputs-per-request)"));
+  }
+  if (first.is_string()) {
+    TextInputs& texts = out->call.inputs.emplace<TextInputs>();
+    texts.reserve(input.size());
+    for (size_t i = 0; i < input.size(); ++i) {
+      if (!input[i].is_string())
+        return Invalid(absl::StrCat("input[", i, "]"), absl::StrCat("must be a string like input[0], not ", TypeName(input[i])));
+      texts.push_back(input[i].get<std::string>());
+    }
+    return absl::OkStatus();
+  }
+  if (!first.is_array()) return Invalid("input", kInputShapes);
+  TokenInputs& documents = out->call.inputs.emplace<TokenInputs>();
+  documents.reserve(input.size());
+  size_t total = 0;
+  for (size_t i = 0; i < input.size(); ++i) {
+    const std::string param = absl::StrCat("input[", i, "]");
+    if (!input[i].is_array())
+      return Invalid(param, absl::StrCat("must be an array of token ids like input[0], not ", TypeName(input[i])));
+    total += input[i].size();
+    if (total > max_ids) {
+      return Invalid("input", absl::StrCat("more than ", max_ids,
+                                           " token ids in all; allowed [1, ", max_ids,
+                                           "] (--max-request-bytes / 4)"));
+    }
+    std::vector<int32_t> ids;
+    ids.reserve(input[i].size());
+    for (size_t t = 0; t < input[i].size(); ++t) {
+      ASSIGN_OR_RETURN(int32_t id, ReadTokenId(input[i][t], absl::StrCat(param, "[", t, "]")));
+      ids.push_back(id);
+    }
+    documents.push_back(std::move(ids));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadField(const std::string& key, const Json& value, const RequestLimits& limits,
+                       OpenAiEmbeddingsRequest* out) {
+  EmbedRequestOptions& request = out->call.options;
+  if (key == "input") return ReadInput(value, limits, out);
+  if (key == "model") {
+    ASSIGN_OR_RETURN(request.model, ReadString(value, "model"));
+  } else if (key == "encoding_format") {
+    ASSIGN_OR_RETURN(std::string format, ReadString(value, "encoding_format"));
+    if (format != "float" && format != "base64")
+      return Invalid("encoding_format", "must be \"float\" or \"base64\"");
+    out->base64 = format == "base64";
+  } else if (key == "dimensions") {
+    ASSIGN_OR_RETURN(uint32_t dims, ReadCount(value, "dimensions"));
+    request.dimensions = dims;
+  } else if (key == "user") {
+    ASSIGN_OR_RETURN(std::string user, ReadString(value, "user"));  // accepted, unused
+  } else if (key == "temperature") {
+    if (!value.is_number()) return Invalid("temperature", absl::StrCat("must be a number, not ", TypeName(value)));
+    // Through double: narrowing a double beyond float's range is undefined behaviour, so
+    // such a value becomes an infinity, which validation then refuses by name.
+    const double tau = value.get<double>();
+    request.temperature = std::abs(tau) <= std::numeric_limits<float>::max()
+                              ? static_cast<float>(tau)
+                              : std::copysign(std::numeric_limits<float>::infinity(), tau);
+  } else if (key == "strategy") {
+    ASSIGN_OR_RETURN(std::string name, ReadString(value, "strategy"));
+    ASSIGN_OR_RETURN(request.strategy, ParseStrategyName(name, "strategy"));
+  } else if (key == "truncation_side") {
+    ASSIGN_OR_RETURN(std::string side, ReadString(value, "truncation_side"));
+    if (side != "start" && side != "end")
+      return Invalid("truncation_side", "must be \"start\" (keep the start) or \"end\"");
+    request.truncation_side =
+        side == "start" ? v1::TRUNCATION_SIDE_KEEP_START : v1::TRUNCATION_SIDE_KEEP_END;
+  } else if (key == "chunk_tokens") {
+    ASSIGN_OR_RETURN(uint32_t tokens, ReadCount(value, "chunk_tokens"));
+    request.chunk_tokens = tokens;
+  } else if (key == "chunk_overlap_tokens") {
+    ASSIGN_OR_RETURN(uint32_t tokens, ReadCount(value, "chunk_overlap_tokens"));
+    request.chunk_overlap_tokens = tokens;
+  } else if (key == "normalize") {
+    if (!value.is_boolean()) return Invalid("normalize", absl::StrCat("must be true or false, not ", TypeName(value)));
+    request.normalize = value.get<bool>();
+  } else if (key == "prompt_name") {
+    ASSIGN_OR_RETURN(request.prompt_name, ReadString(value, "prompt_name"));
+  } else {
+    return Invalid(key.size() > 64 ? key.substr(0, 64) + "..." : key,
+                   "unknown field; allowed: model, input, encoding_format, dimensions, user, "
+                   "temperature, strategy, truncation_side, chunk_tokens, "
+                   "chunk_overlap_tokens, normalize, prompt_name");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<OpenAiEmbeddingsRequest> ParseOpenAiEmbeddingsRequest(
+    std::string_view body, const RequestLimits& limits) {
+  struct TooDeep {};
+  Json json;
+  try {
+    // The callback sees every value as it is parsed: a nesting bomb stops at the limit.
+    json = Json::parse(body, [](int depth, Json::parse_event_t, Json&) {
+      if (depth > kMaxJsonDepth) throw TooDeep{};
+      return true;
+    });
+  } catch (const TooDeep&) {
+    return Invalid("body", absl::StrCat("JSON nests deeper than ", kMaxJsonDepth, " levels"));
+  } catch (const Json::exception& e) {
+    return Invalid("body", absl::StrCat("not valid JSON: ", e.what()));
+  }
+  if (!json.is_object()) return Invalid("body", absl::StrCat("must be a JSON object, not ", TypeName(json)));
+  if (!json.contains("input")) return Invalid("input", "is required");
+  OpenAiEmbeddingsRequest out;
+  for (const auto& [key, value] : json.items()) {
+    RETURN_IF_ERROR(ReadField(key, value, limits, &out));
+  }
+  return out;
+}
+
+}  // namespace embedding::server

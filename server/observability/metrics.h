@@ -1,0 +1,105 @@
+// Every Prometheus metric the server exports: serving metrics and the per-length-bucket
+// collapse metrics. Thread-safe; Render() gives the text exposition format.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "absl/status/status.h"
+#include "server/core/batcher.h"
+#include "server/core/call_observer.h"
+#include "server/core/embed_result.h"
+#include "server/core/model_registry.h"
+#include "server/observability/collapse_window.h"
+
+namespace embedding::server {
+
+class Metrics {
+ public:
+  // `collapse_window` is W, the number of recent vectors per collapse series.
+  explicit Metrics(size_t collapse_window);
+
+  // Hooks to pass to the Embedder and the batchers.
+  CallObserver CallHooks();
+  Batcher::BatchObserver BatchHook(const std::string& model);
+
+  // A loaded version: 1 while it is its model's current version, 0 while an older one stays
+  // loaded (NAME@VERSION). Removed when the version is unloaded.
+  void SetModelInfo(const ServedModel& model, bool current);
+  void RemoveModelInfo(const ServedModel& model);
+  // One reload attempt for `model`; a failed one sets embedding_model_reload_failing to 1
+  // until a later attempt loads or finds nothing new.
+  void ObserveReload(const std::string& model, const char* result);
+  // Values read at scrape time (queue, in-flight), and the admission bounds they run against.
+  void SetGaugeSources(std::function<int64_t()> queued_tokens,
+                       std::function<int64_t()> in_flight_requests);
+  void SetLimits(int64_t max_queued_tokens, int64_t max_concurrent_requests);
+
+  // The exposition text of every metric.
+  std::string Render();
+
+  // What the service reports; public for tests.
+  void ObserveEmbedded(const ServedModel& model, const EmbedParams& params,
+                       const EmbedResult& result);
+  void ObserveRpc(const char* method, absl::StatusCode code, double seconds);
+  void ObserveBatch(const std::string& model, const BatchStats& stats);
+
+ private:
+  struct CollapseSeries {
+    explicit CollapseSeries(size_t w) : window(w) {}
+    CollapseWindow window;
+    // The model version whose vectors the window holds: versions are never mixed.
+    std::string version;
+    prometheus::Gauge* mean_cosine = nullptr;
+    prometheus::Gauge* window_size = nullptr;
+    prometheus::Histogram* centroid_cosine = nullptr;
+    prometheus::Histogram* hf_ratio = nullptr;
+  };
+  CollapseSeries& Series(const std::string& model, const std::string& bucket,
+                         const std::string& tempscale);
+
+  const size_t collapse_window_;
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::function<int64_t()> queued_tokens_source_;
+  std::function<int64_t()> in_flight_source_;
+
+  prometheus::Family<prometheus::Gauge>& collapse_mean_cosine_;
+  prometheus::Family<prometheus::Gauge>& collapse_window_size_;
+  prometheus::Family<prometheus::Histogram>& collapse_centroid_cosine_;
+  prometheus::Family<prometheus::Histogram>& token_hf_ratio_;
+  prometheus::Family<prometheus::Counter>& documents_;
+  prometheus::Family<prometheus::Histogram>& temperature_;
+  prometheus::Family<prometheus::Counter>& requests_;
+  prometheus::Family<prometheus::Counter>& tokens_;
+  prometheus::Family<prometheus::Counter>& chunks_;
+  prometheus::Family<prometheus::Counter>& truncated_;
+  prometheus::Family<prometheus::Histogram>& request_duration_;
+  prometheus::Family<prometheus::Histogram>& queue_duration_;
+  prometheus::Family<prometheus::Histogram>& tokenize_duration_;
+  prometheus::Family<prometheus::Histogram>& inference_duration_;
+  prometheus::Family<prometheus::Histogram>& batch_sequences_;
+  prometheus::Family<prometheus::Histogram>& batch_padded_tokens_;
+  prometheus::Family<prometheus::Histogram>& batch_padding_ratio_;
+  prometheus::Family<prometheus::Counter>& batches_;
+  prometheus::Gauge& queued_tokens_;
+  prometheus::Gauge& in_flight_;
+  prometheus::Family<prometheus::Gauge>& model_info_;
+  prometheus::Family<prometheus::Counter>& reloads_;
+  prometheus::Family<prometheus::Gauge>& reload_failing_;
+
+  std::mutex mu_;  // collapse series
+  std::map<std::tuple<std::string, std::string, std::string>, std::unique_ptr<CollapseSeries>>
+      series_;
+};
+
+}  // namespace embedding::server
