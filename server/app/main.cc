@@ -29,8 +29,11 @@ int main(int argc, char** argv) {
   embedding::server::ThrottleProtobufLogs();
 
   auto options = embedding::server::ParseServerOptions(argc, argv);
-  absl::StatusOr<std::unique_ptr<embedding::server::Server>> server = options.status();
-  if (options.ok()) server = embedding::server::Server::Create(*std::move(options));
+  if (!options.ok()) {
+    ServerLog(LogLevel::kError, options.status().message());
+    return 2;
+  }
+  auto server = embedding::server::Server::Create(*std::move(options));
   if (!server.ok()) {
     ServerLog(LogLevel::kError, server.status().message());
     return 2;

@@ -19,29 +19,29 @@ void Embedder::CallDone(const CallRecord& call) {
   active_calls_.fetch_sub(1);
 }
 
-absl::StatusOr<const ModelRegistry*> Embedder::ServingRegistry() const {
+absl::StatusOr<const ModelCatalog*> Embedder::ServingModels() const {
   if (draining_.load())
     return absl::UnavailableError("server is draining; retry on another replica");
-  const ModelRegistry* registry = registry_.load();
-  if (registry == nullptr)
+  const ModelCatalog* models = models_.load();
+  if (models == nullptr)
     return absl::UnavailableError("server is loading its models; retry shortly");
-  return registry;
+  return models;
 }
 
 absl::StatusOr<std::vector<std::shared_ptr<const ServedModel>>> Embedder::CurrentModels() const {
-  ASSIGN_OR_RETURN(const ModelRegistry* registry, ServingRegistry());
-  return registry->Current();
+  ASSIGN_OR_RETURN(const ModelCatalog* models, ServingModels());
+  return models->Current();
 }
 
 absl::StatusOr<std::shared_ptr<const ServedModel>> Embedder::FindModel(
     const std::string& name) const {
-  ASSIGN_OR_RETURN(const ModelRegistry* registry, ServingRegistry());
-  return registry->Find(name);
+  ASSIGN_OR_RETURN(const ModelCatalog* models, ServingModels());
+  return models->Find(name);
 }
 
 absl::StatusOr<std::string> Embedder::DefaultModelName() const {
-  ASSIGN_OR_RETURN(const ModelRegistry* registry, ServingRegistry());
-  return registry->default_name();
+  ASSIGN_OR_RETURN(const ModelCatalog* models, ServingModels());
+  return models->default_name();
 }
 
 absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartEmbed(EmbedCall call, EmbedDone done) {

@@ -19,7 +19,7 @@
 #include "server/core/core_options.h"
 #include "server/core/embed_call.h"
 #include "server/core/embed_job.h"
-#include "server/core/model_registry.h"
+#include "server/core/model_catalog.h"
 #include "server/core/worker_pool.h"
 
 namespace embedding::server {
@@ -45,9 +45,9 @@ class Embedder {
   // `pool` (where jobs tokenise, plan and merge) must outlive the Embedder.
   Embedder(const RequestLimits& limits, WorkerPool* pool, CallObserver observer = {});
 
-  // Until called, every call answers UNAVAILABLE (models are loading). `registry` must
+  // Until called, every call answers UNAVAILABLE (models are loading). `models` must
   // outlive the Embedder.
-  void SetReady(const ModelRegistry* registry) { registry_.store(registry); }
+  void SetReady(const ModelCatalog* models) { models_.store(models); }
   // From now on new calls answer UNAVAILABLE; accepted work continues.
   void StartDraining() { draining_.store(true); }
 
@@ -84,13 +84,14 @@ class Embedder {
   const Admission& admission() const { return admission_; }
 
  private:
-  absl::StatusOr<const ModelRegistry*> ServingRegistry() const;
+  // The catalog while serving; UNAVAILABLE while loading or draining.
+  absl::StatusOr<const ModelCatalog*> ServingModels() const;
 
   const RequestLimits limits_;
   WorkerPool* const pool_;
   const CallObserver observer_;
   Admission admission_;
-  std::atomic<const ModelRegistry*> registry_{nullptr};
+  std::atomic<const ModelCatalog*> models_{nullptr};
   std::atomic<bool> draining_{false};
   std::atomic<int64_t> active_calls_{0};
 };

@@ -15,16 +15,10 @@
 #include "model_store/model.h"
 #include "server/core/batcher.h"
 #include "server/core/core_options.h"
+#include "server/core/model_catalog.h"
 #include "server/core/worker_pool.h"
 
 namespace embedding::server {
-
-struct ServedModel {
-  std::string name;
-  std::string version;
-  std::unique_ptr<model_store::Model> model;
-  std::unique_ptr<Batcher> batcher;
-};
 
 // What one reload did, for the admin endpoint, the log and the metrics.
 struct ReloadOutcome {
@@ -37,7 +31,7 @@ struct ReloadOutcome {
 };
 const char* ReloadResultName(ReloadOutcome::Result result);
 
-class ModelRegistry {
+class ModelRegistry final : public ModelCatalog {
  public:
   // Observer for every forward pass of a model (metrics); called once per loaded version.
   using BatchObserverFactory = std::function<Batcher::BatchObserver(const ServedModel&)>;
@@ -57,11 +51,11 @@ class ModelRegistry {
 
   // "name" (its current version), "name@version" (any version still loaded), or "" (the
   // default model). NOT_FOUND naming what is served otherwise. Thread-safe.
-  absl::StatusOr<std::shared_ptr<const ServedModel>> Find(const std::string& name) const;
+  absl::StatusOr<std::shared_ptr<const ServedModel>> Find(const std::string& name) const override;
 
   // The current version of every model, in --model order. Thread-safe.
-  std::vector<std::shared_ptr<const ServedModel>> Current() const;
-  const std::string& default_name() const { return default_name_; }
+  std::vector<std::shared_ptr<const ServedModel>> Current() const override;
+  const std::string& default_name() const override { return default_name_; }
 
   // Looks at each model's directory (all models when `name` is empty) and loads what changed
   // there: a new versioned subdirectory, or changed files in a flat one. With a --model-store,
