@@ -18,6 +18,7 @@ BUILD_PACKAGES=(
   libdnnl-dev                        # int8 calls the oneDNN that libtorch links (int8_matmul.h)
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   prometheus-cpp-dev nlohmann-json3-dev libutf8proc-dev libcpp-httplib-dev
+  libboost-dev                       # Boost.Beast: the event-driven HTTP listener
   wamerican                          # the demo model's vocabulary
 )
 TEST_PACKAGES=(

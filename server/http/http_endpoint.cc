@@ -6,23 +6,22 @@
 namespace embedding::server {
 namespace {
 
-// 32 workers: a probe, a scrape and their retries never wait behind a few stalled clients;
-// idle workers cost ~8 KiB of stack each until used.
-constexpr size_t kHttpWorkers = 32;
 // These routes take no body worth more.
 constexpr size_t kHttpMaxBodyBytes = 64 << 10;
 
+HttpResponse Text(int status, std::string body) {
+  return HttpResponse{status, "text/plain", std::move(body), {}};
+}
+
 // 200 with every model's outcome when none was refused; 422 when a new version was (the old
 // one keeps serving); 404 for a model not served.
-void AnswerReload(const absl::StatusOr<std::vector<ReloadOutcome>>& outcomes,
-                  httplib::Response& res) {
+HttpResponse ReloadAnswer(const absl::StatusOr<std::vector<ReloadOutcome>>& outcomes) {
   if (!outcomes.ok()) {
-    res.status = outcomes.status().code() == absl::StatusCode::kNotFound ? 404 : 500;
-    res.set_content(std::string(outcomes.status().message()) + "\n", "text/plain");
-    return;
+    return Text(outcomes.status().code() == absl::StatusCode::kNotFound ? 404 : 500,
+                std::string(outcomes.status().message()) + "\n");
   }
   nlohmann::json body = nlohmann::json::array();
-  res.status = 200;
+  int status = 200;
   for (const ReloadOutcome& outcome : *outcomes) {
     nlohmann::json item = {{"model", outcome.model},
                            {"result", ReloadResultName(outcome.result)},
@@ -30,13 +29,14 @@ void AnswerReload(const absl::StatusOr<std::vector<ReloadOutcome>>& outcomes,
     if (outcome.new_model) item["new_model"] = true;
     if (outcome.result == ReloadOutcome::Result::kFailed) {
       item["error"] = outcome.error;
-      res.status = 422;
+      status = 422;
     }
     body.push_back(std::move(item));
   }
   // Replace: a model's error text may hold bytes that are not UTF-8 (file names).
-  res.set_content(body.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
-                  "application/json");
+  return HttpResponse{
+      status, "application/json",
+      body.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", {}};
 }
 
 }  // namespace
@@ -45,44 +45,36 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(HttpEndpointOp
   HttpListenerOptions listen;
   listen.address = options.address;
   listen.flag = "--http-listen";
-  listen.workers = kHttpWorkers;
   listen.max_body_bytes = kHttpMaxBodyBytes;
   listen.tls = options.tls;
   auto listener = HttpListener::Create(listen);
   if (!listener.ok()) return listener.status();
   auto endpoint = std::unique_ptr<HttpEndpoint>(new HttpEndpoint());
   endpoint->listener_ = *std::move(listener);
-  httplib::Server& server = endpoint->listener_->server();
+  HttpListener& server = *endpoint->listener_;
   Metrics* metrics = options.metrics;
   const BearerAuth* metrics_auth = options.auth_metrics ? options.auth : nullptr;
-  server.Get("/metrics", [metrics, metrics_auth](const httplib::Request& req,
-                                                 httplib::Response& res) {
-    if (metrics_auth != nullptr && !Authorized(*metrics_auth, req, res)) return;
-    res.set_content(metrics->Render(), "text/plain; version=0.0.4; charset=utf-8");
+  server.Route("GET", "/metrics", [metrics, metrics_auth](std::shared_ptr<HttpExchange> ex) {
+    if (metrics_auth != nullptr && !Authorized(*metrics_auth, *ex)) return;
+    ex->Respond({200, "text/plain; version=0.0.4; charset=utf-8", metrics->Render(), {}});
   });
-  server.Post("/admin/reload", [auth = options.auth, self = endpoint.get()](
-                                   const httplib::Request& req, httplib::Response& res) {
-    if (auth == nullptr) {
-      res.status = 403;
-      res.set_content("admin endpoints are off: they need --auth-token-file\n", "text/plain");
-      return;
-    }
-    if (!Authorized(*auth, req, res)) return;
+  server.Route("POST", "/admin/reload", [auth = options.auth, self = endpoint.get()](
+                                            std::shared_ptr<HttpExchange> ex) {
+    if (auth == nullptr)
+      return ex->Respond(Text(403, "admin endpoints are off: they need --auth-token-file\n"));
+    if (!Authorized(*auth, *ex)) return;
     ModelReloader* reloader = self->reloader_.load();
-    if (reloader == nullptr) {
-      res.status = 503;
-      res.set_content("models are loading; retry shortly\n", "text/plain");
-      return;
-    }
-    AnswerReload(reloader->ReloadNow(req.get_param_value("model")), res);
+    if (reloader == nullptr) return ex->Respond(Text(503, "models are loading; retry shortly\n"));
+    self->admin_.Schedule([reloader, ex] {
+      ex->Respond(ReloadAnswer(reloader->ReloadNow(ex->QueryParam("model"))));
+    });
   });
-  server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain");
-  });
-  server.Get("/readyz", [serving = std::move(options.serving)](const httplib::Request&, httplib::Response& res) {
+  server.Route("GET", "/healthz",
+               [](std::shared_ptr<HttpExchange> ex) { ex->Respond(Text(200, "ok\n")); });
+  server.Route("GET", "/readyz", [serving = std::move(options.serving)](
+                                     std::shared_ptr<HttpExchange> ex) {
     const bool ready = serving();
-    res.status = ready ? 200 : 503;
-    res.set_content(ready ? "SERVING\n" : "NOT_SERVING\n", "text/plain");
+    ex->Respond(Text(ready ? 200 : 503, ready ? "SERVING\n" : "NOT_SERVING\n"));
   });
   RETURN_IF_ERROR(endpoint->listener_->Start());
   return endpoint;

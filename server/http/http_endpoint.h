@@ -1,20 +1,21 @@
-// The HTTP side: /metrics (Prometheus text format), /healthz (the process is up), /readyz
-// (the gRPC health state is SERVING) and POST /admin/reload (models, behind bearer auth). cpp-httplib on its own threads; prometheus-cpp's
-// own exposer cannot start its threads once libtorch and OpenBLAS are loaded.
+// The operations side of the HTTP door: /metrics (Prometheus text format), /healthz (the
+// process is up), /readyz (serving, with consistent admission books) and POST /admin/reload
+// (models, behind bearer auth). prometheus-cpp's own exposer cannot start its threads once
+// libtorch and OpenBLAS are loaded, so the text format is served here.
 #pragma once
 
 #include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/statusor.h"
-#include "server/security/bearer_auth.h"
+#include "server/core/model_reloader.h"
+#include "server/core/worker_pool.h"
 #include "server/http/http_listener.h"
 #include "server/http/http_tls.h"
 #include "server/observability/metrics.h"
-#include "server/core/model_reloader.h"
+#include "server/security/bearer_auth.h"
 
 namespace embedding::server {
 
@@ -43,7 +44,9 @@ class HttpEndpoint {
   HttpEndpoint() = default;
 
   std::atomic<ModelReloader*> reloader_{nullptr};
-  std::unique_ptr<HttpListener> listener_;  // last: stops (and finishes handlers) first
+  // A reload blocks while a model loads: it runs here, never on the listener's thread.
+  WorkerPool admin_{1};
+  std::unique_ptr<HttpListener> listener_;  // last: stops first
 };
 
 }  // namespace embedding::server

@@ -1,55 +1,69 @@
-// One HTTP(S) listener on cpp-httplib: the settings every listener of this server shares
-// (no SO_REUSEPORT, a bounded worker pool, read timeouts, a body limit, optional TLS) and its
-// thread. Both the probe/metrics endpoint and the OpenAI-compatible endpoint sit on one.
+// One HTTP(S) listener, event-driven (Boost.Beast on Asio): a few threads serve every
+// connection; a request waiting for its answer holds no thread, and a client that goes away
+// meanwhile is noticed by the event loop. The settings every listener of this server shares:
+// no SO_REUSEPORT, read timeouts, keep-alive bounds, a body limit, optional TLS with the
+// rotating certificate. Both the probe/metrics endpoint and the OpenAI-compatible API sit on
+// one.
 #pragma once
 
-#include <httplib.h>
-
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
-#include <thread>
+#include <utility>
 
 #include "absl/status/statusor.h"
-#include "server/security/bearer_auth.h"
+#include "server/http/http_exchange.h"
 #include "server/http/http_tls.h"
+#include "server/security/bearer_auth.h"
 
 namespace embedding::server {
 
 struct HttpListenerOptions {
-  std::string address;    // "host:port"; port 0 picks a free one
-  std::string flag;       // the flag that set it, for errors ("--http-listen")
-  size_t workers = 32;
+  std::string address;  // "host:port"; port 0 picks a free one
+  std::string flag;     // the flag that set it, for errors ("--http-listen")
+  int threads = 1;      // event-loop threads
   size_t max_body_bytes = 64 << 10;
   HttpTlsCertificate* tls = nullptr;  // set: HTTPS; must outlive the listener
 };
 
 class HttpListener {
  public:
-  // Creates the server, not yet listening: register routes on server() first. INVALID_ARGUMENT
-  // naming the flag for an address that is not HOST:PORT.
+  using Handler = std::function<void(std::shared_ptr<HttpExchange>)>;
+  // The answer to a request the listener refuses itself: 404 (no route), 413 (body over the
+  // limit), 400 (malformed). Given the status and the exchange (its body may be empty).
+  using ErrorResponder = std::function<HttpResponse(int status, const HttpExchange& request)>;
+
+  // Not yet listening: add routes first. INVALID_ARGUMENT naming the flag for an address that
+  // is not HOST:PORT.
   static absl::StatusOr<std::unique_ptr<HttpListener>> Create(const HttpListenerOptions& options);
-  // Stops listening and joins the thread (handlers in progress finish first).
+  // Stops listening, closes every connection (handlers still holding an exchange may answer;
+  // the answer goes nowhere) and joins the threads.
   ~HttpListener();
 
-  httplib::Server& server() { return *server_; }
-  // Binds and serves on a thread of its own. UNAVAILABLE naming the flag when the address
-  // cannot be bound (a port in use is a start-up error).
+  // `handler` runs on a listener thread and must not block: it answers at once or hands the
+  // exchange to work that answers later.
+  void Route(const std::string& method, const std::string& path, Handler handler);
+  void SetErrorResponder(ErrorResponder responder);
+
+  // Binds and serves. UNAVAILABLE naming the flag when the address cannot be bound (a port in
+  // use is a start-up error).
   absl::Status Start();
   int port() const { return port_; }
 
+  struct State;  // the event loop, shared with its connections (http_listener.cc)
+
  private:
   HttpListener() = default;
-
   HttpListenerOptions options_;
   std::string host_;
   int requested_port_ = 0;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
   int port_ = 0;
+  std::shared_ptr<State> state_;
 };
 
-// A bearer token from the Authorization header; otherwise 401 with WWW-Authenticate in `res`
-// and the reason as plain text (never the token).
-bool Authorized(const BearerAuth& auth, const httplib::Request& req, httplib::Response& res);
+// OK when `auth` accepts the request's bearer token; otherwise the 401 answer (with
+// WWW-Authenticate, the reason as plain text, never the token) is sent and false returned.
+bool Authorized(const BearerAuth& auth, HttpExchange& exchange);
 
 }  // namespace embedding::server
