@@ -41,6 +41,11 @@ constexpr auto kWriteTimeout = std::chrono::seconds(30);
 constexpr unsigned kKeepAliveRequests = 100;
 constexpr uint32_t kMaxHeaderBytes = 64 << 10;
 constexpr unsigned char kTlsAlertRecord = 0x15;
+// After refusing a request mid-body, what the client still sends is read and dropped for up to
+// this long before the connection closes, so the client reads the refusal instead of a reset
+// (or SIGPIPE) while it is still writing.
+constexpr auto kLingerTimeout = std::chrono::seconds(2);
+constexpr size_t kLingerBufferBytes = 16 << 10;
 
 class Connection {
  public:
@@ -201,6 +206,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   void Refuse(int status) {
     if (!parser_->is_header_done()) version_ = 11;
     keep_alive_ = false;
+    linger_ = true;
     auto exchange = MakeExchange("");
     exchange->Respond(state_->errors(status, *exchange));
   }
@@ -246,9 +252,29 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     http::async_write(stream_, *response_,
                       [self = this->shared_from_this()](beast::error_code ec, size_t) {
                         self->response_.reset();
+                        if (!ec && self->linger_) return self->Linger();
                         if (ec || !self->keep_alive_) return self->Close();
                         self->ReadHeader();
                       });
+  }
+
+  // Reads and drops what the client still sends, until it stops or kLingerTimeout passes.
+  void Linger() {
+    closed_ = true;
+    if constexpr (!kTls) {
+      beast::error_code ignored;
+      Lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
+    }
+    discard_ = std::make_unique<char[]>(kLingerBufferBytes);
+    Lowest().expires_after(kLingerTimeout);
+    DiscardSome();
+  }
+  void DiscardSome() {
+    stream_.async_read_some(net::buffer(discard_.get(), kLingerBufferBytes),
+                            [self = this->shared_from_this()](beast::error_code ec, size_t) {
+                              if (ec) return self->Lowest().close();
+                              self->DiscardSome();
+                            });
   }
 
   void Close() {
@@ -272,10 +298,12 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::response<http::string_body>> response_;
   std::weak_ptr<HttpExchange> exchange_;
+  std::unique_ptr<char[]> discard_;  // while lingering
   unsigned version_ = 11;
   unsigned served_ = 0;
   bool keep_alive_ = false;
   bool awaiting_ = false;
+  bool linger_ = false;
   bool closed_ = false;
 };
 
