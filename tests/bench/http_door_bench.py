@@ -99,6 +99,13 @@ def main():
         print(f"threads after load: {threads(pid)}")
 
         host, port = server.openai_address.rsplit(":", 1)
+        while metric(server.http_address, "embedding_in_flight_requests") > 0:
+            time.sleep(0.05)  # what the last closed loop left in flight
+        time.sleep(1)
+        before, t0 = cpu_seconds(pid), time.time()
+        time.sleep(3)
+        print(f"idle, no connections: {100 * (cpu_seconds(pid) - before) / (time.time() - t0):.2f}%"
+              " of a core")
         idle = []
         for _ in range(200):
             s = socket.create_connection((host, int(port)))
