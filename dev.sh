@@ -2,7 +2,7 @@
 # One entry point for people and CI: installs Debian packages (only when missing), configures
 # and builds (incrementally), then runs the service or the test suite.
 #   ./dev.sh run [server flags...]   serve the demo model (written on first run)
-#   ./dev.sh test                    the whole suite (ctest, all labels)
+#   ./dev.sh test                    the whole suite (ctest, every label but bench)
 #   ./dev.sh build | deps | bench | docker
 #   ./dev.sh build-deps              only the packages a build needs (used by docker/Dockerfile)
 set -euo pipefail

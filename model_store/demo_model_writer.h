@@ -1,6 +1,6 @@
-// Writes a complete model directory (BERT, XLM-RoBERTa or NomicBert) in Hugging Face layout with seeded random weights,
-// so the service can run (and be tested and benchmarked) without the Hub. Its vectors are
-// not semantically meaningful.
+// Writes a complete model directory (BERT, XLM-RoBERTa or NomicBert) in Hugging Face layout with
+// seeded random weights, so the service can run (and be tested and benchmarked) without the Hub.
+// Its vectors are not semantically meaningful.
 #pragma once
 
 #include <cstdint>

@@ -65,15 +65,16 @@ Json UnigramTokenizerJson(const std::vector<std::pair<std::string, double>>& pie
   const Json metaspace = {
       {"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "always"},
       {"split", true}};
-  return {{"version", "1.0"},
-          {"truncation", nullptr},
-          {"padding", nullptr},
-          {"added_tokens", added},
-          {"normalizer", {{"type", "NFKC"}}},
-          {"pre_tokenizer", metaspace},
-          {"post_processor", Template("<s>", 0, "</s>", 2)},
-          {"decoder", metaspace},
-          {"model", {{"type", "Unigram"}, {"unk_id", 3}, {"vocab", vocab}, {"byte_fallback", true}}}};
+  return {
+      {"version", "1.0"},
+      {"truncation", nullptr},
+      {"padding", nullptr},
+      {"added_tokens", added},
+      {"normalizer", {{"type", "NFKC"}}},
+      {"pre_tokenizer", metaspace},
+      {"post_processor", Template("<s>", 0, "</s>", 2)},
+      {"decoder", metaspace},
+      {"model", {{"type", "Unigram"}, {"unk_id", 3}, {"vocab", vocab}, {"byte_fallback", true}}}};
 }
 
 }  // namespace embedding::model_store

@@ -87,8 +87,9 @@ absl::StatusOr<std::vector<std::pair<std::string, double>>> BuildDemoUnigramVoca
   auto score_of = [&](const std::string& piece) {
     auto it = counts.find(piece);
     constexpr double kUnseen = -16.0;  // below any counted substring over ~10^6 counts
-    return it == counts.end() ? kUnseen
-                              : std::log(static_cast<double>(it->second) / static_cast<double>(total));
+    return it == counts.end()
+               ? kUnseen
+               : std::log(static_cast<double>(it->second) / static_cast<double>(total));
   };
 
   std::vector<std::pair<std::string, double>> vocab = {

@@ -128,9 +128,11 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
     if (!spec.fused_qkv.empty()) {
       ASSIGN_OR_RETURN(layer.qkv, bind.Linear(p + spec.fused_qkv, 3 * h, h, config.attention_bias));
     } else {
-      ASSIGN_OR_RETURN(LinearWeights query, bind.Linear(p + spec.query, h, h, config.attention_bias));
+      ASSIGN_OR_RETURN(LinearWeights query,
+                       bind.Linear(p + spec.query, h, h, config.attention_bias));
       ASSIGN_OR_RETURN(LinearWeights key, bind.Linear(p + spec.key, h, h, config.attention_bias));
-      ASSIGN_OR_RETURN(LinearWeights value, bind.Linear(p + spec.value, h, h, config.attention_bias));
+      ASSIGN_OR_RETURN(LinearWeights value,
+                       bind.Linear(p + spec.value, h, h, config.attention_bias));
       layer.qkv = stack({query, key, value});
     }
     ASSIGN_OR_RETURN(layer.attention_output,

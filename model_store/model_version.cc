@@ -26,7 +26,8 @@ void Mix(uint64_t* hash, const char* data, size_t n) {
 }
 
 bool AllDigits(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return absl::ascii_isdigit(c); });
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](char c) { return absl::ascii_isdigit(c); });
 }
 
 // Version names in serving order: "10" after "9" (by length, then digits), strings otherwise.

@@ -24,9 +24,4 @@ std::string EncodeUtf8(const NormalizedText& text, size_t begin, size_t end) {
   return out;
 }
 
-void AppendReplacement(const std::u32string& cps, uint32_t begin, uint32_t end,
-                       NormalizedText* out) {
-  for (char32_t cp : cps) out->push_back({cp, begin, end});
-}
-
 }  // namespace embedding::model_store

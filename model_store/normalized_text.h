@@ -24,8 +24,4 @@ NormalizedText DecodeNormalized(std::string_view text, uint32_t base);
 // UTF-8 of chars [begin, end) of `text`.
 std::string EncodeUtf8(const NormalizedText& text, size_t begin, size_t end);
 
-// Appends `cps`, each spanning [begin, end): the span of the original they replace.
-void AppendReplacement(const std::u32string& cps, uint32_t begin, uint32_t end,
-                       NormalizedText* out);
-
 }  // namespace embedding::model_store

@@ -282,13 +282,15 @@ absl::StatusOr<std::unique_ptr<Normalizer>> ParseNormalizer(const std::string& l
   if (type == "Replace") return ParseReplace(label, json);
   if (type == "Precompiled") {
     const Json& map = json.value("precompiled_charsmap", Json());
-    if (map.is_null()) return std::make_unique<Sequence>(std::vector<std::unique_ptr<Normalizer>>{});
+    if (map.is_null())
+      return std::make_unique<Sequence>(std::vector<std::unique_ptr<Normalizer>>{});
     std::string blob;
     if (!map.is_string() || !absl::Base64Unescape(map.get<std::string>(), &blob)) {
       return absl::DataLossError(
           absl::StrCat(label, ": normalizer precompiled_charsmap is not base64"));
     }
-    ASSIGN_OR_RETURN(PrecompiledCharsmap parsed, PrecompiledCharsmap::Parse(label, std::move(blob)));
+    ASSIGN_OR_RETURN(PrecompiledCharsmap parsed,
+                     PrecompiledCharsmap::Parse(label, std::move(blob)));
     return std::make_unique<Precompiled>(std::move(parsed));
   }
   if (type == "Sequence") {

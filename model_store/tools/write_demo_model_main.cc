@@ -1,5 +1,6 @@
-// write_demo_model: writes a demo model directory (BERT, XLM-RoBERTa or NomicBert) (seeded random weights; vectors are not
-// semantically meaningful). Tests use a tiny one, benchmarks a BERT-base-shaped one.
+// write_demo_model: writes a demo model directory (BERT, XLM-RoBERTa or NomicBert) (seeded random
+// weights; vectors are not semantically meaningful). Tests use a tiny one, benchmarks a
+// BERT-base-shaped one.
 #include <iostream>
 
 #include "absl/flags/flag.h"

@@ -29,10 +29,10 @@ ABSL_FLAG(std::string, tls_cert_file, "", "PEM certificate chain for TLS on the 
 ABSL_FLAG(std::string, tls_key_file, "", "PEM private key for --tls-cert-file.");
 ABSL_FLAG(std::string, tls_client_ca_file, "",
           "PEM CA bundle: require client certificates it signed (mTLS).");
-// 60 s: a rotated certificate is in use within a minute; each check is one stat per file.
 ABSL_FLAG(bool, http_tls, false,
           "Serve the HTTP listener (/metrics, probes, /admin) over TLS with --tls-cert-file and "
           "--tls-key-file (no client certificates: probes and scrapers present none).");
+// 60 s: a rotated certificate is in use within a minute; each check is one stat per file.
 ABSL_FLAG(uint32_t, tls_reload_interval_s, 60,
           "How often the TLS files are checked for changes (they reload without a restart).");
 ABSL_FLAG(std::string, auth_token_file, "",

@@ -1,5 +1,6 @@
 // A model's batch queue: one thread that cuts batches at a padded-token budget, a sequence
-// count, a padding share or a queue delay, and runs them. Submissions take turns round-robin
+// count, a padding share or a queue delay, and hands each to the encode function (which the
+// server runs on its one inference thread). Submissions take turns round-robin
 // so a huge document never holds the machine; tasks whose caller is gone are dropped before
 // they reach the model. The batcher knows nothing of requests, jobs or protobuf: a task is
 // token ids, a temperature, a liveness check and a completion callback, and completions run

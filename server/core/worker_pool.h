@@ -1,6 +1,6 @@
 // A fixed set of threads running queued closures: where requests are tokenised and planned
-// and where batch results are merged, so gRPC handler threads only validate, admit and
-// enqueue, and the batcher thread only runs the model.
+// and where batch results are merged, so the doors' handler threads only validate, admit and
+// enqueue. A one-thread pool is also the inference thread every model call runs on.
 #pragma once
 
 #include <condition_variable>

@@ -132,9 +132,9 @@ void EmbedStreamReactor::OnCancel() {
 
 void EmbedStreamReactor::OnDone() {
   const bool ok = finished_ && !write_failed_;
-  embedder_->CallDone({"EmbedStream", request_id_,
-                       ok ? absl::StatusCode::kOk : absl::StatusCode::kCancelled,
-                       ok ? "" : "client went away", absl::ToDoubleSeconds(absl::Now() - started_)});
+  embedder_->CallDone(
+      {"EmbedStream", request_id_, ok ? absl::StatusCode::kOk : absl::StatusCode::kCancelled,
+       ok ? "" : "client went away", absl::ToDoubleSeconds(absl::Now() - started_)});
   delete this;
 }
 

@@ -54,9 +54,9 @@ class EmbeddingsCall {
   }
 
   void Finish(const absl::StatusOr<EmbedAnswer>& answer, bool base64) {
-    HttpResponse response = answer.ok()
-                                ? HttpResponse{200, kJson, OpenAiEmbeddingsBody(*answer, base64), {}}
-                                : ErrorResponse(answer.status());
+    HttpResponse response =
+        answer.ok() ? HttpResponse{200, kJson, OpenAiEmbeddingsBody(*answer, base64), {}}
+                    : ErrorResponse(answer.status());
     response.headers.emplace_back("X-Request-Id", record_.request_id);
     exchange_->Respond(std::move(response));
     record_.code = answer.status().code();

@@ -32,7 +32,8 @@ absl::StatusOr<uint32_t> ReadCount(const Json& value, const char* param) {
 }
 
 absl::StatusOr<std::string> ReadString(const Json& value, const char* param) {
-  if (!value.is_string()) return Invalid(param, absl::StrCat("must be a string, not ", TypeName(value)));
+  if (!value.is_string())
+    return Invalid(param, absl::StrCat("must be a string, not ", TypeName(value)));
   return value.get<std::string>();
 }
 
@@ -82,7 +83,8 @@ absl::Status ReadInput(const Json& input, const RequestLimits& limits,
     texts.reserve(input.size());
     for (size_t i = 0; i < input.size(); ++i) {
       if (!input[i].is_string())
-        return Invalid(absl::StrCat("input[", i, "]"), absl::StrCat("must be a string like input[0], not ", TypeName(input[i])));
+        return Invalid(absl::StrCat("input[", i, "]"),
+                       absl::StrCat("must be a string like input[0], not ", TypeName(input[i])));
       texts.push_back(input[i].get<std::string>());
     }
     return absl::OkStatus();
@@ -94,7 +96,8 @@ absl::Status ReadInput(const Json& input, const RequestLimits& limits,
   for (size_t i = 0; i < input.size(); ++i) {
     const std::string param = absl::StrCat("input[", i, "]");
     if (!input[i].is_array())
-      return Invalid(param, absl::StrCat("must be an array of token ids like input[0], not ", TypeName(input[i])));
+      return Invalid(param, absl::StrCat("must be an array of token ids like input[0], not ",
+                                         TypeName(input[i])));
     total += input[i].size();
     if (total > max_ids) {
       return Invalid("input", absl::StrCat("more than ", max_ids,
@@ -129,7 +132,8 @@ absl::Status ReadField(const std::string& key, const Json& value, const RequestL
   } else if (key == "user") {
     ASSIGN_OR_RETURN(std::string user, ReadString(value, "user"));  // accepted, unused
   } else if (key == "temperature") {
-    if (!value.is_number()) return Invalid("temperature", absl::StrCat("must be a number, not ", TypeName(value)));
+    if (!value.is_number())
+      return Invalid("temperature", absl::StrCat("must be a number, not ", TypeName(value)));
     // Through double: narrowing a double beyond float's range is undefined behaviour, so
     // such a value becomes an infinity, which validation then refuses by name.
     const double tau = value.get<double>();
@@ -152,7 +156,8 @@ absl::Status ReadField(const std::string& key, const Json& value, const RequestL
     ASSIGN_OR_RETURN(uint32_t tokens, ReadCount(value, "chunk_overlap_tokens"));
     request.chunk_overlap_tokens = tokens;
   } else if (key == "normalize") {
-    if (!value.is_boolean()) return Invalid("normalize", absl::StrCat("must be true or false, not ", TypeName(value)));
+    if (!value.is_boolean())
+      return Invalid("normalize", absl::StrCat("must be true or false, not ", TypeName(value)));
     request.normalize = value.get<bool>();
   } else if (key == "prompt_name") {
     ASSIGN_OR_RETURN(request.prompt_name, ReadString(value, "prompt_name"));
@@ -182,7 +187,8 @@ absl::StatusOr<OpenAiEmbeddingsRequest> ParseOpenAiEmbeddingsRequest(
   } catch (const Json::exception& e) {
     return Invalid("body", absl::StrCat("not valid JSON: ", e.what()));
   }
-  if (!json.is_object()) return Invalid("body", absl::StrCat("must be a JSON object, not ", TypeName(json)));
+  if (!json.is_object())
+    return Invalid("body", absl::StrCat("must be a JSON object, not ", TypeName(json)));
   if (!json.contains("input")) return Invalid("input", "is required");
   OpenAiEmbeddingsRequest out;
   for (const auto& [key, value] : json.items()) {

@@ -165,9 +165,11 @@ TEST(Faults, SigtermUnderLoadFinishesAdmittedWorkAndExitsZero) {
   std::map<absl::StatusCode, int> before, after;
   for (const auto& call : load.get()) ++(call.start < signalled ? before : after)[call.code];
   std::cout << "exited in " << drain_s << " s; sent before the signal:";
-  for (const auto& [code, n] : before) std::cout << " " << absl::StatusCodeToString(code) << "=" << n;
+  for (const auto& [code, n] : before)
+    std::cout << " " << absl::StatusCodeToString(code) << "=" << n;
   std::cout << "; after:";
-  for (const auto& [code, n] : after) std::cout << " " << absl::StatusCodeToString(code) << "=" << n;
+  for (const auto& [code, n] : after)
+    std::cout << " " << absl::StatusCodeToString(code) << "=" << n;
   std::cout << std::endl;
   EXPECT_EQ(exit_code, 0);
   EXPECT_GT(before[absl::StatusCode::kOk], 0);

@@ -107,7 +107,9 @@ TEST(ModelReload, PollerSwitchesToANewVersionAndKeepsTheOldOneSelectable) {
   const std::string http = server.http_address();
   EXPECT_EQ(testing::ScrapeMetric(http, R"(embedding_model_info\{.*model="m".*version="10"\})"), 1);
   EXPECT_EQ(testing::ScrapeMetric(http, R"(embedding_model_info\{.*model="m".*version="1"\})"), 0);
-  EXPECT_EQ(testing::ScrapeMetric(http, R"(embedding_model_reloads_total\{model="m",result="loaded"\})"), 1);
+  EXPECT_EQ(
+      testing::ScrapeMetric(http, R"(embedding_model_reloads_total\{model="m",result="loaded"\})"),
+      1);
   EXPECT_THAT(server.Log(), HasSubstr("model 'm' reloaded: version 10 serving"));
   testing::ExpectAccountingReturnsToZero(http);
 }
@@ -133,7 +135,9 @@ TEST(ModelReload, BrokenVersionIsRefusedAndTheOldOneKeepsServing) {
   EXPECT_THAT(refused->body, HasSubstr("\"version\": \"1\""));
   EXPECT_THAT(server.Log(), HasSubstr("model 'm': new version refused: "));
   EXPECT_EQ(testing::ScrapeMetric(http, R"(embedding_model_reload_failing\{model="m"\})"), 1);
-  EXPECT_EQ(testing::ScrapeMetric(http, R"(embedding_model_reloads_total\{model="m",result="failed"\})"), 1);
+  EXPECT_EQ(
+      testing::ScrapeMetric(http, R"(embedding_model_reloads_total\{model="m",result="failed"\})"),
+      1);
 
   auto client = Client(server);
   auto still = EmbedWith(*client, "m", "still served");

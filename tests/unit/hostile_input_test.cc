@@ -59,28 +59,29 @@ TEST_P(HostileTokenizerInput, RandomTextNeverCrashesTheTokenizer) {
   ASSERT_TRUE(tokenizer.ok());
   std::mt19937 rng(12);
   // Pieces that stress normalisation: combining marks, CJK, emoji, controls, specials.
-  const std::vector<std::string> pieces = {"a",
-                                           "Z",
-                                           " ",
-                                           "\t",
-                                           "\n",
-                                           "\xCC\x81",
-                                           "\xE4\xB8\xAD",
-                                           "\xF0\x9F\x99\x82",
-                                           "\x01",
-                                           std::string(1, '\0'),
-                                           "[SEP]",
-                                           "[CLS",
-                                           "##",
-                                           "\xC4\xB0",
-                                           "\xEF\xBF\xBD",
-                                           "!",
-                                           "\xE2\x80\x8B",
-                                           "<s>",
-                                           "\xE2\x96\x81",           // the Metaspace mark
-                                           "\xEF\xBD\xB1\xEF\xBE\x9E",  // halfwidth katakana + voiced mark
-                                           "\xEF\xAC\x81",           // fi ligature
-                                           "\xC3"};
+  const std::vector<std::string> pieces = {
+      "a",
+      "Z",
+      " ",
+      "\t",
+      "\n",
+      "\xCC\x81",
+      "\xE4\xB8\xAD",
+      "\xF0\x9F\x99\x82",
+      "\x01",
+      std::string(1, '\0'),
+      "[SEP]",
+      "[CLS",
+      "##",
+      "\xC4\xB0",
+      "\xEF\xBF\xBD",
+      "!",
+      "\xE2\x80\x8B",
+      "<s>",
+      "\xE2\x96\x81",              // the Metaspace mark
+      "\xEF\xBD\xB1\xEF\xBE\x9E",  // halfwidth katakana + voiced mark
+      "\xEF\xAC\x81",              // fi ligature
+      "\xC3"};
   int invalid = 0;
   for (int round = 0; round < 3000; ++round) {
     std::string text;

@@ -20,7 +20,8 @@ std::vector<double> QuantisedReference(const torch::Tensor& x, const torch::Tens
   auto wa = w.accessor<float, 2>();
   double lo = 0, hi = 0;
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t k = 0; k < in; ++k) lo = std::min<double>(lo, xa[r][k]), hi = std::max<double>(hi, xa[r][k]);
+    for (int64_t k = 0; k < in; ++k)
+      lo = std::min<double>(lo, xa[r][k]), hi = std::max<double>(hi, xa[r][k]);
   const double x_scale = (hi - lo) / 255.0;
   const int64_t zero = std::clamp<int64_t>(std::llround(-lo / x_scale), 0, 255);
   std::vector<int64_t> xq(rows * in);
@@ -59,7 +60,8 @@ TEST(Int8Matmul, IsTheQuantisedArithmeticAndCloseToFp32) {
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t n = 0; n < 48; ++n) {
         // The same integers: only float rounding of the scales differs.
-        EXPECT_NEAR(got[r][n].item<float>(), want[r * 48 + n], 1e-3 * (1 + std::fabs(want[r * 48 + n])));
+        EXPECT_NEAR(got[r][n].item<float>(), want[r * 48 + n],
+                    1e-3 * (1 + std::fabs(want[r * 48 + n])));
         const double d = got[r][n].item<float>() - fp32[r][n].item<float>();
         quantisation_error += d * d;
         fp32_norm += fp32[r][n].item<float>() * fp32[r][n].item<float>();

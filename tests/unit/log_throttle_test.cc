@@ -11,7 +11,8 @@ TEST(LogThrottle, AllowsABurstPerPeriodAndReportsWhatItDropped) {
   const absl::Time start = absl::FromUnixSeconds(1000);
   int64_t suppressed = -1;
   int allowed = 0;
-  for (int i = 0; i < 10; ++i) allowed += throttle.Allow(start + absl::Milliseconds(i), &suppressed);
+  for (int i = 0; i < 10; ++i)
+    allowed += throttle.Allow(start + absl::Milliseconds(i), &suppressed);
   EXPECT_EQ(allowed, 3);
   EXPECT_FALSE(throttle.Allow(start + absl::Milliseconds(999), &suppressed));
   ASSERT_TRUE(throttle.Allow(start + absl::Seconds(1), &suppressed));

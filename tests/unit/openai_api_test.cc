@@ -142,7 +142,8 @@ TEST(OpenAiResponse, FloatsAndBase64CarryTheSameVectorAndDetails) {
   const Json& item = floats["data"][0];
   EXPECT_EQ(item["object"], "embedding");
   EXPECT_EQ(item["index"], 0);
-  EXPECT_EQ(item["embedding"].get<std::vector<float>>(), (std::vector<float>{0.5f, -1.25f, 3.0e-8f}));
+  EXPECT_EQ(item["embedding"].get<std::vector<float>>(),
+            (std::vector<float>{0.5f, -1.25f, 3.0e-8f}));
   EXPECT_EQ(item["details"]["token_count"], 7);
   EXPECT_EQ(item["details"]["high_frequency_ratio"], 0.5f);  // the mean over sequences
   EXPECT_EQ(item["details"]["chunks"][0]["token_span"], Json::array({0, 7}));
@@ -166,7 +167,9 @@ TEST(OpenAiResponse, StatusesAndParams) {
   EXPECT_EQ(OpenAiHttpStatus(absl::UnavailableError("x")), 503);
   EXPECT_EQ(OpenAiHttpStatus(absl::DeadlineExceededError("x")), 504);
   EXPECT_EQ(OpenAiHttpStatus(absl::InternalError("x")), 500);
-  auto param = [](const absl::Status& s) { return Json::parse(OpenAiErrorBody(s))["error"]["param"]; };
+  auto param = [](const absl::Status& s) {
+    return Json::parse(OpenAiErrorBody(s))["error"]["param"];
+  };
   EXPECT_EQ(param(absl::InvalidArgumentError("inputs[2]: invalid UTF-8 at byte 4")), "input[2]");
   EXPECT_EQ(param(absl::NotFoundError("model: 'x' is not served")), "model");
   EXPECT_TRUE(param(absl::ResourceExhaustedError("server busy: 9 requests in flight")).is_null());
