@@ -12,7 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "common/command_line.h"
 #include "common/status_macros.h"
-#include "model_store/model_version.h"
+#include "server/core/store_watcher.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC address (port 0 picks a free port).");
 // Off by default: a listener of its own, so large bodies and slow API clients never share
@@ -112,79 +112,77 @@ absl::Status Positive(const char* flag, double value) {
   return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", value, ": must be > 0"));
 }
 
-}  // namespace
-
-absl::StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "Serves embeddings over gRPC. Example:\n  embedding_server --model=demo=/path/to/model");
-  ServerOptions options;
-  // --model repeats, which absl flags do not; take those occurrences out first.
-  std::vector<std::string> normalized = UnderscoreFlagNames(argc, argv);
+// Takes every --model out of argv (absl flags do not repeat) into `sources`, with the
+// EMBEDDING_MODELS fallback; returns the rest of argv for absl.
+absl::StatusOr<std::vector<char*>> TakeModelFlags(std::vector<std::string>& normalized,
+                                                  std::vector<ModelSource>* sources) {
   std::vector<char*> rest;
-  for (int i = 0; i < argc; ++i) {
+  for (size_t i = 0; i < normalized.size(); ++i) {
     absl::string_view arg = normalized[i];
     if (arg.rfind("--model=", 0) == 0) {
       ASSIGN_OR_RETURN(auto source, ParseModelSource(arg.substr(8)));
-      options.models.sources.push_back(source);
-    } else if (arg == "--model" && i + 1 < argc) {
+      sources->push_back(source);
+    } else if (arg == "--model" && i + 1 < normalized.size()) {
       ASSIGN_OR_RETURN(auto source, ParseModelSource(normalized[++i]));
-      options.models.sources.push_back(source);
+      sources->push_back(source);
     } else {
       rest.push_back(normalized[i].data());
     }
   }
-  if (options.models.sources.empty()) {
+  if (sources->empty()) {
     if (const char* env = std::getenv("EMBEDDING_MODELS")) {
       for (absl::string_view spec : absl::StrSplit(env, ',', absl::SkipEmpty())) {
         ASSIGN_OR_RETURN(auto source, ParseModelSource(spec));
-        options.models.sources.push_back(source);
+        sources->push_back(source);
       }
     }
   }
-  // Every flag of this file falls back to EMBEDDING_<FLAG>; the command line wins.
-  RETURN_IF_ERROR(ApplyEnvironmentFallbacks("EMBEDDING", "server/app/server_options.cc"));
-  absl::ParseCommandLine(static_cast<int>(rest.size()), rest.data());
+  return rest;
+}
 
-  options.models.store = absl::GetFlag(FLAGS_model_store);
-  if (const std::string& store = options.models.store; !store.empty()) {
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(store, ec)) {
-      if (model_store::LocateModelVersion(entry.path().string()).ok())
-        options.models.sources.push_back({entry.path().filename().string(), entry.path().string()});
-    }
-    if (ec)
-      return absl::InvalidArgumentError(absl::StrCat("--model_store=", store, ": ", ec.message()));
-  }
-  if (options.models.sources.empty())
-    return absl::InvalidArgumentError("--model: at least one model is required (NAME=DIR)");
-
-  options.grpc_listen = absl::GetFlag(FLAGS_listen);
-  options.http_listen = absl::GetFlag(FLAGS_http_listen);
-  options.openai_listen = absl::GetFlag(FLAGS_openai_listen);
+absl::Status ReadListenerFlags(ServerOptions* options) {
+  options->grpc_listen = absl::GetFlag(FLAGS_listen);
+  options->http_listen = absl::GetFlag(FLAGS_http_listen);
+  options->openai_listen = absl::GetFlag(FLAGS_openai_listen);
   const double openai_timeout = absl::GetFlag(FLAGS_openai_timeout_s);
   RETURN_IF_ERROR(Positive("openai_timeout_s", openai_timeout));
-  options.openai_timeout = absl::Milliseconds(static_cast<int64_t>(openai_timeout * 1000));
-  options.tls.cert_file = absl::GetFlag(FLAGS_tls_cert_file);
-  options.tls.key_file = absl::GetFlag(FLAGS_tls_key_file);
-  options.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
-  options.tls.reload_interval_s = absl::GetFlag(FLAGS_tls_reload_interval_s);
-  options.tls.http = absl::GetFlag(FLAGS_http_tls);
-  if (options.tls.reload_interval_s < 1)
+  options->openai_timeout = absl::Milliseconds(static_cast<int64_t>(openai_timeout * 1000));
+  TlsOptions& tls = options->tls;
+  tls.cert_file = absl::GetFlag(FLAGS_tls_cert_file);
+  tls.key_file = absl::GetFlag(FLAGS_tls_key_file);
+  tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
+  tls.reload_interval_s = absl::GetFlag(FLAGS_tls_reload_interval_s);
+  tls.http = absl::GetFlag(FLAGS_http_tls);
+  if (tls.reload_interval_s < 1)
     return absl::InvalidArgumentError("--tls_reload_interval_s: must be >= 1");
-  options.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
-  options.auth_metrics = absl::GetFlag(FLAGS_auth_metrics);
-  options.reflection = absl::GetFlag(FLAGS_reflection);
-  options.log_format = absl::GetFlag(FLAGS_log_format);
-  options.log_requests = absl::GetFlag(FLAGS_log_requests);
-  if (options.auth_metrics && options.auth_token_file.empty())
+  options->auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
+  options->auth_metrics = absl::GetFlag(FLAGS_auth_metrics);
+  options->reflection = absl::GetFlag(FLAGS_reflection);
+  options->log_format = absl::GetFlag(FLAGS_log_format);
+  options->log_requests = absl::GetFlag(FLAGS_log_requests);
+  if (options->auth_metrics && options->auth_token_file.empty())
     return absl::InvalidArgumentError("--auth_metrics: needs --auth-token-file");
-  options.models.default_model = absl::GetFlag(FLAGS_default_model);
+  const double drain = absl::GetFlag(FLAGS_drain_timeout_s);
+  RETURN_IF_ERROR(Positive("drain_timeout_s", drain));
+  options->drain_timeout = absl::Milliseconds(static_cast<int64_t>(drain * 1000));
+  return absl::OkStatus();
+}
+
+absl::Status ReadModelFlags(ModelOptions* models) {
+  models->store = absl::GetFlag(FLAGS_model_store);
+  if (!models->store.empty()) {
+    ASSIGN_OR_RETURN(std::vector<ModelSource> found, ListStoreModels(models->store));
+    models->sources.insert(models->sources.end(), found.begin(), found.end());
+  }
+  if (models->sources.empty())
+    return absl::InvalidArgumentError("--model: at least one model is required (NAME=DIR)");
+  models->default_model = absl::GetFlag(FLAGS_default_model);
   const std::string dtype = absl::GetFlag(FLAGS_dtype);
   bool known_dtype = false;
   for (auto candidate : {model_store::ComputeDType::kFloat32, model_store::ComputeDType::kBFloat16,
                          model_store::ComputeDType::kInt8, model_store::ComputeDType::kAuto}) {
     if (dtype == model_store::ComputeDTypeName(candidate)) {
-      options.models.dtype = candidate;
+      models->dtype = candidate;
       known_dtype = true;
     }
   }
@@ -192,62 +190,82 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv) {
     return absl::InvalidArgumentError(
         absl::StrCat("--dtype=", dtype, ": allowed fp32, bf16, int8, auto"));
   }
-  options.models.intra_op_threads = absl::GetFlag(FLAGS_threads);
+  models->intra_op_threads = absl::GetFlag(FLAGS_threads);
   const double poll = absl::GetFlag(FLAGS_model_poll_interval_s);
   if (!(poll >= 0 && poll <= 86400))
     return absl::InvalidArgumentError("--model_poll_interval_s: must be in [0, 86400]");
-  options.models.poll_interval = absl::Milliseconds(static_cast<int64_t>(poll * 1000));
+  models->poll_interval = absl::Milliseconds(static_cast<int64_t>(poll * 1000));
   const int kept = absl::GetFlag(FLAGS_model_versions_kept);
   if (kept < 1 || kept > 16)
     return absl::InvalidArgumentError("--model_versions_kept: must be in [1, 16]");
-  options.models.versions_kept = static_cast<size_t>(kept);
+  models->versions_kept = static_cast<size_t>(kept);
+  return absl::OkStatus();
+}
+
+absl::Status ReadBatchingFlags(BatcherOptions* batching) {
+  batching->max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
+  batching->max_batch_sequences = absl::GetFlag(FLAGS_max_batch_sequences);
+  const double delay_ms = absl::GetFlag(FLAGS_max_queue_delay_ms);
+  if (!(delay_ms >= 0) || !std::isfinite(delay_ms))
+    return absl::InvalidArgumentError("--max_queue_delay_ms: must be >= 0");
+  batching->max_queue_delay = absl::Microseconds(static_cast<int64_t>(delay_ms * 1000));
+  RETURN_IF_ERROR(Positive("max_batch_sequences", batching->max_batch_sequences));
+  RETURN_IF_ERROR(Positive("max_batch_tokens", batching->max_batch_tokens));
+  batching->max_padding_share = absl::GetFlag(FLAGS_max_batch_padding);
+  if (!(batching->max_padding_share >= 0 && batching->max_padding_share <= 1))
+    return absl::InvalidArgumentError("--max_batch_padding: allowed [0, 1]");
+  return absl::OkStatus();
+}
+
+absl::Status ReadLimitFlags(RequestLimits* limits) {
+  limits->max_concurrent_requests = absl::GetFlag(FLAGS_max_concurrent_requests);
+  limits->max_queued_tokens = absl::GetFlag(FLAGS_max_queued_tokens);
+  limits->max_inputs_per_request = absl::GetFlag(FLAGS_max_inputs_per_request);
+  limits->max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
+  limits->max_tokens_per_document = absl::GetFlag(FLAGS_max_tokens_per_document);
+  RETURN_IF_ERROR(Positive("max_concurrent_requests", limits->max_concurrent_requests));
+  RETURN_IF_ERROR(Positive("max_queued_tokens", limits->max_queued_tokens));
+  RETURN_IF_ERROR(Positive("max_inputs_per_request", limits->max_inputs_per_request));
+  RETURN_IF_ERROR(Positive("max_request_bytes", limits->max_request_bytes));
+  RETURN_IF_ERROR(Positive("max_tokens_per_document", limits->max_tokens_per_document));
+  limits->min_temperature = static_cast<float>(absl::GetFlag(FLAGS_min_temperature));
+  limits->max_temperature = static_cast<float>(absl::GetFlag(FLAGS_max_temperature));
+  limits->default_temperature = static_cast<float>(absl::GetFlag(FLAGS_default_temperature));
+  RETURN_IF_ERROR(Positive("min_temperature", limits->min_temperature));
+  if (!(limits->max_temperature >= limits->min_temperature) ||
+      !std::isfinite(limits->max_temperature))
+    return absl::InvalidArgumentError("--max_temperature: must be finite and >= --min_temperature");
+  if (!(limits->default_temperature >= limits->min_temperature &&
+        limits->default_temperature <= limits->max_temperature)) {
+    return absl::InvalidArgumentError(absl::StrCat("--default_temperature: must lie in [",
+                                                   limits->min_temperature, ", ",
+                                                   limits->max_temperature, "]"));
+  }
+  ASSIGN_OR_RETURN(limits->default_strategy,
+                   ParseStrategyName(absl::GetFlag(FLAGS_default_strategy), "--default_strategy"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Serves embeddings over gRPC. Example:\n  embedding_server --model=demo=/path/to/model");
+  ServerOptions options;
+  std::vector<std::string> normalized = UnderscoreFlagNames(argc, argv);
+  ASSIGN_OR_RETURN(std::vector<char*> rest, TakeModelFlags(normalized, &options.models.sources));
+  // Every flag of this file falls back to EMBEDDING_<FLAG>; the command line wins.
+  RETURN_IF_ERROR(ApplyEnvironmentFallbacks("EMBEDDING", "server/app/server_options.cc"));
+  absl::ParseCommandLine(static_cast<int>(rest.size()), rest.data());
+  RETURN_IF_ERROR(ReadModelFlags(&options.models));
+  RETURN_IF_ERROR(ReadListenerFlags(&options));
+  RETURN_IF_ERROR(ReadBatchingFlags(&options.batching));
+  RETURN_IF_ERROR(ReadLimitFlags(&options.limits));
   options.tokenizer_threads = absl::GetFlag(FLAGS_tokenizer_threads);
   RETURN_IF_ERROR(Positive("tokenizer_threads", options.tokenizer_threads));
   options.collapse_window = absl::GetFlag(FLAGS_collapse_window);
   if (options.collapse_window < 2)
     return absl::InvalidArgumentError("--collapse_window: must be >= 2");
-
-  auto& batching = options.batching;
-  batching.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
-  batching.max_batch_sequences = absl::GetFlag(FLAGS_max_batch_sequences);
-  const double delay_ms = absl::GetFlag(FLAGS_max_queue_delay_ms);
-  if (!(delay_ms >= 0) || !std::isfinite(delay_ms))
-    return absl::InvalidArgumentError("--max_queue_delay_ms: must be >= 0");
-  batching.max_queue_delay = absl::Microseconds(static_cast<int64_t>(delay_ms * 1000));
-  RETURN_IF_ERROR(Positive("max_batch_sequences", batching.max_batch_sequences));
-  RETURN_IF_ERROR(Positive("max_batch_tokens", batching.max_batch_tokens));
-  batching.max_padding_share = absl::GetFlag(FLAGS_max_batch_padding);
-  if (!(batching.max_padding_share >= 0 && batching.max_padding_share <= 1))
-    return absl::InvalidArgumentError("--max_batch_padding: allowed [0, 1]");
-
-  auto& limits = options.limits;
-  limits.max_concurrent_requests = absl::GetFlag(FLAGS_max_concurrent_requests);
-  limits.max_queued_tokens = absl::GetFlag(FLAGS_max_queued_tokens);
-  limits.max_inputs_per_request = absl::GetFlag(FLAGS_max_inputs_per_request);
-  limits.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
-  limits.max_tokens_per_document = absl::GetFlag(FLAGS_max_tokens_per_document);
-  RETURN_IF_ERROR(Positive("max_concurrent_requests", limits.max_concurrent_requests));
-  RETURN_IF_ERROR(Positive("max_queued_tokens", limits.max_queued_tokens));
-  RETURN_IF_ERROR(Positive("max_inputs_per_request", limits.max_inputs_per_request));
-  RETURN_IF_ERROR(Positive("max_request_bytes", limits.max_request_bytes));
-  RETURN_IF_ERROR(Positive("max_tokens_per_document", limits.max_tokens_per_document));
-  limits.min_temperature = static_cast<float>(absl::GetFlag(FLAGS_min_temperature));
-  limits.max_temperature = static_cast<float>(absl::GetFlag(FLAGS_max_temperature));
-  limits.default_temperature = static_cast<float>(absl::GetFlag(FLAGS_default_temperature));
-  RETURN_IF_ERROR(Positive("min_temperature", limits.min_temperature));
-  if (!(limits.max_temperature >= limits.min_temperature) || !std::isfinite(limits.max_temperature))
-    return absl::InvalidArgumentError("--max_temperature: must be finite and >= --min_temperature");
-  if (!(limits.default_temperature >= limits.min_temperature &&
-        limits.default_temperature <= limits.max_temperature)) {
-    return absl::InvalidArgumentError(absl::StrCat("--default_temperature: must lie in [",
-                                                   limits.min_temperature, ", ",
-                                                   limits.max_temperature, "]"));
-  }
-  ASSIGN_OR_RETURN(limits.default_strategy,
-                   ParseStrategyName(absl::GetFlag(FLAGS_default_strategy), "--default_strategy"));
-  const double drain = absl::GetFlag(FLAGS_drain_timeout_s);
-  RETURN_IF_ERROR(Positive("drain_timeout_s", drain));
-  options.drain_timeout = absl::Milliseconds(static_cast<int64_t>(drain * 1000));
   return options;
 }
 

@@ -1,7 +1,6 @@
 #include "server/core/model_registry.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <thread>
 #include <utility>
 
@@ -56,7 +55,7 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
                                                         located->version));
     Entry entry;
     entry.source = source;
-    entry.loaded_signature = entry.seen_signature = located->signature;
+    entry.changes = ChangeTracker(located->signature);
     entry.versions.push_back(std::move(served));
     registry->entries_.push_back(std::move(entry));
   }
@@ -177,14 +176,9 @@ ReloadOutcome ModelRegistry::ReloadEntry(Entry& entry, bool settled) {
     outcome.error = std::string(located.status().message());
     return outcome;
   }
-  const bool stable = located->signature == entry.seen_signature;
-  entry.seen_signature = located->signature;
-  if (located->signature == entry.loaded_signature || (settled && !stable)) return outcome;
-
+  if (!entry.changes.ShouldTake(located->signature, settled)) return outcome;
   auto served = LoadVersion(entry.source.name, located->directory, located->version);
-  // Refused or not, this directory state was tried: a broken version is not retried until
-  // its files change again.
-  entry.loaded_signature = located->signature;
+  entry.changes.Taken(located->signature);
   if (!served.ok()) {
     outcome.result = ReloadOutcome::Result::kFailed;
     outcome.error = std::string(served.status().message());
@@ -219,26 +213,17 @@ bool ModelRegistry::Serves(const std::string& name) const {
 }
 
 std::vector<ReloadOutcome> ModelRegistry::AddFromStore(const std::string& name, bool settled) {
-  std::vector<std::filesystem::path> directories;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(options_.store, ec))
-    directories.push_back(entry.path());
-  std::sort(directories.begin(), directories.end());
   std::vector<ReloadOutcome> outcomes;
-  for (const auto& directory : directories) {
-    const std::string model = directory.filename().string();
-    // '@' selects a version, so no name holds one (as for --model).
-    if ((!name.empty() && model != name) || model.find('@') != std::string::npos ||
-        Serves(model)) {
-      continue;
-    }
-    auto located = model_store::LocateModelVersion(directory.string());
-    if (!located.ok()) continue;  // not a model directory (yet)
-    Candidate& candidate = candidates_[model];
-    const bool stable = located->signature == candidate.seen_signature;
-    candidate.seen_signature = located->signature;
-    if (located->signature == candidate.tried_signature || (settled && !stable)) continue;
-    candidate.tried_signature = located->signature;
+  auto found = ListStoreModels(options_.store);
+  if (!found.ok()) return outcomes;  // the store is gone for now; what serves keeps serving
+  for (const ModelSource& source : *found) {
+    const std::string& model = source.name;
+    if ((!name.empty() && model != name) || Serves(model)) continue;
+    auto located = model_store::LocateModelVersion(source.directory);
+    if (!located.ok()) continue;  // changed since the scan
+    ChangeTracker& candidate = candidates_[model];
+    if (!candidate.ShouldTake(located->signature, settled)) continue;
+    candidate.Taken(located->signature);
 
     ReloadOutcome outcome;
     outcome.model = model;
@@ -251,8 +236,8 @@ std::vector<ReloadOutcome> ModelRegistry::AddFromStore(const std::string& name, 
       continue;
     }
     Entry entry;
-    entry.source = {model, directory.string()};
-    entry.loaded_signature = entry.seen_signature = located->signature;
+    entry.source = source;
+    entry.changes = ChangeTracker(located->signature);
     entry.versions.push_back(*served);
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -16,6 +16,7 @@
 #include "server/core/batcher.h"
 #include "server/core/core_options.h"
 #include "server/core/model_catalog.h"
+#include "server/core/store_watcher.h"
 #include "server/core/worker_pool.h"
 
 namespace embedding::server {
@@ -73,8 +74,7 @@ class ModelRegistry final : public ModelCatalog {
  private:
   struct Entry {
     ModelSource source;
-    std::string loaded_signature;  // of the directory the current version came from
-    std::string seen_signature;    // at the previous Reload, for `settled`
+    ChangeTracker changes;  // of the directory the current version came from
     std::deque<std::shared_ptr<const ServedModel>> versions;  // newest first
   };
 
@@ -103,12 +103,9 @@ class ModelRegistry final : public ModelCatalog {
   // Changed only under both locks: versions by ReloadEntry, new entries by AddFromStore.
   std::vector<Entry> entries_;
   std::vector<std::shared_ptr<const ServedModel>> replaced_;  // out of entries_, maybe in use
-  // The store's unserved subdirectories (under reload_mu_): the signature seen at the
-  // previous look, for `settled`, and the one last tried, so a broken model is tried once.
-  struct Candidate {
-    std::string seen_signature, tried_signature;
-  };
-  std::map<std::string, Candidate> candidates_;
+  // The store's unserved model directories (under reload_mu_), so a broken model is tried
+  // once per change.
+  std::map<std::string, ChangeTracker> candidates_;
 };
 
 }  // namespace embedding::server
