@@ -9,6 +9,37 @@ namespace {
 
 int64_t Length(const BatchTask& task) { return static_cast<int64_t>(task.ids.size()); }
 
+// Which candidates join the batch, given their lengths (the first is the anchor). The front
+// submission's next task anchors the batch, so submissions take turns (a short request waits
+// for at most one batch per submission ahead of it, never for a whole huge document). Others
+// join by closeness in length while the padded size stays within the token budget and the
+// padding share within its bound: on a CPU, padding is pure waste. `real_tokens` gets the
+// chosen tasks' unpadded tokens.
+std::vector<size_t> ChooseByLength(const std::vector<int64_t>& lengths,
+                                   const BatcherOptions& options, int64_t* real_tokens) {
+  const int64_t anchor_length = lengths[0];
+  std::vector<size_t> order(lengths.size() - 1);
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i + 1;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::abs(lengths[a] - anchor_length) < std::abs(lengths[b] - anchor_length);
+  });
+  std::vector<size_t> chosen = {0};
+  int64_t longest = anchor_length;
+  *real_tokens = anchor_length;
+  for (size_t i : order) {
+    if (static_cast<int64_t>(chosen.size()) >= options.max_batch_sequences) break;
+    const int64_t new_longest = std::max(longest, lengths[i]);
+    const int64_t padded = new_longest * static_cast<int64_t>(chosen.size() + 1);
+    const int64_t real = *real_tokens + lengths[i];
+    if (padded > options.max_batch_tokens) continue;
+    if (padded - real > options.max_padding_share * static_cast<double>(padded)) continue;
+    chosen.push_back(i);
+    longest = new_longest;
+    *real_tokens = real;
+  }
+  return chosen;
+}
+
 }  // namespace
 
 Batcher::Batcher(EncodeFn encode, model_store::PoolingMode pooling, BatcherOptions options,
@@ -54,10 +85,9 @@ int64_t Batcher::queued_tasks() const {
   return queued_;
 }
 
-std::vector<BatchTask> Batcher::CutBatchLocked(
-    std::vector<std::pair<BatchTask, absl::Status>>* dropped) {
-  // Drop dead work from the front of every submission, so it never reaches the model. A
-  // submission's tasks share their caller, so they die together.
+void Batcher::DropDeadLocked(std::vector<std::pair<BatchTask, absl::Status>>* dropped) {
+  // From the front of every submission: a submission's tasks share their caller, so they die
+  // together.
   for (auto it = queue_.begin(); it != queue_.end();) {
     while (!it->tasks.empty()) {
       absl::Status alive = it->tasks.front().liveness();
@@ -69,6 +99,11 @@ std::vector<BatchTask> Batcher::CutBatchLocked(
     }
     it = it->tasks.empty() ? queue_.erase(it) : std::next(it);
   }
+}
+
+std::vector<BatchTask> Batcher::CutBatchLocked(
+    std::vector<std::pair<BatchTask, absl::Status>>* dropped) {
+  DropDeadLocked(dropped);  // dead work never reaches the model
   if (queue_.empty()) return {};
 
   // Candidates in round-robin order: the head of every submission, then the next of each...
@@ -91,30 +126,10 @@ std::vector<BatchTask> Batcher::CutBatchLocked(
     if (!any) break;
   }
 
-  // The front submission's next task anchors the batch, so submissions take turns (a short
-  // request waits for at most one batch per submission ahead of it, never for a whole huge
-  // document). Others join by closeness in length while the padded size stays within the
-  // token budget and the padding share within its bound: on a CPU, padding is pure waste.
-  const int64_t anchor_length = candidates[0].length;
-  std::vector<size_t> order(candidates.size() - 1);
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i + 1;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return std::abs(candidates[a].length - anchor_length) <
-           std::abs(candidates[b].length - anchor_length);
-  });
-  std::vector<size_t> chosen = {0};
-  int64_t longest = anchor_length, real_tokens = anchor_length;
-  for (size_t i : order) {
-    if (static_cast<int64_t>(chosen.size()) >= options_.max_batch_sequences) break;
-    const int64_t new_longest = std::max(longest, candidates[i].length);
-    const int64_t padded = new_longest * static_cast<int64_t>(chosen.size() + 1);
-    const int64_t real = real_tokens + candidates[i].length;
-    if (padded > options_.max_batch_tokens) continue;
-    if (padded - real > options_.max_padding_share * static_cast<double>(padded)) continue;
-    chosen.push_back(i);
-    longest = new_longest;
-    real_tokens = real;
-  }
+  std::vector<int64_t> lengths;
+  for (const Candidate& c : candidates) lengths.push_back(c.length);
+  int64_t real_tokens = 0;
+  std::vector<size_t> chosen = ChooseByLength(lengths, options_, &real_tokens);
 
   // Take the chosen tasks out (highest index first per submission keeps indices valid).
   std::sort(chosen.begin(), chosen.end(),

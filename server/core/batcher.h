@@ -94,6 +94,8 @@ class Batcher {
   };
 
   void Loop();
+  // Moves tasks whose caller is gone into `dropped`. Requires mu_.
+  void DropDeadLocked(std::vector<std::pair<BatchTask, absl::Status>>* dropped);
   // Picks the next batch; moves dead tasks into `dropped`. Requires mu_.
   std::vector<BatchTask> CutBatchLocked(std::vector<std::pair<BatchTask, absl::Status>>* dropped);
   void Run(std::vector<BatchTask> batch);
