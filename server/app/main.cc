@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "server/app/server.h"
 #include "server/app/server_options.h"
@@ -28,6 +29,8 @@ int main(int argc, char** argv) {
   setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "64", /*overwrite=*/0);
   embedding::server::ThrottleProtobufLogs();
 
+  absl::SetProgramUsageMessage(
+      "Serves embeddings over gRPC. Example:\n  embedding_server --model=demo=/path/to/model");
   auto options = embedding::server::ParseServerOptions(argc, argv);
   if (!options.ok()) {
     ServerLog(LogLevel::kError, options.status().message());

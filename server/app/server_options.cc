@@ -249,8 +249,6 @@ absl::Status ReadLimitFlags(RequestLimits* limits) {
 }  // namespace
 
 absl::StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "Serves embeddings over gRPC. Example:\n  embedding_server --model=demo=/path/to/model");
   ServerOptions options;
   std::vector<std::string> normalized = UnderscoreFlagNames(argc, argv);
   ASSIGN_OR_RETURN(std::vector<char*> rest, TakeModelFlags(normalized, &options.models.sources));

@@ -1,0 +1,94 @@
+// Server flags parsed in process: defaults, repeated --model, a --model-store scanned once,
+// EMBEDDING_* fallbacks (the command line wins), and errors naming the flag. Each case runs
+// under a FlagSaver: absl flags are process-wide.
+#include "server/app/server_options.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "absl/flags/reflection.h"
+#include "tests/testing/test_models.h"
+
+namespace embedding::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+absl::StatusOr<ServerOptions> Parse(std::vector<std::string> args) {
+  absl::FlagSaver saver;
+  args.insert(args.begin(), "embedding_server");
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  return ParseServerOptions(static_cast<int>(argv.size()), argv.data());
+}
+
+TEST(ServerOptions, DefaultsAndRepeatedModels) {
+  auto options = Parse({"--model=a=/models/a", "--model", "/models/b", "--dtype=bf16"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  ASSERT_EQ(options->models.sources.size(), 2u);
+  EXPECT_EQ(options->models.sources[0].name, "a");
+  EXPECT_EQ(options->models.sources[1].name, "b");  // a bare directory: its name
+  EXPECT_EQ(options->models.dtype, model_store::ComputeDType::kBFloat16);
+  EXPECT_EQ(options->grpc_listen, "0.0.0.0:50051");
+  EXPECT_EQ(options->limits.default_strategy, v1::LONG_TEXT_STRATEGY_CHUNK_MEAN);
+  EXPECT_EQ(options->limits.max_concurrent_requests, 256);
+  EXPECT_EQ(options->drain_timeout, absl::Seconds(30));
+}
+
+TEST(ServerOptions, EnvironmentFallsBackAndTheCommandLineWins) {
+  setenv("EMBEDDING_MAX_CONCURRENT_REQUESTS", "7", 1);
+  setenv("EMBEDDING_DEFAULT_STRATEGY", "late_chunking", 1);
+  auto options = Parse({"--model=a=/m", "--default-strategy=chunk_max"});
+  unsetenv("EMBEDDING_MAX_CONCURRENT_REQUESTS");
+  unsetenv("EMBEDDING_DEFAULT_STRATEGY");
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->limits.max_concurrent_requests, 7);
+  EXPECT_EQ(options->limits.default_strategy, v1::LONG_TEXT_STRATEGY_CHUNK_MAX);
+}
+
+TEST(ServerOptions, AModelStoreIsScannedForModelDirectoriesInNameOrder) {
+  const auto store = std::filesystem::temp_directory_path() /
+                     ("server_options_test_store." + std::to_string(getpid()));
+  std::filesystem::remove_all(store);
+  std::filesystem::create_directories(store / "not-a-model");
+  // "x@1": '@' selects a version, so no model is named so.
+  for (const char* name : {"zeta", "alpha", "x@1"}) {
+    std::filesystem::copy(testing::TinyModelDir(), store / name,
+                          std::filesystem::copy_options::recursive);
+  }
+  auto options = Parse({"--model-store=" + store.string()});
+  std::filesystem::remove_all(store);
+  ASSERT_TRUE(options.ok()) << options.status();
+  ASSERT_EQ(options->models.sources.size(), 2u);
+  EXPECT_EQ(options->models.sources[0].name, "alpha");
+  EXPECT_EQ(options->models.sources[1].name, "zeta");
+}
+
+TEST(ServerOptions, BadValuesNameTheirFlag) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{}, "--model: at least one model is required"},
+      {{"--model=a@1=/m"}, "NAME may not hold '@'"},
+      {{"--model=a=/m", "--dtype=fp64"}, "--dtype=fp64: allowed fp32, bf16, int8, auto"},
+      {{"--model=a=/m", "--max-batch-padding=2"}, "--max_batch_padding: allowed [0, 1]"},
+      {{"--model=a=/m", "--default-temperature=9"}, "--default_temperature: must lie in"},
+      {{"--model=a=/m", "--default-strategy=fastest"}, "--default_strategy: 'fastest'"},
+      {{"--model=a=/m", "--model-versions-kept=0"}, "--model_versions_kept: must be in [1, 16]"},
+      {{"--model=a=/m", "--auth-metrics"}, "--auth_metrics: needs --auth-token-file"},
+      {{"--model=a=/m", "--collapse-window=1"}, "--collapse_window: must be >= 2"},
+      {{"--model=a=/m", "--drain-timeout-s=0"}, "--drain_timeout_s=0: must be > 0"},
+      {{"--model-store=/nonexistent/store"}, "--model_store=/nonexistent/store"},
+  };
+  for (const auto& [args, message] : cases) {
+    auto options = Parse(args);
+    EXPECT_EQ(options.status().code(), absl::StatusCode::kInvalidArgument) << message;
+    EXPECT_THAT(options.status().message(), HasSubstr(message));
+  }
+}
+
+}  // namespace
+}  // namespace embedding::server
