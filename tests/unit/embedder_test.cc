@@ -10,41 +10,12 @@
 #include <future>
 
 #include "tests/testing/test_models.h"
-#include "tests/unit/fake_encoder.h"
+#include "tests/unit/fixed_models.h"
 
 namespace embedding::server {
 namespace {
 
 using ::testing::HasSubstr;
-
-// One model, "tiny" version "1", whose forward passes take `per_batch` each.
-class FixedModels : public ModelCatalog {
- public:
-  FixedModels(WorkerPool* completions, absl::Duration per_batch) {
-    auto served = std::make_shared<ServedModel>();
-    served->name = "tiny";
-    served->version = "1";
-    served->model = model_store::Model::Load(testing::TinyModelDir(), {}).value();
-    encoder_ = std::make_unique<testing::FakeEncoder>(served->model->config().hidden_size,
-                                                      per_batch);
-    served->batcher = std::make_unique<Batcher>(
-        [this](const model_store::EncodeBatch& b) { return encoder_->Encode(b); },
-        served->model->pooling(), BatcherOptions{},
-        [completions](std::function<void()> work) { completions->Schedule(std::move(work)); });
-    model_ = served;
-  }
-  absl::StatusOr<std::shared_ptr<const ServedModel>> Find(const std::string& name) const override {
-    if (name.empty() || name == model_->name) return model_;
-    return absl::NotFoundError("model: '" + name + "' is not served; served: tiny");
-  }
-  std::vector<std::shared_ptr<const ServedModel>> Current() const override { return {model_}; }
-  const std::string& default_name() const override { return model_->name; }
-  const model_store::Model& model() const { return *model_->model; }
-
- private:
-  std::unique_ptr<testing::FakeEncoder> encoder_;
-  std::shared_ptr<const ServedModel> model_;
-};
 
 class EmbedderTest : public ::testing::Test {
  protected:
@@ -52,7 +23,7 @@ class EmbedderTest : public ::testing::Test {
 
   void Build(absl::Duration per_batch, RequestLimits limits) {
     embedder_.reset();
-    models_ = std::make_unique<FixedModels>(&pool_, per_batch);
+    models_ = std::make_unique<testing::FixedModels>(&pool_, per_batch);
     CallObserver observer;
     observer.on_embedded = [this](const ServedModel&, const EmbedParams&, const EmbedResult& r) {
       embedded_documents_ += static_cast<int>(r.documents.size());
@@ -88,7 +59,7 @@ class EmbedderTest : public ::testing::Test {
   }
 
   WorkerPool pool_{2};
-  std::unique_ptr<FixedModels> models_;
+  std::unique_ptr<testing::FixedModels> models_;
   std::unique_ptr<Embedder> embedder_;
   std::atomic<int> embedded_documents_{0};
   CallRecord last_call_;
