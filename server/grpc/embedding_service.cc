@@ -17,6 +17,21 @@ class RefusedStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
   void OnDone() override { delete this; }
 };
 
+// The completion of a unary call: on success the answer, filled into a Response by `fill`, is
+// serialized into `bytes`; either way the call finishes with the answer's status.
+template <typename Response, typename Answer>
+std::function<void(absl::StatusOr<Answer>)> Reply(UnaryCall* call, grpc::ByteBuffer* bytes,
+                                                  void (*fill)(const Answer&, Response*)) {
+  return [call, bytes, fill](absl::StatusOr<Answer> answer) {
+    if (answer.ok()) {
+      Response response;
+      fill(*answer, &response);
+      SerializeResponse(response, bytes);
+    }
+    call->FinishOnce(answer.status());
+  };
+}
+
 }  // namespace
 
 EmbeddingService::EmbeddingService(Embedder* embedder, const BearerAuth* auth)
@@ -43,16 +58,8 @@ grpc::ServerUnaryReactor* EmbeddingService::Embed(grpc::CallbackServerContext* c
   auto* call = new UnaryCall(embedder_, "Embed", context);
   v1::EmbedRequest request;
   if (!Accept(call, context, request_bytes, &request)) return call;
-  auto job = embedder_->StartEmbed(
-      ToEmbedCall(&request, CallDeadline(context)),
-      [call, response_bytes](absl::StatusOr<EmbedAnswer> answer) {
-        if (answer.ok()) {
-          v1::EmbedResponse response;
-          FillEmbedResponse(*answer, &response);
-          SerializeResponse(response, response_bytes);
-        }
-        call->FinishOnce(answer.status());
-      });
+  auto job = embedder_->StartEmbed(ToEmbedCall(&request, CallDeadline(context)),
+                                   Reply(call, response_bytes, &FillEmbedResponse));
   if (!job.ok()) {
     call->FinishOnce(job.status());
     return call;
@@ -79,14 +86,7 @@ grpc::ServerUnaryReactor* EmbeddingService::Tokenize(grpc::CallbackServerContext
   v1::TokenizeRequest request;
   if (!Accept(call, context, request_bytes, &request)) return call;
   const absl::Status started = embedder_->StartTokenize(
-      ToTokenizeCall(&request), [call, response_bytes](absl::StatusOr<TokenizeAnswer> answer) {
-        if (answer.ok()) {
-          v1::TokenizeResponse response;
-          FillTokenizeResponse(*answer, &response);
-          SerializeResponse(response, response_bytes);
-        }
-        call->FinishOnce(answer.status());
-      });
+      ToTokenizeCall(&request), Reply(call, response_bytes, &FillTokenizeResponse));
   if (!started.ok()) call->FinishOnce(started);
   return call;
 }

@@ -43,6 +43,16 @@ class EmbedderTest : public ::testing::Test {
     return done.get_future().get();
   }
 
+  // Starts `call` and waits for its answer; a refusal at the start is returned as it is.
+  absl::StatusOr<TokenizeAnswer> Tokenize(TokenizeCall call) {
+    std::promise<absl::StatusOr<TokenizeAnswer>> done;
+    const absl::Status started = embedder_->StartTokenize(
+        std::move(call),
+        [&](absl::StatusOr<TokenizeAnswer> answer) { done.set_value(std::move(answer)); });
+    if (!started.ok()) return started;
+    return done.get_future().get();
+  }
+
   static EmbedCall Texts(TextInputs texts) {
     EmbedCall call;
     call.inputs = std::move(texts);
@@ -161,14 +171,7 @@ TEST_F(EmbedderTest, DeadlineAndCancellationAnswerOnceAndGiveEverythingBack) {
 }
 
 TEST_F(EmbedderTest, TokenizeAnswersTheModelsTokensOrNamesTheInput) {
-  std::promise<absl::StatusOr<TokenizeAnswer>> done;
-  ASSERT_TRUE(embedder_
-                  ->StartTokenize({"", {"the cat", "sat"}, false},
-                                  [&](absl::StatusOr<TokenizeAnswer> a) {
-                                    done.set_value(std::move(a));
-                                  })
-                  .ok());
-  auto answer = done.get_future().get();
+  auto answer = Tokenize({"", {"the cat", "sat"}, false});
   ASSERT_TRUE(answer.ok()) << answer.status();
   EXPECT_FALSE(answer->add_special_tokens);
   ASSERT_EQ(answer->tokens.size(), 2u);
@@ -179,14 +182,7 @@ TEST_F(EmbedderTest, TokenizeAnswersTheModelsTokensOrNamesTheInput) {
   RequestLimits few_tokens;
   few_tokens.max_tokens_per_document = 3;
   Build(absl::ZeroDuration(), few_tokens);
-  std::promise<absl::StatusOr<TokenizeAnswer>> refused;
-  ASSERT_TRUE(embedder_
-                  ->StartTokenize({"", {"a", "b c d e"}, true},
-                                  [&](absl::StatusOr<TokenizeAnswer> a) {
-                                    refused.set_value(std::move(a));
-                                  })
-                  .ok());
-  auto too_many = refused.get_future().get();
+  auto too_many = Tokenize({"", {"a", "b c d e"}, true});
   EXPECT_EQ(too_many.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(too_many.status().message(), HasSubstr("inputs[1]: the inputs make more than 3"));
   ExpectBooksAtZero();
