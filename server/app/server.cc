@@ -15,10 +15,10 @@ namespace {
 // "<listener> listening on HOST:PORT" on stdout, where test runners and scripts read it: the
 // host as the flag gave it, the port as bound (the flag may ask for port 0).
 void LogListening(const char* listener, const std::string& address, int port) {
-  ServerLog(LogLevel::kInfo,
-            absl::StrCat(listener, " listening on ", address.substr(0, address.rfind(':')), ":",
-                         port),
-            std::cout);
+  ServerLog(
+      LogLevel::kInfo,
+      absl::StrCat(listener, " listening on ", address.substr(0, address.rfind(':')), ":", port),
+      std::cout);
 }
 
 }  // namespace
@@ -105,13 +105,12 @@ absl::Status Server::StartListeners() {
 absl::Status Server::LoadModels() {
   const ModelEvents events(&metrics_);
   WorkerPool* pool = pool_.get();
-  ASSIGN_OR_RETURN(
-      registry_,
-      ModelRegistry::Load(
-          options_.models, options_.batching, inference_.get(),
-          [pool](std::function<void()> work) { pool->Schedule(std::move(work)); },
-          [this](const ServedModel& model) { return metrics_.BatchHook(model.name); },
-          events.VersionObserver()));
+  ASSIGN_OR_RETURN(registry_,
+                   ModelRegistry::Load(
+                       options_.models, options_.batching, inference_.get(),
+                       [pool](std::function<void()> work) { pool->Schedule(std::move(work)); },
+                       [this](const ServedModel& model) { return metrics_.BatchHook(model.name); },
+                       events.VersionObserver()));
   reloader_ = std::make_unique<ModelReloader>(registry_.get(), options_.models.poll_interval,
                                               events.ReloadObserver());
   if (http_) http_->SetReloader(reloader_.get());

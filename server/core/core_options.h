@@ -20,8 +20,8 @@ struct ModelSource {
 
 struct ModelOptions {
   std::vector<ModelSource> sources;  // --model NAME=DIR (repeatable) and --model-store DIR
-  std::string store;  // --model-store: subdirectories that appear later are served too
-  std::string default_model;         // empty: the first model
+  std::string store;          // --model-store: subdirectories that appear later are served too
+  std::string default_model;  // empty: the first model
   model_store::ComputeDType dtype = model_store::ComputeDType::kFloat32;
   int intra_op_threads = 0;  // 0: all cores
   // Loaded versions per model after a reload: the current one and those before it, for

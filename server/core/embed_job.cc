@@ -34,9 +34,8 @@ EmbedJob::~EmbedJob() {
   Complete(absl::UnavailableError("server shutting down"));
 }
 
-absl::StatusOr<model_store::TokenizedText> EmbedJob::GivenTokens(size_t i,
-                                                                const std::string& field,
-                                                                int64_t vocab_size) {
+absl::StatusOr<model_store::TokenizedText> EmbedJob::GivenTokens(size_t i, const std::string& field,
+                                                                 int64_t vocab_size) {
   model_store::TokenizedText tokens;
   tokens.ids = std::move(std::get<TokenInputs>(request_.inputs)[i]);
   for (size_t t = 0; t < tokens.ids.size(); ++t) {
@@ -51,7 +50,7 @@ absl::StatusOr<model_store::TokenizedText> EmbedJob::GivenTokens(size_t i,
 }
 
 absl::StatusOr<model_store::TokenizedText> EmbedJob::DocumentTokens(size_t i,
-                                                                   const std::string& field) {
+                                                                    const std::string& field) {
   const model_store::Model& model = *request_.model;
   if (std::holds_alternative<TokenInputs>(request_.inputs))
     return GivenTokens(i, field, model.config().vocab_size);
@@ -83,8 +82,7 @@ void EmbedJob::Prepare() {
     auto plan = PlanChunks(count, window, request_.params, field);
     if (!plan.ok()) return Complete(plan.status());
     doc.plan = *std::move(plan);
-    PrepareSlots(&doc, late,
-                 static_cast<size_t>(model.config().hidden_size));
+    PrepareSlots(&doc, late, static_cast<size_t>(model.config().hidden_size));
     for (const auto& range : doc.plan.sequences) total_tokens += range.size() + specials;
     sequences += doc.plan.sequences.size();
   }

@@ -32,7 +32,7 @@ struct TokenizeCall {
 
 struct TokenizeAnswer {
   std::shared_ptr<const ServedModel> model;
-  TextInputs inputs;  // the call's texts, which the token spans index
+  TextInputs inputs;                               // the call's texts, which the token spans index
   std::vector<model_store::TokenizedText> tokens;  // content tokens, one per input
   bool add_special_tokens = true;
 };

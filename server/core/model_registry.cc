@@ -37,9 +37,9 @@ ModelRegistry::ModelRegistry(const ModelOptions& options, const BatcherOptions& 
 absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
     const ModelOptions& options, const BatcherOptions& batching, WorkerPool* inference,
     Batcher::Executor completions, BatchObserverFactory observers, VersionObserver versions) {
-  std::unique_ptr<ModelRegistry> registry(new ModelRegistry(
-      options, batching, inference, std::move(completions), std::move(observers),
-      std::move(versions)));
+  std::unique_ptr<ModelRegistry> registry(
+      new ModelRegistry(options, batching, inference, std::move(completions), std::move(observers),
+                        std::move(versions)));
   for (const auto& source : options.sources) {
     for (const auto& existing : registry->entries_) {
       if (existing.source.name == source.name)
@@ -51,8 +51,8 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
       return absl::Status(located.status().code(),
                           absl::StrCat("model '", source.name, "': ", located.status().message()));
     }
-    ASSIGN_OR_RETURN(auto served, registry->LoadVersion(source.name, located->directory,
-                                                        located->version));
+    ASSIGN_OR_RETURN(auto served,
+                     registry->LoadVersion(source.name, located->directory, located->version));
     Entry entry;
     entry.source = source;
     entry.changes = ChangeTracker(located->signature);
@@ -121,15 +121,14 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::Find(
       if (served->version == version) return served;
       loaded.push_back(served->version);
     }
-    return absl::NotFoundError(absl::StrCat("model: version ", QuotedValue(version), " of '",
-                                            model, "' is not loaded; loaded: ",
-                                            absl::StrJoin(loaded, ", ")));
+    return absl::NotFoundError(
+        absl::StrCat("model: version ", QuotedValue(version), " of '", model,
+                     "' is not loaded; loaded: ", absl::StrJoin(loaded, ", ")));
   }
   std::vector<std::string> names;
   for (const Entry& entry : entries_) names.push_back(entry.source.name);
-  return absl::NotFoundError(absl::StrCat("model: ", QuotedValue(wanted),
-                                          " is not served; available: ",
-                                          absl::StrJoin(names, ", ")));
+  return absl::NotFoundError(absl::StrCat(
+      "model: ", QuotedValue(wanted), " is not served; available: ", absl::StrJoin(names, ", ")));
 }
 
 std::vector<std::shared_ptr<const ServedModel>> ModelRegistry::Current() const {

@@ -78,9 +78,9 @@ class ModelRegistry final : public ModelCatalog {
     std::deque<std::shared_ptr<const ServedModel>> versions;  // newest first
   };
 
-  ModelRegistry(const ModelOptions& options, const BatcherOptions& batching,
-                WorkerPool* inference, Batcher::Executor completions,
-                BatchObserverFactory observers, VersionObserver versions);
+  ModelRegistry(const ModelOptions& options, const BatcherOptions& batching, WorkerPool* inference,
+                Batcher::Executor completions, BatchObserverFactory observers,
+                VersionObserver versions);
   // The model in `directory`, loaded on a thread of its own (see the .cc), with its batcher.
   absl::StatusOr<std::shared_ptr<const ServedModel>> LoadVersion(const std::string& name,
                                                                  const std::string& directory,
@@ -98,7 +98,7 @@ class ModelRegistry final : public ModelCatalog {
   const VersionObserver version_observer_;
   std::string default_name_;
 
-  std::mutex reload_mu_;  // one reload at a time; held while loading, never by Find
+  std::mutex reload_mu_;   // one reload at a time; held while loading, never by Find
   mutable std::mutex mu_;  // guards entries_ and replaced_
   // Changed only under both locks: versions by ReloadEntry, new entries by AddFromStore.
   std::vector<Entry> entries_;

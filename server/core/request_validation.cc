@@ -46,11 +46,10 @@ absl::Status ValidateTextBytes(const TextInputs& inputs, size_t prompt_bytes,
   int64_t bytes = 0;
   for (const auto& input : inputs) bytes += static_cast<int64_t>(input.size() + prompt_bytes);
   if (bytes <= limits.max_request_bytes) return absl::OkStatus();
-  return Invalid(absl::StrCat(prompt_bytes > 0 ? "inputs and prompt: " : "inputs: ", bytes,
-                              " bytes of text",
-                              prompt_bytes > 0 ? " (the prompt counts once per input)" : "",
-                              " exceed the bound; allowed [0, ", limits.max_request_bytes,
-                              "] (--max-request-bytes)"));
+  return Invalid(absl::StrCat(
+      prompt_bytes > 0 ? "inputs and prompt: " : "inputs: ", bytes, " bytes of text",
+      prompt_bytes > 0 ? " (the prompt counts once per input)" : "",
+      " exceed the bound; allowed [0, ", limits.max_request_bytes, "] (--max-request-bytes)"));
 }
 
 // Every token id costs 4 bytes of --max-request-bytes, as its text would cost its bytes.
@@ -59,8 +58,8 @@ absl::Status ValidateTokenCount(const TokenInputs& inputs, const RequestLimits& 
   int64_t ids = 0;
   for (const auto& input : inputs) ids += static_cast<int64_t>(input.size());
   if (ids <= max_ids) return absl::OkStatus();
-  return Invalid(absl::StrCat("inputs: ", ids, " token ids exceed the bound; allowed [0, ",
-                              max_ids, "] (--max-request-bytes / 4)"));
+  return Invalid(absl::StrCat("inputs: ", ids, " token ids exceed the bound; allowed [0, ", max_ids,
+                              "] (--max-request-bytes / 4)"));
 }
 
 // What the inputs cost before anything is copied: their count, and their bytes with
@@ -95,9 +94,8 @@ absl::StatusOr<EmbedParams> ValidateEmbedCall(const EmbedCall& call,
     params.temperature = tau;
   }
   RETURN_IF_ERROR(CheckEnum(v1::LongTextStrategy_descriptor(), request.strategy, "strategy"));
-  params.strategy = request.strategy == v1::LONG_TEXT_STRATEGY_UNSPECIFIED
-                        ? limits.default_strategy
-                        : request.strategy;
+  params.strategy = request.strategy == v1::LONG_TEXT_STRATEGY_UNSPECIFIED ? limits.default_strategy
+                                                                           : request.strategy;
   RETURN_IF_ERROR(
       CheckEnum(v1::TruncationSide_descriptor(), request.truncation_side, "truncation_side"));
   params.keep_end = request.truncation_side == v1::TRUNCATION_SIDE_KEEP_END;

@@ -17,7 +17,8 @@ absl::StatusOr<std::vector<ModelSource>> ListStoreModels(const std::string& stor
     if (model_store::LocateModelVersion(entry.path().string()).ok())
       found.push_back({name, entry.path().string()});
   }
-  if (ec) return absl::InvalidArgumentError(absl::StrCat("--model_store=", store, ": ", ec.message()));
+  if (ec)
+    return absl::InvalidArgumentError(absl::StrCat("--model_store=", store, ": ", ec.message()));
   std::sort(found.begin(), found.end(),
             [](const ModelSource& a, const ModelSource& b) { return a.name < b.name; });
   return found;

@@ -13,8 +13,7 @@ void L2Normalize(std::vector<float>* v) {
   for (float& x : *v) x = static_cast<float>(x * inv);
 }
 
-std::vector<float> MergeChunkVectors(MergeRule rule,
-                                     const std::vector<std::vector<float>>& chunks,
+std::vector<float> MergeChunkVectors(MergeRule rule, const std::vector<std::vector<float>>& chunks,
                                      const std::vector<uint32_t>& weights) {
   if (chunks.size() == 1) return chunks[0];
   const size_t dim = chunks[0].size();

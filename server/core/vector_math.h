@@ -13,8 +13,7 @@ void L2Normalize(std::vector<float>* v);
 
 // The document vector from its chunk vectors by `rule`: mean, mean weighted by `weights`, or
 // element-wise max. Not normalised.
-std::vector<float> MergeChunkVectors(MergeRule rule,
-                                     const std::vector<std::vector<float>>& chunks,
+std::vector<float> MergeChunkVectors(MergeRule rule, const std::vector<std::vector<float>>& chunks,
                                      const std::vector<uint32_t>& weights);
 
 // The first `dimensions` entries (all when 0 or larger), re-normalised when `normalize`.

@@ -40,12 +40,12 @@ void EmbedStreamReactor::OnReadDone(bool ok) {
       ParseRequest(request_, &item, embedder_->limits().max_inputs_per_request);
   const std::string id = parsed.ok() ? item.request_id() : StreamRequestId(request_);
   const uint64_t key = next_key_++;
-  auto job = parsed.ok() ? embedder_->StartEmbed(
-                               ToEmbedCall(item.mutable_request(), CallDeadline(context_)),
-                               [this, key, id](absl::StatusOr<EmbedAnswer> answer) {
-                                 OnJobDone(key, id, answer);
-                               })
-                         : absl::StatusOr<std::shared_ptr<EmbedJob>>(parsed);
+  auto job =
+      parsed.ok()
+          ? embedder_->StartEmbed(
+                ToEmbedCall(item.mutable_request(), CallDeadline(context_)),
+                [this, key, id](absl::StatusOr<EmbedAnswer> answer) { OnJobDone(key, id, answer); })
+          : absl::StatusOr<std::shared_ptr<EmbedJob>>(parsed);
   if (job.ok()) {
     jobs_[key] = *std::move(job);
   } else {

@@ -13,7 +13,7 @@
 namespace embedding::server {
 
 struct GrpcListenerOptions {
-  std::string address;  // --listen, "host:port"; port 0 picks a free one
+  std::string address;            // --listen, "host:port"; port 0 picks a free one
   int64_t max_request_bytes = 0;  // --max-request-bytes; messages may carry 4 MiB more
   bool reflection = true;
   std::shared_ptr<grpc::ServerCredentials> credentials;

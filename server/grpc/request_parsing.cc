@@ -94,8 +94,8 @@ void CountOnWire(google::protobuf::io::CodedInputStream* in, const std::vector<i
 
 // The path of `inputs` in `descriptor`'s messages: {} for a request, {request} for a stream
 // item; false when it has none.
-bool InputsPath(const google::protobuf::Descriptor* descriptor, std::vector<int>* path,
-                int* field, std::string* name) {
+bool InputsPath(const google::protobuf::Descriptor* descriptor, std::vector<int>* path, int* field,
+                std::string* name) {
   if (const FieldDescriptor* inputs = descriptor->FindFieldByName("inputs")) {
     *field = inputs->number();
     *name = "inputs";
@@ -129,8 +129,7 @@ absl::Status CheckInputCount(const grpc::ByteBuffer& buffer, const Message& mess
 }  // namespace
 
 absl::Status ParseRequest(const grpc::ByteBuffer& buffer, Message* message, int64_t max_inputs) {
-  if (absl::Status count = CheckInputCount(buffer, *message, max_inputs); !count.ok())
-    return count;
+  if (absl::Status count = CheckInputCount(buffer, *message, max_inputs); !count.ok()) return count;
   if (ParseFrom(buffer, message)) return absl::OkStatus();
   std::unique_ptr<Message> twin = NewTwin(*message);
   if (twin != nullptr && ParseFrom(buffer, twin.get())) {

@@ -28,10 +28,10 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> GrpcServerCredentials(
   }
   if (tls.cert_file.empty() || tls.key_file.empty())
     return absl::InvalidArgumentError("--tls-cert-file and --tls-key-file go together");
-  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"tls-cert-file",
-                                                                              tls.cert_file},
-                                   {"tls-key-file", tls.key_file},
-                                   {"tls-client-ca-file", tls.client_ca_file}}) {
+  for (const auto& [flag, path] :
+       {std::pair<const char*, const std::string&>{"tls-cert-file", tls.cert_file},
+        {"tls-key-file", tls.key_file},
+        {"tls-client-ca-file", tls.client_ca_file}}) {
     if (path.empty()) continue;
     if (absl::Status readable = Readable(flag, path); !readable.ok()) return readable;
   }

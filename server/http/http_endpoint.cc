@@ -34,9 +34,10 @@ HttpResponse ReloadAnswer(const absl::StatusOr<std::vector<ReloadOutcome>>& outc
     body.push_back(std::move(item));
   }
   // Replace: a model's error text may hold bytes that are not UTF-8 (file names).
-  return HttpResponse{
-      status, "application/json",
-      body.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", {}};
+  return HttpResponse{status,
+                      "application/json",
+                      body.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
+                      {}};
 }
 
 }  // namespace
@@ -58,24 +59,26 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(HttpEndpointOp
     if (metrics_auth != nullptr && !Authorized(*metrics_auth, *ex)) return;
     ex->Respond({200, "text/plain; version=0.0.4; charset=utf-8", metrics->Render(), {}});
   });
-  server.Route("POST", "/admin/reload", [auth = options.auth, self = endpoint.get()](
-                                            std::shared_ptr<HttpExchange> ex) {
-    if (auth == nullptr)
-      return ex->Respond(Text(403, "admin endpoints are off: they need --auth-token-file\n"));
-    if (!Authorized(*auth, *ex)) return;
-    ModelReloader* reloader = self->reloader_.load();
-    if (reloader == nullptr) return ex->Respond(Text(503, "models are loading; retry shortly\n"));
-    self->admin_.Schedule([reloader, ex] {
-      ex->Respond(ReloadAnswer(reloader->ReloadNow(ex->QueryParam("model"))));
-    });
-  });
+  server.Route(
+      "POST", "/admin/reload",
+      [auth = options.auth, self = endpoint.get()](std::shared_ptr<HttpExchange> ex) {
+        if (auth == nullptr)
+          return ex->Respond(Text(403, "admin endpoints are off: they need --auth-token-file\n"));
+        if (!Authorized(*auth, *ex)) return;
+        ModelReloader* reloader = self->reloader_.load();
+        if (reloader == nullptr)
+          return ex->Respond(Text(503, "models are loading; retry shortly\n"));
+        self->admin_.Schedule([reloader, ex] {
+          ex->Respond(ReloadAnswer(reloader->ReloadNow(ex->QueryParam("model"))));
+        });
+      });
   server.Route("GET", "/healthz",
                [](std::shared_ptr<HttpExchange> ex) { ex->Respond(Text(200, "ok\n")); });
-  server.Route("GET", "/readyz", [serving = std::move(options.serving)](
-                                     std::shared_ptr<HttpExchange> ex) {
-    const bool ready = serving();
-    ex->Respond(Text(ready ? 200 : 503, ready ? "SERVING\n" : "NOT_SERVING\n"));
-  });
+  server.Route("GET", "/readyz",
+               [serving = std::move(options.serving)](std::shared_ptr<HttpExchange> ex) {
+                 const bool ready = serving();
+                 ex->Respond(Text(ready ? 200 : 503, ready ? "SERVING\n" : "NOT_SERVING\n"));
+               });
   RETURN_IF_ERROR(endpoint->listener_->Start());
   return endpoint;
 }

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -11,7 +12,6 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <optional>
@@ -90,11 +90,10 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     net::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
       if constexpr (kTls) {
         self->Lowest().expires_after(kIdleTimeout);
-        self->stream_.async_handshake(ssl::stream_base::server,
-                                      [self](beast::error_code ec) {
-                                        if (ec) return self->Close();
-                                        self->ReadHeader();
-                                      });
+        self->stream_.async_handshake(ssl::stream_base::server, [self](beast::error_code ec) {
+          if (ec) return self->Close();
+          self->ReadHeader();
+        });
       } else {
         self->ReadHeader();
       }
@@ -123,10 +122,9 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     parser_->header_limit(kMaxHeaderBytes);
     parser_->body_limit(state_->max_body_bytes);
     Lowest().expires_after(kIdleTimeout);
-    http::async_read_header(stream_, buffer_, *parser_,
-                            [self = this->shared_from_this()](beast::error_code ec, size_t) {
-                              self->OnHeader(ec);
-                            });
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = this->shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
   }
 
   // A read that failed: 413 past the body limit, 400 for a malformed request; otherwise (the
@@ -146,12 +144,11 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
       auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_,
                                                                      parser_->get().version());
       Lowest().expires_after(kReadTimeout);
-      return http::async_write(stream_, *cont,
-                               [self = this->shared_from_this(), cont](beast::error_code ec,
-                                                                       size_t) {
-                                 if (ec) return self->Close();
-                                 self->ReadBody();
-                               });
+      return http::async_write(
+          stream_, *cont, [self = this->shared_from_this(), cont](beast::error_code ec, size_t) {
+            if (ec) return self->Close();
+            self->ReadBody();
+          });
     }
     ReadBody();
   }
@@ -182,9 +179,8 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
       net::post(self->stream_.get_executor(),
                 [self, response = std::move(response)]() mutable { self->Write(response); });
     };
-    return std::make_shared<HttpExchange>(std::string(request.method_string()),
-                                          std::string(target), std::move(body),
-                                          std::move(lookup), std::move(send));
+    return std::make_shared<HttpExchange>(std::string(request.method_string()), std::string(target),
+                                          std::move(body), std::move(lookup), std::move(send));
   }
 
   void Dispatch() {
@@ -213,10 +209,9 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
 
   // Until the answer is written: readable with nothing to read is the client's close.
   void Watch() {
-    Lowest().socket().async_wait(tcp::socket::wait_read,
-                                 [self = this->shared_from_this()](beast::error_code ec) {
-                                   self->OnReadable(ec);
-                                 });
+    Lowest().socket().async_wait(
+        tcp::socket::wait_read,
+        [self = this->shared_from_this()](beast::error_code ec) { self->OnReadable(ec); });
   }
 
   void OnReadable(beast::error_code ec) {
@@ -282,9 +277,8 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     closed_ = true;
     if constexpr (kTls) {
       Lowest().expires_after(std::chrono::seconds(1));
-      stream_.async_shutdown([self = this->shared_from_this()](beast::error_code) {
-        self->Lowest().close();
-      });
+      stream_.async_shutdown(
+          [self = this->shared_from_this()](beast::error_code) { self->Lowest().close(); });
     } else {
       beast::error_code ignored;
       Lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
@@ -329,9 +323,9 @@ void Accept(const std::shared_ptr<State>& state) {
             // Forget closed connections whenever the list doubles, so it tracks the open ones.
             auto& all = state->connections;
             if (all.size() >= state->prune_at) {
-              all.erase(std::remove_if(all.begin(), all.end(),
-                                       [](const auto& c) { return c.expired(); }),
-                        all.end());
+              all.erase(
+                  std::remove_if(all.begin(), all.end(), [](const auto& c) { return c.expired(); }),
+                  all.end());
               state->prune_at = std::max<size_t>(64, 2 * all.size());
             }
             all.push_back(connection);
@@ -433,8 +427,8 @@ HttpListener::~HttpListener() {
 bool Authorized(const BearerAuth& auth, HttpExchange& exchange) {
   const absl::Status allowed = auth.Check(exchange.Header("Authorization"));
   if (allowed.ok()) return true;
-  exchange.Respond(HttpResponse{401, "text/plain", std::string(allowed.message()) + "\n",
-                                {{"WWW-Authenticate", "Bearer"}}});
+  exchange.Respond(HttpResponse{
+      401, "text/plain", std::string(allowed.message()) + "\n", {{"WWW-Authenticate", "Bearer"}}});
   return false;
 }
 

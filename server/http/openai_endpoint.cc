@@ -101,8 +101,8 @@ void Embeddings(const OpenAiEndpointOptions& options, std::shared_ptr<HttpExchan
 HttpResponse Refusal(size_t max_body, int status, const HttpExchange& request) {
   absl::Status error = absl::InvalidArgumentError("body: not a well-formed HTTP request");
   if (status == 413) {
-    error = absl::InvalidArgumentError(absl::StrCat(
-        "body: larger than ", max_body, " bytes (3 x --max-request-bytes + 64 KiB)"));
+    error = absl::InvalidArgumentError(
+        absl::StrCat("body: larger than ", max_body, " bytes (3 x --max-request-bytes + 64 KiB)"));
   } else if (status == 404) {
     error = absl::NotFoundError(absl::StrCat("no route ", request.method(), " ",
                                              request.path().substr(0, 128),

@@ -18,7 +18,7 @@ namespace embedding::server {
 struct OpenAiEndpointOptions {
   std::string address;  // --openai-listen
   Embedder* embedder = nullptr;
-  const BearerAuth* auth = nullptr;  // set: every route needs a bearer token
+  const BearerAuth* auth = nullptr;   // set: every route needs a bearer token
   HttpTlsCertificate* tls = nullptr;  // set (--http-tls): HTTPS
   // A request's deadline when it sends no X-Request-Timeout header (seconds).
   absl::Duration default_timeout = absl::Minutes(5);

@@ -100,9 +100,8 @@ absl::Status ReadInput(const Json& input, const RequestLimits& limits,
                                          TypeName(input[i])));
     total += input[i].size();
     if (total > max_ids) {
-      return Invalid("input", absl::StrCat("more than ", max_ids,
-                                           " token ids in all; allowed [1, ", max_ids,
-                                           "] (--max-request-bytes / 4)"));
+      return Invalid("input", absl::StrCat("more than ", max_ids, " token ids in all; allowed [1, ",
+                                           max_ids, "] (--max-request-bytes / 4)"));
     }
     std::vector<int32_t> ids;
     ids.reserve(input[i].size());
@@ -172,8 +171,8 @@ absl::Status ReadField(const std::string& key, const Json& value, const RequestL
 
 }  // namespace
 
-absl::StatusOr<OpenAiEmbeddingsRequest> ParseOpenAiEmbeddingsRequest(
-    std::string_view body, const RequestLimits& limits) {
+absl::StatusOr<OpenAiEmbeddingsRequest> ParseOpenAiEmbeddingsRequest(std::string_view body,
+                                                                     const RequestLimits& limits) {
   struct TooDeep {};
   Json json;
   try {

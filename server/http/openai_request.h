@@ -14,7 +14,7 @@
 namespace embedding::server {
 
 struct OpenAiEmbeddingsRequest {
-  EmbedCall call;  // texts or token ids; no deadline (the endpoint sets it)
+  EmbedCall call;       // texts or token ids; no deadline (the endpoint sets it)
   bool base64 = false;  // encoding_format "base64": little-endian float32, base64
 };
 

@@ -24,12 +24,10 @@ Json Vector(const std::vector<float>& values, bool base64) {
 Json SpanOf(const Span& span) { return Json::array({span.begin, span.end}); }
 
 Json Details(const DocumentResult& doc, bool base64) {
-  Json details = {{"token_count", doc.token_count},
-                  {"chunk_count", doc.chunk_count},
-                  {"truncated", doc.truncated},
-                  {"temperature", doc.temperature},
-                  {"length_bucket", doc.length_bucket},
-                  {"high_frequency_ratio", MeanHighFrequencyRatio(doc)}};
+  Json details = {
+      {"token_count", doc.token_count},     {"chunk_count", doc.chunk_count},
+      {"truncated", doc.truncated},         {"temperature", doc.temperature},
+      {"length_bucket", doc.length_bucket}, {"high_frequency_ratio", MeanHighFrequencyRatio(doc)}};
   if (!doc.chunks.empty()) {
     Json chunks = Json::array();
     for (const ChunkResult& chunk : doc.chunks) {
@@ -124,8 +122,7 @@ std::string OpenAiErrorBody(const absl::Status& status) {
   Json param = nullptr;
   // Messages name their field first: "temperature: ...", "inputs[2]: ...", "model: ...".
   const size_t colon = message.find(": ");
-  if (colon != std::string::npos && colon <= 80 &&
-      message.find_first_of(" '\"", 0) >= colon) {
+  if (colon != std::string::npos && colon <= 80 && message.find_first_of(" '\"", 0) >= colon) {
     std::string field = message.substr(0, colon);
     if (absl::StartsWith(field, "inputs")) field = "input" + field.substr(6);
     if (!absl::StartsWith(field, "--")) param = field;

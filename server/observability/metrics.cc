@@ -43,7 +43,6 @@ Histogram::BucketBoundaries PowersOfTwo(double first, double last) {
   return out;
 }
 
-
 }  // namespace
 
 Metrics::Metrics(size_t collapse_window)

@@ -66,10 +66,9 @@ void RequestLog::Record(const CallRecord& record, absl::Time now) {
     // Invalid UTF-8 is replaced, never thrown on: a log line must not fail.
     line = json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   } else {
-    line = absl::StrFormat(
-        "embedding_server: rpc %s request_id=%s code=%s seconds=%.6f", record.method,
-        record.request_id, absl::StatusCodeToString(record.code),
-        record.seconds);
+    line = absl::StrFormat("embedding_server: rpc %s request_id=%s code=%s seconds=%.6f",
+                           record.method, record.request_id, absl::StatusCodeToString(record.code),
+                           record.seconds);
     if (failed) absl::StrAppend(&line, " message=\"", message, "\"");
     if (suppressed > 0) absl::StrAppend(&line, " (", suppressed, " failed-call lines suppressed)");
   }

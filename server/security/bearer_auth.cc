@@ -20,8 +20,8 @@ constexpr absl::string_view kScheme = "Bearer ";
 
 absl::Status BearerAuth::ReadTokens(std::vector<Digest>* digests) const {
   std::ifstream in(path_);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat("--auth-token-file=", path_,
-                                                          ": cannot read"));
+  if (!in)
+    return absl::InvalidArgumentError(absl::StrCat("--auth-token-file=", path_, ": cannot read"));
   std::string line;
   while (std::getline(in, line)) {
     const absl::string_view token = absl::StripAsciiWhitespace(line);

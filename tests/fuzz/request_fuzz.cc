@@ -6,7 +6,6 @@
 // cover the document inside the model's window.
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/slice.h>
-
 #include <unistd.h>
 
 #include <cstddef>
@@ -23,10 +22,10 @@
 #include "model_store/demo_model_writer.h"
 #include "model_store/model.h"
 #include "server/core/chunk_planner.h"
-#include "server/http/openai_request.h"
-#include "server/grpc/request_parsing.h"
 #include "server/core/request_validation.h"
 #include "server/grpc/message_conversion.h"
+#include "server/grpc/request_parsing.h"
+#include "server/http/openai_request.h"
 
 namespace {
 namespace fs = std::filesystem;
@@ -114,8 +113,8 @@ void EmbedPath(embedding::v1::EmbedRequest* request) {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   // Every invalid-UTF-8 input makes protobuf log a line (the server rate-limits them).
-  google::protobuf::SetLogHandler([](google::protobuf::LogLevel, const char*, int,
-                                     const std::string&) {});
+  google::protobuf::SetLogHandler(
+      [](google::protobuf::LogLevel, const char*, int, const std::string&) {});
   return 0;
 }
 

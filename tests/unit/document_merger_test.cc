@@ -34,8 +34,8 @@ EncodedDocument Document(uint32_t tokens, uint32_t window, const EmbedParams& pa
   doc.text = prompt;
   for (uint32_t t = 0; t < tokens; ++t) {
     doc.tokens.ids.push_back(static_cast<int32_t>(t));
-    doc.tokens.spans.push_back({static_cast<uint32_t>(doc.text.size()),
-                                static_cast<uint32_t>(doc.text.size() + 1)});
+    doc.tokens.spans.push_back(
+        {static_cast<uint32_t>(doc.text.size()), static_cast<uint32_t>(doc.text.size() + 1)});
     doc.text.push_back(static_cast<char>('a' + t % 26));
   }
   doc.plan = PlanChunks(tokens, window, params, "inputs[0]").value();
@@ -117,8 +117,8 @@ TEST(MergeDocument, LateChunkingFoldsEachTokenFromItsMostCentralWindow) {
       t_sum += t;
       w_sum += doc.plan.token_window[t];
     }
-    ExpectNear(out.chunks[c].vector,
-               {static_cast<float>(t_sum / chunk.size()), static_cast<float>(w_sum / chunk.size())});
+    ExpectNear(out.chunks[c].vector, {static_cast<float>(t_sum / chunk.size()),
+                                      static_cast<float>(w_sum / chunk.size())});
   }
 }
 

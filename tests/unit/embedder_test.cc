@@ -126,9 +126,8 @@ TEST_F(EmbedderTest, EveryRefusalBeforeAdmissionHasItsCodeAndField) {
   one_slot.max_concurrent_requests = 1;
   Build(absl::Milliseconds(200), one_slot);
   std::promise<absl::StatusOr<EmbedAnswer>> first;
-  auto running = embedder_->StartEmbed(Texts({"slow"}), [&](absl::StatusOr<EmbedAnswer> a) {
-    first.set_value(std::move(a));
-  });
+  auto running = embedder_->StartEmbed(
+      Texts({"slow"}), [&](absl::StatusOr<EmbedAnswer> a) { first.set_value(std::move(a)); });
   ASSERT_TRUE(running.ok());
   auto full = Embed(Texts({"b"}));
   EXPECT_EQ(full.status().code(), absl::StatusCode::kResourceExhausted);

@@ -99,8 +99,8 @@ TEST(OpenAiRequest, BadBodiesNameTheirParam) {
 // 1e300 does not fit a float; narrowing it would be undefined behaviour. It becomes an
 // infinity, which validation refuses naming temperature.
 TEST(OpenAiRequest, TemperatureBeyondFloatBecomesInfinite) {
-  for (const char* body : {R"({"input": "x", "temperature": 1e300})",
-                           R"({"input": "x", "temperature": -1e300})"}) {
+  for (const char* body :
+       {R"({"input": "x", "temperature": 1e300})", R"({"input": "x", "temperature": -1e300})"}) {
     auto parsed = ParseOpenAiEmbeddingsRequest(body, Limits());
     ASSERT_TRUE(parsed.ok()) << parsed.status();
     EXPECT_TRUE(std::isinf(parsed->call.options.temperature.value())) << body;

@@ -16,8 +16,7 @@ namespace embedding::v1 {
 std::string StrategyName(LongTextStrategy strategy);
 // The strategy spelled `name` ; INVALID_ARGUMENT naming `field` and listing
 // every name otherwise. UNSPECIFIED has no name.
-absl::StatusOr<LongTextStrategy> ParseStrategyName(absl::string_view name,
-                                                   absl::string_view field);
+absl::StatusOr<LongTextStrategy> ParseStrategyName(absl::string_view name, absl::string_view field);
 // Every strategy a request may choose (all but UNSPECIFIED), in .proto order.
 std::vector<LongTextStrategy> AllStrategies();
 
