@@ -1,8 +1,7 @@
 #include "server/grpc/embed_stream_reactor.h"
 
 #include "server/grpc/call_context.h"
-#include "server/grpc/message_conversion.h"
-#include "server/grpc/request_parsing.h"
+#include "server/grpc/grpc_messages.h"
 #include "server/grpc/status_mapping.h"
 
 namespace embedding::server {

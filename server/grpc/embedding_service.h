@@ -13,7 +13,7 @@ namespace embedding::server {
 class UnaryCall;
 
 // The methods that carry text take raw bytes, so a string that is not UTF-8 gets
-// INVALID_ARGUMENT naming the field (request_parsing.h); ListModels carries none.
+// INVALID_ARGUMENT naming the field (grpc_messages.h); ListModels carries none.
 using EmbeddingServiceBase = v1::EmbeddingService::WithRawCallbackMethod_Embed<
     v1::EmbeddingService::WithRawCallbackMethod_EmbedStream<
         v1::EmbeddingService::WithRawCallbackMethod_Tokenize<

@@ -6,8 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
-#include "server/http/openai_request.h"
-#include "server/http/openai_response.h"
+#include "server/http/openai_api.h"
 #include "server/observability/request_log.h"
 
 namespace embedding::server {

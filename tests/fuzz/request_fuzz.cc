@@ -23,9 +23,8 @@
 #include "model_store/model.h"
 #include "server/core/chunk_planner.h"
 #include "server/core/request_validation.h"
-#include "server/grpc/message_conversion.h"
-#include "server/grpc/request_parsing.h"
-#include "server/http/openai_request.h"
+#include "server/grpc/grpc_messages.h"
+#include "server/http/openai_api.h"
 
 namespace {
 namespace fs = std::filesystem;

@@ -9,8 +9,7 @@
 
 #include "absl/strings/escaping.h"
 #include "nlohmann/json.hpp"
-#include "server/http/openai_request.h"
-#include "server/http/openai_response.h"
+#include "server/http/openai_api.h"
 
 namespace embedding::server {
 namespace {

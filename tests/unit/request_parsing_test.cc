@@ -1,7 +1,7 @@
 // Parsing of text-carrying requests: invalid UTF-8 in every string field of every request
 // message is INVALID_ARGUMENT naming that field, and the server-side twins stay in step with
 // the public messages.
-#include "server/grpc/request_parsing.h"
+#include "server/grpc/grpc_messages.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

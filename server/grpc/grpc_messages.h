@@ -1,7 +1,9 @@
-// Parsing of request messages that carry text. proto3 refuses a `string` field holding
+// The gRPC door's wire format, both ways. Requests: proto3 refuses a `string` field holding
 // invalid UTF-8 without saying which one; here a failed parse is retried on the server-side
 // twin of the message (unchecked_requests.proto, `bytes` for `string`), so the answer is
-// INVALID_ARGUMENT naming the field: "inputs[2]: invalid UTF-8 at byte 17".
+// INVALID_ARGUMENT naming the field: "inputs[2]: invalid UTF-8 at byte 17"; a parsed
+// EmbedRequest becomes the core's EmbedCall. Answers and model descriptions become response
+// messages.
 #pragma once
 
 #include <grpcpp/support/byte_buffer.h>
@@ -10,7 +12,10 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "embedding/v1/embedding.pb.h"
 #include "google/protobuf/message.h"
+#include "server/core/embedder.h"
 
 namespace embedding::server {
 
@@ -28,5 +33,14 @@ std::string StreamRequestId(const grpc::ByteBuffer& buffer);
 
 // `message` serialized into `buffer`.
 void SerializeResponse(const google::protobuf::Message& message, grpc::ByteBuffer* buffer);
+
+// `request` (its inputs moved out) as the core's call, with `deadline`.
+EmbedCall ToEmbedCall(v1::EmbedRequest* request, absl::Time deadline);
+// `request` (its inputs moved out) as the core's Tokenize call.
+TokenizeCall ToTokenizeCall(v1::TokenizeRequest* request);
+
+void FillEmbedResponse(const EmbedAnswer& answer, v1::EmbedResponse* response);
+void FillTokenizeResponse(const TokenizeAnswer& answer, v1::TokenizeResponse* response);
+void FillModelInfo(const ServedModel& model, const RequestLimits& limits, v1::ModelInfo* info);
 
 }  // namespace embedding::server

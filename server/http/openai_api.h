@@ -1,0 +1,59 @@
+// The OpenAI API's wire format, both ways: the body of a POST /v1/embeddings read into the
+// core's EmbedCall, and the JSON this server answers on /v1/embeddings and /v1/models, with
+// its error object, built from the core's answers. Pure: no model, no I/O, so the request side
+// is fuzzed (tests/fuzz/request_fuzz.cc).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "server/core/core_options.h"
+#include "server/core/embed_call.h"
+#include "server/core/model_registry.h"
+
+namespace embedding::server {
+
+struct OpenAiEmbeddingsRequest {
+  EmbedCall call;       // texts or token ids; no deadline (the endpoint sets it)
+  bool base64 = false;  // encoding_format "base64": little-endian float32, base64
+};
+
+// JSON nested deeper than this is refused before it is built.
+inline constexpr int kMaxJsonDepth = 16;
+
+// Reads `body`. INVALID_ARGUMENT "PARAM: reason" (PARAM is the field: "input[3]",
+// "temperature", or "body" for JSON that does not parse, nests too deep or is not an object)
+// for malformed JSON, wrong types, unknown fields, and more inputs or token ids than `limits`
+// allow, all checked before anything is allocated per input. Semantics (ranges, the model)
+// are left to the core (ValidateEmbedCall), as for gRPC.
+//
+// Fields: model, input (a string, strings, token ids, or lists of token ids), encoding_format
+// (float | base64), dimensions, user; the extensions temperature, strategy (a strategy name),
+// truncation_side (start | end), chunk_tokens, chunk_overlap_tokens, normalize, prompt_name.
+absl::StatusOr<OpenAiEmbeddingsRequest> ParseOpenAiEmbeddingsRequest(std::string_view body,
+                                                                     const RequestLimits& limits);
+
+// {object: "list", data: [{object: "embedding", index, embedding, details}], model, usage}.
+// `embedding` is floats, or with `base64` the little-endian float32 bytes in base64. `details`
+// (ignored by OpenAI clients) carries what gRPC's DocumentEmbedding adds: token_count,
+// chunk_count, truncated, temperature, length_bucket, high_frequency_ratio, and for CHUNK_ALL
+// and late chunking the chunks with their embedding and token, char and byte spans.
+std::string OpenAiEmbeddingsBody(const EmbedAnswer& answer, bool base64);
+
+// {object: "list", data: [{id, object: "model", created, owned_by}]}, current versions.
+std::string OpenAiModelsBody(const std::vector<std::shared_ptr<const ServedModel>>& models);
+
+// The HTTP status for `status`'s code: 400, 401, 404, 429, 503, 504, or 500 (which DATA_LOSS
+// and UNKNOWN, only a corrupt model or a bug, share with INTERNAL).
+int OpenAiHttpStatus(const absl::Status& status);
+
+// {error: {message, type, param, code}}. `param` is the field the message starts with
+// ("temperature: ..."; gRPC's "inputs[2]" becomes "input[2]"), or null.
+std::string OpenAiErrorBody(const absl::Status& status);
+
+}  // namespace embedding::server
