@@ -16,6 +16,7 @@
 #include <set>
 
 #include "client/embedding_client.h"
+#include "tests/testing/metrics_scrape.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/test_models.h"
 
@@ -81,7 +82,12 @@ TEST(ServerLifecycle, ConcurrencyBoundAnswersResourceExhaustedAtOnce) {
 TEST(ServerLifecycle, QueuedTokenBoundAnswersResourceExhausted) {
   auto s = Start({"--max-queued-tokens=5000"});
   auto huge = EmbedAsync(s.client.get(), Words(60000));  // alone in the queue: admitted
-  absl::SleepFor(absl::Milliseconds(300));
+  // Until it is queued: tokenising 60,000 words takes longer than any fixed wait under ASan.
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  while (testing::ScrapeMetric(s.server->http_address(), "embedding_queued_tokens") <= 0 &&
+         absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
   auto refused = s.client->Embed(client::MakeEmbedRequest({Words(1000)}, {}));
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(refused.status().message(), HasSubstr("--max-queued-tokens"));

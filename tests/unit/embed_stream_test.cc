@@ -76,6 +76,10 @@ TEST(EmbedStream, ReadsPauseAtTheOutstandingBoundAndResume) {
   }
   EXPECT_TRUE(stream->Finish().ok());
   EXPECT_EQ(answered.size(), static_cast<size_t>(kItems));
+  // The reactor's OnDone, which reports the call, runs on gRPC's thread after the client's
+  // Finish returns.
+  for (int i = 0; i < 500 && embedder.active_calls() > 0; ++i)
+    absl::SleepFor(absl::Milliseconds(10));
   pool.WaitIdle();
   EXPECT_EQ(embedder.admission().in_flight_requests(), 0);
   EXPECT_EQ(embedder.admission().queued_tokens(), 0);
