@@ -65,6 +65,7 @@ v1::EmbedRequest MakeEmbedRequest(const std::vector<std::string>& texts,
   request.set_model(options.model);
   for (const auto& t : texts) request.add_inputs(t);
   if (options.temperature) request.set_temperature(*options.temperature);
+  request.set_temperature_mode(options.temperature_mode);
   request.set_strategy(options.strategy);
   request.set_truncation_side(options.truncation_side);
   if (options.chunk_tokens) request.set_chunk_tokens(*options.chunk_tokens);

@@ -49,6 +49,8 @@ struct ClientOptions {
 struct EmbedOptions {
   std::string model;
   std::optional<float> temperature;
+  // AUTO: the model's TempScale schedule per sequence length (leave `temperature` unset).
+  v1::TemperatureMode temperature_mode = v1::TEMPERATURE_MODE_UNSPECIFIED;
   v1::LongTextStrategy strategy = v1::LONG_TEXT_STRATEGY_UNSPECIFIED;
   v1::TruncationSide truncation_side = v1::TRUNCATION_SIDE_UNSPECIFIED;
   std::optional<uint32_t> chunk_tokens;

@@ -11,6 +11,7 @@
 #include "model_store/encoder.h"
 #include "model_store/encoder_config.h"
 #include "model_store/sentence_transformers_config.h"
+#include "model_store/tempscale_schedule.h"
 #include "model_store/tokenizer.h"
 
 namespace embedding::model_store {
@@ -25,8 +26,8 @@ class Model {
  public:
   // Loads the directory in Hugging Face layout. Errors name the file (and tensor or field):
   // NOT_FOUND for missing files, DATA_LOSS for corrupt ones, INVALID_ARGUMENT for an
-  // unsupported model_type (listing the supported ones), FAILED_PRECONDITION for bf16 on a
-  // CPU without native support (or int8 without oneDNN). dtype kAuto measures every dtype
+  // unsupported model_type (listing the supported ones) or a bad tempscale.json (naming the
+  // field), FAILED_PRECONDITION for bf16 on a CPU without native support (or int8 without oneDNN). dtype kAuto measures every dtype
   // and keeps the fastest that passes its accuracy guard (see dtype_choice.h).
   static absl::StatusOr<std::unique_ptr<Model>> Load(const std::string& model_dir,
                                                      const ModelOptions& options);
@@ -41,6 +42,8 @@ class Model {
   const Encoder& encoder() const { return *encoder_; }
   const SentenceTransformersConfig& sentence_transformers() const { return st_config_; }
   PoolingMode pooling() const { return pooling_; }
+  // τ by sequence length for AUTO requests (tempscale.json; τ = 1 everywhere without one).
+  const TempScaleSchedule& tempscale() const { return tempscale_; }
   // What --dtype=auto measured, one entry per dtype; empty when a dtype was named.
   const std::vector<DTypeTrial>& dtype_trials() const { return dtype_trials_; }
   // Content tokens one window holds: the position table less the special tokens.
@@ -55,6 +58,7 @@ class Model {
   std::unique_ptr<Encoder> encoder_;
   SentenceTransformersConfig st_config_;
   PoolingMode pooling_ = PoolingMode::kCls;
+  TempScaleSchedule tempscale_;
   std::vector<DTypeTrial> dtype_trials_;
 };
 

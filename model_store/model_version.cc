@@ -76,7 +76,7 @@ std::string ComputeModelVersion(const std::string& model_dir) {
   for (const auto& entry : fs::directory_iterator(model_dir, ec)) {
     const std::string name = entry.path().filename().string();
     if (name == "config.json" || name == "tokenizer.json" || name == "vocab.txt" ||
-        name == "tokenizer_config.json" || entry.path().extension() == ".safetensors") {
+        name == "tokenizer_config.json" || name == "tempscale.json" || entry.path().extension() == ".safetensors") {
       names.push_back(name);
     }
   }

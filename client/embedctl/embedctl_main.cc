@@ -4,6 +4,9 @@
 //   embedctl models
 //   embedctl health                  exit 0 only when SERVING
 //   embedctl collapse-report --corpus=FILE --temperatures=1,0.8,0.6 [--json=F] [--chart=F.svg]
+//   embedctl calibrate --corpus=FILE|DIR [--schedule-out=MODEL_DIR/tempscale.json] [--json=F]
+//                      [--chart=F.svg]
+//   embedctl eval --corpus=FILE|DIR [--fixed-temperature=0.7] [--json=F] [--chart=F.svg]
 //   embedctl bench --requests=N|--duration-s=S [--concurrency=C|--rate=R] [--corpus=FILE
 //                  [--corpus_in_order]] [--json=F]
 // Every flag falls back to EMBEDCTL_<FLAG> (EMBEDCTL_ADDRESS, EMBEDCTL_TIMEOUT_S,
@@ -23,6 +26,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "client/embedctl/collapse_report.h"
+#include "client/embedctl/retrieval_eval.h"
+#include "client/embedctl/tempscale_calibration.h"
 #include "client/embedctl/load_generator.h"
 #include "client/embedctl/metrics_probe.h"
 #include "client/embedding_client.h"
@@ -42,7 +47,9 @@ ABSL_FLAG(std::string, client_cert, "",
 ABSL_FLAG(std::string, client_key, "", "PEM client key for mTLS (env EMBEDCTL_CLIENT_KEY).");
 ABSL_FLAG(std::string, token, "", "Bearer token (env EMBEDCTL_TOKEN).");
 ABSL_FLAG(std::string, model, "", "Model name; empty is the server's default.");
-ABSL_FLAG(std::string, temperature, "", "Attention temperature tau; empty is the model default.");
+ABSL_FLAG(std::string, temperature, "",
+          "Attention temperature tau, or auto (the model's schedule by sequence length); empty "
+          "is the model default.");
 ABSL_FLAG(std::string, strategy, "",
           "reject|truncate|chunk_mean|chunk_weighted_mean|chunk_max|"
           "chunk_all|late_chunking; empty is the server default.");
@@ -61,6 +68,15 @@ ABSL_FLAG(std::string, chart, "", "collapse-report: write an SVG chart here.");
 ABSL_FLAG(uint32_t, compare_chunk_tokens, 0,
           "collapse-report: also embed as the mean of chunks of this many tokens, beside the "
           "native window (0: native only).");
+ABSL_FLAG(std::string, schedule_out, "",
+          "calibrate: write the fitted schedule here (the model directory's tempscale.json).");
+ABSL_FLAG(uint32_t, docs_per_bucket, 64, "calibrate, eval: documents per length bucket.");
+ABSL_FLAG(uint32_t, query_tokens, 12, "calibrate, eval: tokens per query span.");
+ABSL_FLAG(double, fixed_temperature, 0.7, "eval: the fixed tau column.");
+ABSL_FLAG(std::string, compare_strategies,
+          "truncate,chunk_mean,chunk_weighted_mean,chunk_max,late_chunking",
+          "eval: strategies to compare.");
+ABSL_FLAG(std::string, tasks_json, "", "eval: also write the documents and queries here.");
 ABSL_FLAG(int64_t, requests, 0, "bench: requests to send (0: bounded by --duration-s).");
 ABSL_FLAG(double, duration_s, 0, "bench: seconds to run (0: bounded by --requests).");
 ABSL_FLAG(int, concurrency, 1, "bench: requests in flight (closed loop).");
@@ -75,7 +91,7 @@ ABSL_FLAG(std::string, strategies, "chunk_mean", "bench: strategies to mix, comm
 ABSL_FLAG(double, deadline_share, 0, "bench: share of requests sent with a tiny deadline.");
 ABSL_FLAG(double, injected_deadline_ms, 2, "bench: that deadline.");
 ABSL_FLAG(double, cancel_share, 0, "bench: share of requests cancelled after 0-20 ms.");
-ABSL_FLAG(uint64_t, seed, 1, "bench: workload seed.");
+ABSL_FLAG(uint64_t, seed, 1, "bench: workload seed; calibrate, eval: cut and query seed.");
 ABSL_FLAG(bool, corpus_in_order, false,
           "bench: take --corpus documents in file order, cycling (default: at random).");
 ABSL_FLAG(std::string, metrics_address, "",
@@ -114,9 +130,11 @@ absl::StatusOr<EmbedOptions> OptionsFromFlags() {
   options.model = absl::GetFlag(FLAGS_model);
   options.prompt_name = absl::GetFlag(FLAGS_prompt_name);
   absl::Status s;
-  if (!(s = ParseOptional("temperature", absl::GetFlag(FLAGS_temperature), &options.temperature))
-           .ok())
+  if (const std::string tau = absl::GetFlag(FLAGS_temperature); tau == "auto") {
+    options.temperature_mode = v1::TEMPERATURE_MODE_AUTO;
+  } else if (!(s = ParseOptional("temperature", tau, &options.temperature)).ok()) {
     return s;
+  }
   if (!(s = ParseOptional("chunk_tokens", absl::GetFlag(FLAGS_chunk_tokens), &options.chunk_tokens))
            .ok())
     return s;
@@ -282,6 +300,93 @@ absl::StatusOr<std::vector<v1::LongTextStrategy>> StrategyList(const std::string
   return out;
 }
 
+// Progress on a terminal: "label: done/total requests".
+std::function<void(size_t, size_t)> ProgressPrinter(const char* label) {
+  if (!isatty(STDERR_FILENO)) return nullptr;
+  return [label](size_t done, size_t total) {
+    std::fprintf(stderr, "\r%s: %zu/%zu requests", label, done, total);
+    if (done == total) std::fprintf(stderr, "\n");
+  };
+}
+
+absl::StatusOr<RetrievalTaskOptions> TaskOptionsFromFlags() {
+  RetrievalTaskOptions options;
+  options.model = absl::GetFlag(FLAGS_model);
+  options.max_documents = absl::GetFlag(FLAGS_docs_per_bucket);
+  options.query_tokens = absl::GetFlag(FLAGS_query_tokens);
+  options.seed = absl::GetFlag(FLAGS_seed);
+  if (options.query_tokens < 1 || options.max_documents < 2)
+    return absl::InvalidArgumentError("--query-tokens must be >= 1 and --docs-per-bucket >= 2");
+  return options;
+}
+
+int Calibrate(EmbeddingClient& client) {
+  auto corpus = ReadCorpus(absl::GetFlag(FLAGS_corpus));
+  if (!corpus.ok()) return Fail(corpus.status());
+  auto tasks = TaskOptionsFromFlags();
+  if (!tasks.ok()) return Fail(tasks.status());
+  auto info = client.GetModelInfo(tasks->model);
+  if (!info.ok()) return Fail(info.status());
+  CalibrationOptions options;
+  options.tasks = *tasks;
+  options.tasks.max_tokens = info->max_window_tokens();  // a schedule maps one window's length
+  for (absl::string_view t :
+       absl::StrSplit(absl::GetFlag(FLAGS_temperatures), ',', absl::SkipEmpty())) {
+    float tau;
+    if (!absl::SimpleAtof(t, &tau))
+      return Fail(absl::InvalidArgumentError(absl::StrCat("--temperatures: bad value ", t)));
+    options.grid.push_back(tau);
+  }
+  options.progress = ProgressPrinter("calibrate");
+  auto calibration = RunCalibration(client, *corpus, options);
+  if (!calibration.ok()) return Fail(calibration.status());
+  std::cout << FormatCalibrationTable(*calibration);
+  if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty())
+    std::ofstream(path) << CalibrationJson(*calibration);
+  if (const std::string path = absl::GetFlag(FLAGS_chart); !path.empty())
+    std::ofstream(path) << CalibrationChartSvg(*calibration, info->name());
+  if (const std::string path = absl::GetFlag(FLAGS_schedule_out); !path.empty()) {
+    const std::string source = absl::StrCat(
+        "embedctl calibrate --corpus=", absl::GetFlag(FLAGS_corpus), " on ", info->name(), "@",
+        info->version(), " (MRR@10, ", options.tasks.query_tokens, "-token queries, ",
+        options.tasks.max_documents, " documents per bucket, grid ",
+        absl::GetFlag(FLAGS_temperatures), ")");
+    std::ofstream out(path);
+    out << ScheduleFileJson(*calibration, source);
+    if (!out) return Fail(absl::InternalError(absl::StrCat("--schedule-out: cannot write ", path)));
+    std::cerr << "wrote " << path << " (a reload of the model picks it up)\n";
+  }
+  return 0;
+}
+
+int Eval(EmbeddingClient& client) {
+  auto corpus = ReadCorpus(absl::GetFlag(FLAGS_corpus));
+  if (!corpus.ok()) return Fail(corpus.status());
+  auto task_options = TaskOptionsFromFlags();
+  if (!task_options.ok()) return Fail(task_options.status());
+  auto strategies = StrategyList(absl::GetFlag(FLAGS_compare_strategies));
+  if (!strategies.ok()) return Fail(strategies.status());
+  EvalOptions options;
+  options.tasks = *task_options;
+  options.strategies = *strategies;
+  options.fixed_tau = static_cast<float>(absl::GetFlag(FLAGS_fixed_temperature));
+  options.progress = ProgressPrinter("eval");
+  auto tasks = BuildRetrievalTasks(client, *corpus, options.tasks);
+  if (!tasks.ok()) return Fail(tasks.status());
+  if (tasks->empty())
+    return Fail(absl::InvalidArgumentError("--corpus: no length bucket has enough documents"));
+  if (const std::string path = absl::GetFlag(FLAGS_tasks_json); !path.empty())
+    std::ofstream(path) << TasksJson(*tasks);
+  auto report = RunEval(client, *tasks, options);
+  if (!report.ok()) return Fail(report.status());
+  std::cout << FormatEvalTable(*report);
+  if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty())
+    std::ofstream(path) << EvalJson(*report);
+  if (const std::string path = absl::GetFlag(FLAGS_chart); !path.empty())
+    std::ofstream(path) << EvalChartSvg(*report, options.tasks.model);
+  return 0;
+}
+
 int Bench(EmbeddingClient& client) {
   BenchOptions options;
   options.requests = absl::GetFlag(FLAGS_requests);
@@ -358,7 +463,8 @@ int Bench(EmbeddingClient& client) {
 
 int Run(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "embedctl embed|tokenize|models|health|collapse-report|bench [flags] [texts...]");
+      "embedctl embed|tokenize|models|health|collapse-report|calibrate|eval|bench [flags] "
+      "[texts...]");
   if (absl::Status env = ApplyEnvironmentFallbacks("EMBEDCTL", "embedctl/embedctl_main.cc");
       !env.ok()) {
     return Fail(env);
@@ -392,6 +498,8 @@ int Run(int argc, char** argv) {
   if (command == "health") return Health(**client);
   if (command == "collapse-report") return CollapseReportCommand(**client);
   if (command == "bench") return Bench(**client);
+  if (command == "calibrate") return Calibrate(**client);
+  if (command == "eval") return Eval(**client);
   std::cerr << "embedctl: unknown command '" << command << "'\n"
             << absl::ProgramUsageMessage() << "\n";
   return 2;

@@ -99,4 +99,16 @@ std::string RenderLineChartSvg(const std::string& title, const std::string& x_ti
   return svg + "</svg>\n";
 }
 
+std::string StackChartsSvg(const std::vector<std::string>& charts) {
+  std::string svg = absl::StrFormat(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\">\n", kWidth,
+      kHeight * static_cast<double>(charts.size()));
+  for (size_t i = 0; i < charts.size(); ++i) {
+    // Each chart is an <svg> element; nested, it takes a vertical offset.
+    absl::StrAppend(&svg, absl::StrFormat("<svg y=\"%.0f\" ", kHeight * static_cast<double>(i)),
+                    charts[i].substr(std::string("<svg ").size()));
+  }
+  return svg + "</svg>\n";
+}
+
 }  // namespace embedding::client

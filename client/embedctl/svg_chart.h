@@ -17,4 +17,7 @@ std::string RenderLineChartSvg(const std::string& title, const std::string& x_ti
                                const std::string& y_title, const std::vector<std::string>& x_labels,
                                const std::vector<ChartSeries>& series);
 
+// Charts of RenderLineChartSvg one above the other, as one SVG document.
+std::string StackChartsSvg(const std::vector<std::string>& charts);
+
 }  // namespace embedding::client

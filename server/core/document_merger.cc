@@ -54,12 +54,36 @@ void AddLateChunkWindow(EncodedDocument* doc, size_t window, const std::vector<f
   }
 }
 
+namespace {
+
+// The tau of the sequence chunk `c` was encoded in; under late chunking, of the window its
+// first token takes its states from.
+float ChunkTemperature(const EncodedDocument& doc, size_t c, bool late, float fallback) {
+  if (doc.sequence_tau.empty()) return fallback;
+  const Span& range = doc.plan.chunks[c];
+  size_t sequence = c;
+  if (late) sequence = range.size() > 0 ? doc.plan.token_window[range.begin] : 0;
+  return doc.sequence_tau[std::min(sequence, doc.sequence_tau.size() - 1)];
+}
+
+}  // namespace
+
+std::vector<float> SequenceTemperatures(const ChunkPlan& plan, const EmbedParams& params,
+                                        const model_store::TempScaleSchedule& schedule) {
+  std::vector<float> taus;
+  taus.reserve(plan.sequences.size());
+  for (const Span& range : plan.sequences)
+    taus.push_back(params.auto_temperature ? schedule.TauFor(range.size()) : params.temperature);
+  return taus;
+}
+
 DocumentResult MergeDocument(const EncodedDocument& doc, const EmbedParams& params, size_t dim) {
   DocumentResult out;
   out.token_count = static_cast<uint32_t>(doc.tokens.ids.size());
   out.chunk_count = static_cast<uint32_t>(doc.plan.chunks.size());
   out.truncated = doc.plan.truncated;
-  out.temperature = params.temperature;
+  out.temperature = doc.sequence_tau.empty() ? params.temperature : doc.sequence_tau.front();
+  out.sequence_temperatures = doc.sequence_tau;
   out.length_bucket = LengthBucketLabel(out.token_count);
   out.high_frequency_ratios = doc.hf_ratio;
 
@@ -89,6 +113,7 @@ DocumentResult MergeDocument(const EncodedDocument& doc, const EmbedParams& para
       ChunkResult chunk;
       chunk.vector = TruncateDimensions(chunk_vectors[c], params.dimensions, params.normalize);
       chunk.tokens = range;
+      chunk.temperature = ChunkTemperature(doc, c, late, params.temperature);
       if (range.size() > 0) {
         chunk.bytes = {to_input(doc.tokens.spans[range.begin].begin),
                        to_input(doc.tokens.spans[range.end - 1].end)};

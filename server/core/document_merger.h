@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "model_store/tempscale_schedule.h"
 #include "model_store/tokenizer.h"
 #include "server/core/chunk_planner.h"
 #include "server/core/embed_params.h"
@@ -25,7 +26,13 @@ struct EncodedDocument {
   std::vector<std::vector<double>> chunk_sums;  // late chunking: per chunk, summed states
   std::vector<uint32_t> chunk_rows;             // late chunking: rows in each sum
   std::vector<float> hf_ratio;                  // per sequence
+  std::vector<float> sequence_tau;              // per sequence: the tau it is encoded at
 };
+
+// Each planned sequence's tau: the request's, or under AUTO the schedule's at the sequence's
+// own content-token count.
+std::vector<float> SequenceTemperatures(const ChunkPlan& plan, const EmbedParams& params,
+                                        const model_store::TempScaleSchedule& schedule);
 
 // Sizes the per-sequence and per-chunk slots once the plan is known.
 void PrepareSlots(EncodedDocument* doc, bool late_chunking, size_t dim);

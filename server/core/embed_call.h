@@ -24,6 +24,7 @@ struct ServedModel;
 struct EmbedRequestOptions {
   std::string model;  // "" for the default model; "name@version" for a loaded version
   std::optional<float> temperature;
+  v1::TemperatureMode temperature_mode = v1::TEMPERATURE_MODE_UNSPECIFIED;
   Strategy strategy = v1::LONG_TEXT_STRATEGY_UNSPECIFIED;
   v1::TruncationSide truncation_side = v1::TRUNCATION_SIDE_UNSPECIFIED;
   std::optional<uint32_t> chunk_tokens;

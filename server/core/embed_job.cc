@@ -83,6 +83,7 @@ void EmbedJob::Prepare() {
     if (!plan.ok()) return Complete(plan.status());
     doc.plan = *std::move(plan);
     PrepareSlots(&doc, late, static_cast<size_t>(model.config().hidden_size));
+    doc.sequence_tau = SequenceTemperatures(doc.plan, request_.params, model.tempscale());
     for (const auto& range : doc.plan.sequences) total_tokens += range.size() + specials;
     sequences += doc.plan.sequences.size();
   }
@@ -98,7 +99,7 @@ void EmbedJob::Prepare() {
                                    doc.tokens.ids.begin() + range.end);
       BatchTask task;
       task.ids = model.tokenizer().AddSpecialTokens(content);
-      task.temperature = request_.params.temperature;
+      task.temperature = doc.sequence_tau[s];
       task.want_hidden_states = late;
       task.liveness = [self] { return self->Liveness(); };
       task.done = [self, d, s](absl::StatusOr<SequenceOutput> output) {

@@ -21,6 +21,9 @@ struct EmbedParams {
   // 0 keeps every dimension.
   uint32_t dimensions = 0;
   float temperature = 1.0f;
+  // AUTO: each sequence's tau comes from the model's schedule at its length (`temperature` is
+  // then unused).
+  bool auto_temperature = false;
   // Prepended to every input before tokenisation.
   std::string prompt;
 };

@@ -15,6 +15,7 @@ struct ChunkResult {
   Span tokens;  // content tokens of the document
   Span chars;   // code points of the input
   Span bytes;   // UTF-8 bytes of the input
+  float temperature = 1.0f;  // of the sequence (window) it was encoded in
 };
 
 struct DocumentResult {
@@ -25,7 +26,8 @@ struct DocumentResult {
   uint32_t token_count = 0;
   uint32_t chunk_count = 0;
   bool truncated = false;
-  float temperature = 1.0f;
+  float temperature = 1.0f;  // the first sequence's (the only one's unless AUTO)
+  std::vector<float> sequence_temperatures;  // one per encoded sequence, in order
   std::string length_bucket;
   std::vector<ChunkResult> chunks;  // CHUNK_ALL and LATE_CHUNKING only
 };

@@ -75,6 +75,28 @@ absl::Status ValidateInputs(const EmbedInputs& inputs, size_t prompt_bytes,
   return ValidateTokenCount(ids, limits);
 }
 
+// FIXED: the request's tau within the server's range, or the default. AUTO: no tau of its own.
+absl::Status ValidateTemperature(const EmbedRequestOptions& request, const RequestLimits& limits,
+                                 EmbedParams* params) {
+  RETURN_IF_ERROR(
+      CheckEnum(v1::TemperatureMode_descriptor(), request.temperature_mode, "temperature_mode"));
+  params->auto_temperature = request.temperature_mode == v1::TEMPERATURE_MODE_AUTO;
+  params->temperature = limits.default_temperature;
+  if (!request.temperature.has_value()) return absl::OkStatus();
+  if (params->auto_temperature) {
+    return Invalid(
+        "temperature: must be unset when temperature_mode is AUTO (the model's schedule "
+        "chooses tau per sequence)");
+  }
+  const float tau = *request.temperature;
+  if (!std::isfinite(tau) || tau < limits.min_temperature || tau > limits.max_temperature) {
+    return Invalid(absl::StrCat("temperature: ", tau, " is not allowed; must be finite and in [",
+                                limits.min_temperature, ", ", limits.max_temperature, "]"));
+  }
+  params->temperature = tau;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<EmbedParams> ValidateEmbedCall(const EmbedCall& call,
                                               const model_store::Model& model,
                                               const RequestLimits& limits) {
@@ -84,15 +106,7 @@ absl::StatusOr<EmbedParams> ValidateEmbedCall(const EmbedCall& call,
   // will cost once the prompt is prepended to each.
   RETURN_IF_ERROR(ValidateInputs(call.inputs, request.prompt.size(), limits));
 
-  params.temperature = limits.default_temperature;
-  if (request.temperature.has_value()) {
-    const float tau = *request.temperature;
-    if (!std::isfinite(tau) || tau < limits.min_temperature || tau > limits.max_temperature) {
-      return Invalid(absl::StrCat("temperature: ", tau, " is not allowed; must be finite and in [",
-                                  limits.min_temperature, ", ", limits.max_temperature, "]"));
-    }
-    params.temperature = tau;
-  }
+  RETURN_IF_ERROR(ValidateTemperature(request, limits, &params));
   RETURN_IF_ERROR(CheckEnum(v1::LongTextStrategy_descriptor(), request.strategy, "strategy"));
   params.strategy = request.strategy == v1::LONG_TEXT_STRATEGY_UNSPECIFIED ? limits.default_strategy
                                                                            : request.strategy;

@@ -172,6 +172,7 @@ EmbedCall ToEmbedCall(v1::EmbedRequest* request, absl::Time deadline) {
   EmbedRequestOptions& options = call.options;
   options.model = std::move(*request->mutable_model());
   if (request->has_temperature()) options.temperature = request->temperature();
+  options.temperature_mode = request->temperature_mode();
   options.strategy = request->strategy();
   options.truncation_side = request->truncation_side();
   if (request->has_chunk_tokens()) options.chunk_tokens = request->chunk_tokens();
@@ -203,6 +204,8 @@ void FillEmbedResponse(const EmbedAnswer& answer, v1::EmbedResponse* response) {
   response->set_model(answer.model->name);
   response->set_model_version(answer.model->version);
   response->set_strategy(answer.params.strategy);
+  response->set_temperature_mode(answer.params.auto_temperature ? v1::TEMPERATURE_MODE_AUTO
+                                                                : v1::TEMPERATURE_MODE_FIXED);
   for (const DocumentResult& doc : result.documents) {
     v1::DocumentEmbedding* out = response->add_documents();
     out->mutable_vector()->Assign(doc.vector.begin(), doc.vector.end());
@@ -212,12 +215,15 @@ void FillEmbedResponse(const EmbedAnswer& answer, v1::EmbedResponse* response) {
     out->set_temperature(doc.temperature);
     out->set_length_bucket(doc.length_bucket);
     out->set_high_frequency_ratio(MeanHighFrequencyRatio(doc));
+    out->mutable_sequence_temperatures()->Assign(doc.sequence_temperatures.begin(),
+                                                 doc.sequence_temperatures.end());
     for (const ChunkResult& chunk : doc.chunks) {
       v1::ChunkEmbedding* c = out->add_chunks();
       c->mutable_vector()->Assign(chunk.vector.begin(), chunk.vector.end());
       SetSpan(chunk.tokens, c->mutable_token_span());
       SetSpan(chunk.chars, c->mutable_char_span());
       SetSpan(chunk.bytes, c->mutable_byte_span());
+      c->set_temperature(chunk.temperature);
     }
   }
   v1::Usage* usage = response->mutable_usage();
@@ -252,6 +258,18 @@ void FillModelInfo(const ServedModel& served, const RequestLimits& limits, v1::M
   for (const auto& [name, text] : model.sentence_transformers().prompts)
     info->add_prompt_names(name);
   info->set_demo(model.is_demo());
+  const model_store::TempScaleSchedule& schedule = model.tempscale();
+  v1::TempScaleSchedule* out = info->mutable_tempscale_schedule();
+  out->set_form(schedule.form_name());
+  for (const model_store::SchedulePoint& p : schedule.points()) {
+    v1::SchedulePoint* point = out->add_points();
+    point->set_min_tokens(p.min_tokens);
+    point->set_tau(p.tau);
+  }
+  out->set_n_ref(schedule.n_ref());
+  out->set_alpha(schedule.alpha());
+  out->set_tau_min(schedule.tau_min());
+  out->set_source(schedule.source());
 }
 
 void FillTokenizeResponse(const TokenizeAnswer& answer, v1::TokenizeResponse* response) {

@@ -143,6 +143,12 @@ absl::Status ReadField(const std::string& key, const Json& value, const RequestL
     request.temperature = std::abs(tau) <= std::numeric_limits<float>::max()
                               ? static_cast<float>(tau)
                               : std::copysign(std::numeric_limits<float>::infinity(), tau);
+  } else if (key == "temperature_mode") {
+    ASSIGN_OR_RETURN(std::string mode, ReadString(value, "temperature_mode"));
+    if (mode != "fixed" && mode != "auto")
+      return Invalid("temperature_mode", "must be \"fixed\" or \"auto\"");
+    request.temperature_mode =
+        mode == "auto" ? v1::TEMPERATURE_MODE_AUTO : v1::TEMPERATURE_MODE_FIXED;
   } else if (key == "strategy") {
     ASSIGN_OR_RETURN(std::string name, ReadString(value, "strategy"));
     ASSIGN_OR_RETURN(request.strategy, ParseStrategyName(name, "strategy"));
@@ -167,7 +173,7 @@ absl::Status ReadField(const std::string& key, const Json& value, const RequestL
   } else {
     return Invalid(key.size() > 64 ? key.substr(0, 64) + "..." : key,
                    "unknown field; allowed: model, input, encoding_format, dimensions, user, "
-                   "temperature, strategy, truncation_side, chunk_tokens, "
+                   "temperature, temperature_mode, strategy, truncation_side, chunk_tokens, "
                    "chunk_overlap_tokens, normalize, prompt_name");
   }
   return absl::OkStatus();
@@ -218,18 +224,35 @@ Json Details(const DocumentResult& doc, bool base64) {
   Json details = {
       {"token_count", doc.token_count},     {"chunk_count", doc.chunk_count},
       {"truncated", doc.truncated},         {"temperature", doc.temperature},
-      {"length_bucket", doc.length_bucket}, {"high_frequency_ratio", MeanHighFrequencyRatio(doc)}};
+      {"length_bucket", doc.length_bucket}, {"high_frequency_ratio", MeanHighFrequencyRatio(doc)},
+      {"sequence_temperatures", doc.sequence_temperatures}};
   if (!doc.chunks.empty()) {
     Json chunks = Json::array();
     for (const ChunkResult& chunk : doc.chunks) {
       chunks.push_back({{"embedding", Vector(chunk.vector, base64)},
                         {"token_span", SpanOf(chunk.tokens)},
                         {"char_span", SpanOf(chunk.chars)},
-                        {"byte_span", SpanOf(chunk.bytes)}});
+                        {"byte_span", SpanOf(chunk.bytes)},
+                        {"temperature", chunk.temperature}});
     }
     details["chunks"] = std::move(chunks);
   }
   return details;
+}
+
+// What AUTO applies, as ModelInfo.tempscale_schedule says it over gRPC.
+Json ScheduleJson(const model_store::TempScaleSchedule& schedule) {
+  Json points = Json::array();
+  for (const model_store::SchedulePoint& p : schedule.points())
+    points.push_back({{"min_tokens", p.min_tokens}, {"tau", p.tau}});
+  Json out = {{"form", schedule.form_name()}, {"points", std::move(points)},
+              {"source", schedule.source()}};
+  if (schedule.form() == model_store::TempScaleSchedule::Form::kLogRatio) {
+    out["n_ref"] = schedule.n_ref();
+    out["alpha"] = schedule.alpha();
+    out["tau_min"] = schedule.tau_min();
+  }
+  return out;
 }
 
 // DATA_LOSS and UNKNOWN, which only a corrupt model or a bug produce, are reported as INTERNAL
@@ -284,7 +307,9 @@ std::string OpenAiModelsBody(const std::vector<std::shared_ptr<const ServedModel
                     {"object", "model"},
                     {"created", 0},  // unknown: checkpoints carry no creation time
                     {"owned_by", "embedding-server"},
-                    {"version", model->version}});
+                    {"version", model->version},
+                    {"dtype", model_store::ComputeDTypeName(model->model->encoder().dtype())},
+                    {"tempscale_schedule", ScheduleJson(model->model->tempscale())}});
   }
   return Json({{"object", "list"}, {"data", std::move(data)}}).dump();
 }

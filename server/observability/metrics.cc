@@ -73,7 +73,7 @@ Metrics::Metrics(size_t collapse_window)
                      .Register(*registry_)),
       temperature_(BuildHistogram()
                        .Name("embedding_temperature")
-                       .Help("Attention temperature tau applied, per document")
+                       .Help("Attention temperature tau applied, per encoded sequence (AUTO varies it by length)")
                        .Register(*registry_)),
       requests_(BuildCounter()
                     .Name("embedding_requests_total")
@@ -235,7 +235,9 @@ Metrics::CollapseSeries& Metrics::Series(const std::string& model, const std::st
 void Metrics::ObserveEmbedded(const ServedModel& model, const EmbedParams& params,
                               const EmbedResult& result) {
   const std::string& name = model.name;
-  const std::string tempscale = params.temperature == 1.0f ? "off" : "on";
+  const std::string tempscale = params.auto_temperature        ? "auto"
+                                : params.temperature == 1.0f ? "off"
+                                                             : "on";
   const std::string strategy = StrategyName(params.strategy);
   for (const DocumentResult& doc : result.documents) {
     {
@@ -264,8 +266,9 @@ void Metrics::ObserveEmbedded(const ServedModel& model, const EmbedParams& param
               {"tempscale", tempscale},
               {"strategy", strategy}})
         .Increment();
-    temperature_.Add({{"model", name}, {"length_bucket", doc.length_bucket}}, TemperatureBuckets())
-        .Observe(doc.temperature);
+    prometheus::Histogram& tau =
+        temperature_.Add({{"model", name}, {"length_bucket", doc.length_bucket}}, TemperatureBuckets());
+    for (float t : doc.sequence_temperatures) tau.Observe(t);
     tokens_.Add({{"model", name}}).Increment(doc.token_count);
     chunks_.Add({{"model", name}}).Increment(doc.chunk_count);
     if (doc.truncated) truncated_.Add({{"model", name}}).Increment();

@@ -1,0 +1,140 @@
+#include "client/embedctl/retrieval_eval.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/embedctl/collapse_stats.h"
+#include "client/embedctl/svg_chart.h"
+#include "embedding/v1/strategy_names.h"
+#include "nlohmann/json.hpp"
+
+namespace embedding::client {
+namespace {
+using Json = nlohmann::json;
+
+// The request options of a τ column: "1", "auto", or the fixed τ.
+EmbedOptions TauOptions(const std::string& tau, float fixed_tau, const std::string& model) {
+  EmbedOptions options;
+  options.model = model;
+  if (tau == "auto")
+    options.temperature_mode = v1::TEMPERATURE_MODE_AUTO;
+  else
+    options.temperature = tau == "1" ? 1.0f : fixed_tau;
+  return options;
+}
+
+std::string ColumnLabel(const EvalColumn& c) {
+  return absl::StrCat(v1::StrategyName(c.strategy), " tau=", c.tau);
+}
+
+// Table headers short enough for 15 columns.
+const char* ShortName(v1::LongTextStrategy strategy) {
+  switch (strategy) {
+    case v1::LONG_TEXT_STRATEGY_TRUNCATE:
+      return "trunc";
+    case v1::LONG_TEXT_STRATEGY_CHUNK_MEAN:
+      return "mean";
+    case v1::LONG_TEXT_STRATEGY_CHUNK_WEIGHTED_MEAN:
+      return "wmean";
+    case v1::LONG_TEXT_STRATEGY_CHUNK_MAX:
+      return "max";
+    case v1::LONG_TEXT_STRATEGY_CHUNK_ALL:
+      return "all";
+    case v1::LONG_TEXT_STRATEGY_LATE_CHUNKING:
+      return "late";
+    default:
+      return "other";
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<EvalReport> RunEval(EmbeddingClient& client, const std::vector<BucketTask>& tasks,
+                                   const EvalOptions& options) {
+  EvalReport report;
+  const std::vector<std::string> taus = {"1", absl::StrFormat("%g", options.fixed_tau), "auto"};
+  for (v1::LongTextStrategy strategy : options.strategies)
+    for (const std::string& tau : taus) report.columns.push_back({strategy, tau});
+  const size_t batch = std::max<size_t>(1, options.batch);
+  size_t total_calls = 0, calls = 0;
+  for (const BucketTask& task : tasks)
+    total_calls += (taus.size() + report.columns.size()) * ((task.documents.size() + batch - 1) / batch);
+  auto on_call = [&] {
+    if (options.progress) options.progress(++calls, total_calls);
+  };
+  for (const BucketTask& task : tasks) {
+    report.buckets.push_back(task.bucket);
+    report.documents.push_back(task.documents.size());
+    // Queries are short: one window whatever the strategy, so once per τ column.
+    std::vector<std::vector<std::vector<float>>> queries;
+    for (const std::string& tau : taus) {
+      auto vectors = EmbedInBatches(client, task.queries,
+                                    TauOptions(tau, options.fixed_tau, options.tasks.model), batch,
+                                    on_call);
+      if (!vectors.ok()) return vectors.status();
+      queries.push_back(*std::move(vectors));
+    }
+    std::vector<double> mrr, cosine;
+    for (size_t c = 0; c < report.columns.size(); ++c) {
+      EmbedOptions embed = TauOptions(report.columns[c].tau, options.fixed_tau, options.tasks.model);
+      embed.strategy = report.columns[c].strategy;
+      auto docs = EmbedInBatches(client, task.documents, embed, batch, on_call);
+      if (!docs.ok()) return docs.status();
+      mrr.push_back(MeanReciprocalRankAt10(queries[c % taus.size()], *docs));
+      cosine.push_back(MeanPairwiseCosine(*docs));
+    }
+    report.mrr.push_back(std::move(mrr));
+    report.cosine.push_back(std::move(cosine));
+  }
+  return report;
+}
+
+std::string FormatEvalTable(const EvalReport& report) {
+  std::string out =
+      "MRR@10 per length bucket; columns are strategy/tau (trunc = truncate, mean = chunk_mean, "
+      "wmean = chunk_weighted_mean, max = chunk_max, late = late_chunking)\n";
+  absl::StrAppendFormat(&out, "%-10s %5s", "bucket", "docs");
+  for (const EvalColumn& c : report.columns)
+    absl::StrAppendFormat(&out, " %10s", absl::StrCat(ShortName(c.strategy), "/", c.tau));
+  out += "\n";
+  for (size_t b = 0; b < report.buckets.size(); ++b) {
+    absl::StrAppendFormat(&out, "%-10s %5d", report.buckets[b], report.documents[b]);
+    for (double v : report.mrr[b]) absl::StrAppendFormat(&out, " %10.3f", v);
+    out += "\n";
+  }
+  return out;
+}
+
+std::string EvalJson(const EvalReport& report) {
+  Json columns = Json::array();
+  for (const EvalColumn& c : report.columns)
+    columns.push_back({{"strategy", v1::StrategyName(c.strategy)}, {"tau", c.tau}});
+  Json rows = Json::array();
+  for (size_t b = 0; b < report.buckets.size(); ++b) {
+    rows.push_back({{"bucket", report.buckets[b]},
+                    {"documents", report.documents[b]},
+                    {"mrr_at_10", report.mrr[b]},
+                    {"mean_cosine", report.cosine[b]}});
+  }
+  return Json({{"columns", columns}, {"rows", rows}}).dump(2) + "\n";
+}
+
+std::string EvalChartSvg(const EvalReport& report, const std::string& model) {
+  std::vector<ChartSeries> series;
+  for (size_t c = 0; c < report.columns.size(); ++c) {
+    ChartSeries s{ColumnLabel(report.columns[c]), {}};
+    for (const auto& row : report.mrr) s.values.push_back(row[c]);
+    series.push_back(std::move(s));
+  }
+  return RenderLineChartSvg("Retrieval by length, strategy and tau: " +
+                                (model.empty() ? std::string("default model") : model),
+                            "length bucket (tokens)", "MRR@10", report.buckets, series);
+}
+
+std::string TasksJson(const std::vector<BucketTask>& tasks) {
+  Json out = Json::array();
+  for (const BucketTask& t : tasks)
+    out.push_back({{"bucket", t.bucket}, {"documents", t.documents}, {"queries", t.queries}});
+  return out.dump() + "\n";
+}
+
+}  // namespace embedding::client
