@@ -15,7 +15,7 @@ namespace fs = std::filesystem;
 
 absl::StatusOr<std::string> ReadFile(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path.string(), ": cannot read"));
+  if (!in) return absl::NotFoundError(absl::StrCat("--corpus: ", path.string(), ": cannot read"));
   std::stringstream text;
   text << in.rdbuf();
   return text.str();

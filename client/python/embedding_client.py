@@ -121,10 +121,13 @@ class EmbeddingClient:
 
     def embed(self, inputs, model="", temperature=None, strategy=None, chunk_tokens=None,
               chunk_overlap_tokens=None, normalize=None, dimensions=None, prompt_name=""):
-        """Embeds `inputs`; strategy is a name such as "LONG_TEXT_STRATEGY_CHUNK_ALL"."""
+        """Embeds `inputs`; strategy is a name such as "LONG_TEXT_STRATEGY_CHUNK_ALL";
+        temperature is a tau, or "auto" for the model's schedule by sequence length."""
         request = self.messages["embedding.v1.EmbedRequest"](
             model=model, inputs=list(inputs), prompt_name=prompt_name)
-        if temperature is not None:
+        if temperature == "auto":
+            request.temperature_mode = self.enums["TEMPERATURE_MODE_AUTO"]
+        elif temperature is not None:
             request.temperature = temperature
         if strategy is not None:
             request.strategy = self.enums[strategy]

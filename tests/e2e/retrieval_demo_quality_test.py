@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""The retrieval demo model's quality floor, measured through a real server: unrelated short
-texts are far apart, paraphrases find each other, and TempScale visibly changes long texts.
+"""The retrieval demo model: the same bytes on every machine (its files' SHA-256 against the
+committed digests), and its quality floor through a real server: unrelated short texts are far
+apart, paraphrases find each other, and TempScale visibly changes long texts.
 
 usage: retrieval_demo_quality_test.py SERVER_BINARY MODEL_DIR DATA_DIR
 Held-out text: the paraphrase fixture (written for this repository) and the docstrings of
@@ -8,6 +9,7 @@ Python's standard library (not in the model's WordNet corpus).
 """
 import ast
 import glob
+import hashlib
 import math
 import os
 import sys
@@ -60,6 +62,14 @@ class RetrievalDemoQualityTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.server.stop()
+
+    def test_files_match_the_committed_digests(self):
+        with open(os.path.join(DATA, "model.sha256")) as f:
+            pinned = [line.split() for line in f if not line.startswith("#")]
+        self.assertEqual(len(pinned), 3)
+        for digest, name in pinned:
+            with open(os.path.join(MODEL, name), "rb") as f:
+                self.assertEqual(hashlib.sha256(f.read()).hexdigest(), digest, name)
 
     def vectors(self, texts, **options):
         response = self.client.embed(texts, **options)

@@ -1,0 +1,189 @@
+#!/usr/bin/python3
+"""`embedctl calibrate` and `embedctl eval` on the retrieval demo model and a fixed corpus
+(WordNet's noun glosses, from the pinned wordnet-base), through a real server:
+
+- the fitted schedule scores at least tau = 1 in every bucket of the calibration split, never
+  increases, and is what the schedule file says; the server reloads it (a new file is a new version), reports it in
+  GetModelInfo, and AUTO requests then get the schedule's tau at each sequence's length;
+- one bucket and column of `eval` recomputed here from vectors this test asks for itself;
+- the commands' errors name the flag.
+
+usage: tempscale_calibration_test.py SERVER_BINARY EMBEDCTL_BINARY MODEL_DIR DATA_DIR
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import xml.etree.ElementTree as ElementTree
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "client", "python"))
+sys.path.insert(0, HERE)
+from embedding_client import EmbeddingClient  # noqa: E402
+from server_runner import ServerRunner  # noqa: E402
+
+SERVER, EMBEDCTL, MODEL, DATA = sys.argv[1:5]
+GRID = [1.0, 0.8, 0.6]
+
+
+def dot(a, b):
+    return sum(x * y for x, y in zip(a, b))
+
+
+def mrr_at_10(queries, documents):
+    total = 0.0
+    for i, q in enumerate(queries):
+        right = dot(q, documents[i])
+        rank = 1 + sum(1 for j, d in enumerate(documents) if j != i and dot(q, d) >= right)
+        total += 1.0 / rank if rank <= 10 else 0.0
+    return total / len(queries)
+
+
+class CalibrationTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="calibrate_test_")
+        cls.model = os.path.join(cls.tmp, "demo")
+        shutil.copytree(MODEL, cls.model)
+        cls.corpus = os.path.join(cls.tmp, "wordnet.txt")
+        subprocess.run(["/usr/bin/python3", os.path.join(DATA, "make_corpus.py"), "wordnet",
+                        cls.corpus], check=True)
+        # A shorter corpus keeps the suite quick: enough documents for every bucket's 32.
+        with open(cls.corpus) as f:
+            lines = f.readlines()[:80]
+        with open(cls.corpus, "w") as f:
+            f.writelines(lines)
+        cls.server = ServerRunner(SERVER, [f"--model=demo={cls.model}",
+                                           "--model-poll-interval-s=1"])
+        cls.client = EmbeddingClient(cls.server.grpc_address)
+        cls.env = dict(os.environ, EMBEDCTL_ADDRESS=cls.server.grpc_address)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def embedctl(self, *args):
+        return subprocess.run([EMBEDCTL, *args], capture_output=True, text=True, env=self.env,
+                              timeout=600)
+
+    def test_calibrate_fits_a_schedule_the_server_then_applies(self):
+        out = {name: os.path.join(self.tmp, name)
+               for name in ("calibration.json", "calibration.svg")}
+        schedule_file = os.path.join(self.model, "tempscale.json")
+        run = self.embedctl("calibrate", f"--corpus={self.corpus}", "--docs-per-bucket=32",
+                            "--temperatures=" + ",".join(str(t) for t in GRID),
+                            f"--json={out['calibration.json']}",
+                            f"--chart={out['calibration.svg']}", f"--schedule-out={schedule_file}")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        print(run.stdout)
+        with open(out["calibration.json"]) as f:
+            report = json.load(f)
+        buckets = report["buckets"]
+        self.assertEqual([b["bucket"] for b in buckets], ["0-63", "64-127", "128-255", "256-511"])
+        self.assertIn(report["best_fixed_tau"], GRID)
+        taus = [b["tau"] for b in buckets]
+        for b in buckets:
+            self.assertIn(b["tau"], GRID)
+            self.assertEqual(b["documents"], 32)
+            self.assertGreaterEqual(b["schedule"]["mrr_at_10_calibration"],
+                                    b["tau_1"]["mrr_at_10_calibration"], b["bucket"])
+        self.assertEqual(taus, sorted(taus, reverse=True))
+        # Two panels, retrieval and collapse, in one SVG document.
+        root = ElementTree.parse(out["calibration.svg"]).getroot()
+        self.assertEqual(len(root.findall("{http://www.w3.org/2000/svg}svg")), 2)
+
+        with open(schedule_file) as f:
+            written = json.load(f)
+        points = written["schedule"]["points"]
+        self.assertEqual(points[0]["min_tokens"], 0)
+        by_bucket = {b["min_tokens"]: b["tau"] for b in buckets}
+        for p in points[1:]:
+            self.assertEqual(by_bucket[p["min_tokens"]], p["tau"])
+        self.assertIn("embedctl calibrate", written["source"])
+
+        # The server polls its model directories each second: the new file is a new version.
+        deadline = time.time() + 60
+        while True:
+            info = self.client._unary("GetModelInfo",
+                                      self.client.messages["embedding.v1.GetModelInfoRequest"](),
+                                      "embedding.v1.ModelInfo")
+            if info.tempscale_schedule.form != "none" or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        self.assertEqual(info.tempscale_schedule.form, "piecewise")
+        self.assertIn("embedctl calibrate", info.tempscale_schedule.source)
+        self.assertEqual([(p.min_tokens, round(p.tau, 6)) for p in info.tempscale_schedule.points],
+                         [(p["min_tokens"], round(p["tau"], 6)) for p in points])
+
+        def scheduled(tokens):
+            return [p["tau"] for p in points if p["min_tokens"] <= tokens][-1]
+
+        request = self.client.messages["embedding.v1.EmbedRequest"](
+            inputs=[" ".join(["garden flower"] * n) for n in (3, 40, 100, 400)],
+            temperature_mode=self.client.enums["TEMPERATURE_MODE_AUTO"],
+            strategy=self.client.enums["LONG_TEXT_STRATEGY_CHUNK_ALL"], chunk_tokens=300)
+        response = self.client._unary("Embed", request, "embedding.v1.EmbedResponse")
+        for doc in response.documents:
+            for chunk, tau in zip(doc.chunks, doc.sequence_temperatures):
+                length = chunk.token_span.end - chunk.token_span.start
+                self.assertAlmostEqual(chunk.temperature, scheduled(length), places=6)
+                self.assertAlmostEqual(tau, scheduled(length), places=6)
+
+    def test_eval_figures_are_recomputed_from_the_servers_vectors(self):
+        report_path = os.path.join(self.tmp, "eval.json")
+        tasks_path = os.path.join(self.tmp, "tasks.json")
+        chart_path = os.path.join(self.tmp, "eval.svg")
+        run = self.embedctl("eval", f"--corpus={self.corpus}", "--docs-per-bucket=16",
+                            "--compare-strategies=truncate,chunk_mean,late_chunking",
+                            "--fixed-temperature=0.7", f"--json={report_path}",
+                            f"--tasks-json={tasks_path}", f"--chart={chart_path}")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        print(run.stdout)
+        with open(report_path) as f:
+            report = json.load(f)
+        with open(tasks_path) as f:
+            tasks = {t["bucket"]: t for t in json.load(f)}
+        columns = [(c["strategy"], c["tau"]) for c in report["columns"]]
+        self.assertEqual(len(columns), 9)
+        self.assertIn(("late_chunking", "auto"), columns)
+        rows = {r["bucket"]: r for r in report["rows"]}
+        self.assertIn("512-1023", rows)  # beyond the 510-token window
+        ElementTree.parse(chart_path)
+
+        # chunk_mean at the fixed tau, beyond the window: this test's own embeddings and MRR.
+        bucket, column = "512-1023", columns.index(("chunk_mean", "0.7"))
+        task = tasks[bucket]
+
+        def embed(texts, **options):
+            response = self.client.embed(texts, **options)
+            return [list(d.vector) for d in response.documents]
+
+        docs = embed(task["documents"], temperature=0.7,
+                     strategy="LONG_TEXT_STRATEGY_CHUNK_MEAN")
+        queries = embed(task["queries"], temperature=0.7)
+        self.assertAlmostEqual(rows[bucket]["mrr_at_10"][column], mrr_at_10(queries, docs),
+                               places=9)
+
+    def test_errors_name_the_flag(self):
+        missing = self.embedctl("calibrate", f"--corpus={self.tmp}/absent.txt")
+        self.assertNotEqual(missing.returncode, 0)
+        self.assertIn("--corpus:", missing.stderr)
+        self.assertIn("NOT_FOUND", missing.stderr)
+        short = os.path.join(self.tmp, "short.txt")
+        with open(short, "w") as f:
+            f.write("a cat\nthe dog\n")
+        too_short = self.embedctl("calibrate", f"--corpus={short}")
+        self.assertNotEqual(too_short.returncode, 0)
+        self.assertIn("--corpus: no length bucket has 8 documents", too_short.stderr)
+        bad_grid = self.embedctl("calibrate", f"--corpus={self.corpus}", "--temperatures=1,1.5")
+        self.assertNotEqual(bad_grid.returncode, 0)
+        self.assertIn("--temperatures: 1.5 is outside (0, 1]", bad_grid.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
