@@ -70,6 +70,8 @@ ABSL_FLAG(uint32_t, compare_chunk_tokens, 0,
           "native window (0: native only).");
 ABSL_FLAG(std::string, schedule_out, "",
           "calibrate: write the fitted schedule here (the model directory's tempscale.json).");
+ABSL_FLAG(double, min_gain, 0.01,
+          "calibrate: MRR@10 a tau below 1 must add over tau = 1 in its bucket to be chosen.");
 ABSL_FLAG(uint32_t, docs_per_bucket, 64, "calibrate, eval: documents per length bucket.");
 ABSL_FLAG(uint32_t, query_tokens, 12, "calibrate, eval: tokens per query span.");
 ABSL_FLAG(double, fixed_temperature, 0.7, "eval: the fixed tau column.");
@@ -199,6 +201,8 @@ int Embed(EmbeddingClient& client, const std::vector<char*>& positional) {
         {"chunk_count", doc.chunk_count()},
         {"truncated", doc.truncated()},
         {"temperature", doc.temperature()},
+        {"sequence_temperatures", std::vector<float>(doc.sequence_temperatures().begin(),
+                                                     doc.sequence_temperatures().end())},
         {"length_bucket", doc.length_bucket()},
         {"high_frequency_ratio", doc.high_frequency_ratio()},
         {"vector", std::vector<float>(doc.vector().begin(), doc.vector().end())}};
@@ -206,7 +210,8 @@ int Embed(EmbeddingClient& client, const std::vector<char*>& positional) {
       line["chunks"].push_back(
           {{"vector", std::vector<float>(chunk.vector().begin(), chunk.vector().end())},
            {"token_span", {chunk.token_span().start(), chunk.token_span().end()}},
-           {"char_span", {chunk.char_span().start(), chunk.char_span().end()}}});
+           {"char_span", {chunk.char_span().start(), chunk.char_span().end()}},
+           {"temperature", chunk.temperature()}});
     }
     std::cout << line.dump() << "\n";
   }
@@ -237,12 +242,19 @@ int Models(EmbeddingClient& client) {
   auto response = client.ListModels();
   if (!response.ok()) return Fail(response.status());
   for (const auto& m : response->models()) {
+    // AUTO's schedule as "min_tokens:tau" steps, e.g. "piecewise 0:1,256:0.8".
+    std::string schedule = m.tempscale_schedule().form();
+    for (int i = 0; i < m.tempscale_schedule().points_size(); ++i) {
+      const auto& p = m.tempscale_schedule().points(i);
+      absl::StrAppend(&schedule, i == 0 ? " " : ",", p.min_tokens(), ":", p.tau());
+    }
     std::printf(
-        "%s%s version=%s arch=%s dims=%u window=%u pooling=%s dtype=%s tau=%.2f [%.2f, %.2f]%s\n",
+        "%s%s version=%s arch=%s dims=%u window=%u pooling=%s dtype=%s tau=%.2f [%.2f, %.2f] "
+        "auto=[%s]%s\n",
         m.name().c_str(), m.name() == response->default_model() ? " (default)" : "",
         m.version().c_str(), m.architecture().c_str(), m.dimensions(), m.max_window_tokens(),
         m.pooling().c_str(), m.dtype().c_str(), m.default_temperature(), m.min_temperature(),
-        m.max_temperature(), m.demo() ? " DEMO (vectors not meaningful)" : "");
+        m.max_temperature(), schedule.c_str(), m.demo() ? " DEMO (vectors not meaningful)" : "");
   }
   return 0;
 }
@@ -337,6 +349,7 @@ int Calibrate(EmbeddingClient& client) {
       return Fail(absl::InvalidArgumentError(absl::StrCat("--temperatures: bad value ", t)));
     options.grid.push_back(tau);
   }
+  options.min_gain = absl::GetFlag(FLAGS_min_gain);
   options.progress = ProgressPrinter("calibrate");
   auto calibration = RunCalibration(client, *corpus, options);
   if (!calibration.ok()) return Fail(calibration.status());
@@ -350,7 +363,7 @@ int Calibrate(EmbeddingClient& client) {
         "embedctl calibrate --corpus=", absl::GetFlag(FLAGS_corpus), " on ", info->name(), "@",
         info->version(), " (MRR@10, ", options.tasks.query_tokens, "-token queries, ",
         options.tasks.max_documents, " documents per bucket, grid ",
-        absl::GetFlag(FLAGS_temperatures), ")");
+        absl::GetFlag(FLAGS_temperatures), ", min gain ", options.min_gain, ")");
     std::ofstream out(path);
     out << ScheduleFileJson(*calibration, source);
     if (!out) return Fail(absl::InternalError(absl::StrCat("--schedule-out: cannot write ", path)));

@@ -36,10 +36,12 @@ Scores ScoresAt(const BucketVectors& v, size_t doc_tau, size_t query_tau) {
           MeanPairwiseCosine(v.documents[doc_tau])};
 }
 
-// The non-increasing schedule (grid indices, ascending = τ descending) with the best summed
-// calibration MRR among those that score at least τ = 1 in every bucket. Bucket 0's index is
-// also the queries'. Ties keep the larger τ. All-ones is always feasible.
-std::vector<size_t> FitSchedule(const std::vector<BucketVectors>& buckets, size_t grid) {
+// The non-increasing schedule (grid indices, ascending = τ descending; index 0 is τ = 1) with
+// the best summed calibration MRR among those where every bucket scores at least τ = 1's, and
+// a τ below 1 at least `min_gain` more. Bucket 0's index is also the queries'. Ties keep the
+// larger τ. All-ones is always feasible.
+std::vector<size_t> FitSchedule(const std::vector<BucketVectors>& buckets, size_t grid,
+                                double min_gain) {
   const size_t n = buckets.size();
   std::vector<double> baseline(n);
   for (size_t b = 0; b < n; ++b) baseline[b] = Mrr(buckets[b], 0, 0, false);
@@ -50,13 +52,16 @@ std::vector<size_t> FitSchedule(const std::vector<BucketVectors>& buckets, size_
     // total[b][g]: best sum over buckets 0..b with bucket b at index g; parent for backtracking.
     std::vector<std::vector<double>> total(n, std::vector<double>(grid, -1));
     std::vector<std::vector<size_t>> parent(n, std::vector<size_t>(grid, 0));
+    auto allowed = [&](size_t b, size_t g, double score) {
+      return g == 0 ? score + kSlack >= baseline[b] : score + kSlack >= baseline[b] + min_gain;
+    };
     const double first = Mrr(buckets[0], q, q, false);
-    if (first + kSlack < baseline[0]) continue;
+    if (!allowed(0, q, first)) continue;
     total[0][q] = first;
     for (size_t b = 1; b < n; ++b) {
       for (size_t g = 0; g < grid; ++g) {
         const double score = Mrr(buckets[b], g, q, false);
-        if (score + kSlack < baseline[b]) continue;
+        if (!allowed(b, g, score)) continue;
         for (size_t prev = 0; prev <= g; ++prev) {
           if (total[b - 1][prev] < 0) continue;
           if (total[b - 1][prev] + score > total[b][g] + kSlack) {
@@ -140,7 +145,7 @@ absl::StatusOr<Calibration> RunCalibration(EmbeddingClient& client,
       vectors[b].queries.push_back(*std::move(queries));
     }
   }
-  const std::vector<size_t> schedule = FitSchedule(vectors, out.grid.size());
+  const std::vector<size_t> schedule = FitSchedule(vectors, out.grid.size(), options.min_gain);
   const size_t fixed = BestFixed(vectors, out.grid.size());
   out.best_fixed = out.grid[fixed];
   out.query_tokens = options.tasks.query_tokens;
@@ -153,6 +158,7 @@ absl::StatusOr<Calibration> RunCalibration(EmbeddingClient& client,
     row.at_one = ScoresAt(vectors[b], 0, 0);
     row.at_best_fixed = ScoresAt(vectors[b], fixed, fixed);
     row.at_schedule = ScoresAt(vectors[b], schedule[b], schedule[0]);
+    for (size_t g = 0; g < out.grid.size(); ++g) row.at_grid.push_back(ScoresAt(vectors[b], g, g));
     out.buckets.push_back(std::move(row));
   }
   return out;
@@ -175,6 +181,17 @@ std::string FormatCalibrationTable(const Calibration& c) {
         b.at_schedule.mrr_held_out, b.at_one.mean_cosine, b.at_best_fixed.mean_cosine,
         b.at_schedule.mean_cosine);
   }
+  out += "\nEach grid tau alone (documents and queries at it): MRR@10 calibration / held-out, mean cosine\n";
+  absl::StrAppendFormat(&out, "%-10s", "bucket");
+  for (float tau : c.grid) absl::StrAppendFormat(&out, " | %19s", absl::StrFormat("tau=%.2f", tau));
+  out += "\n";
+  for (const BucketCalibration& b : c.buckets) {
+    absl::StrAppendFormat(&out, "%-10s", b.bucket);
+    for (const Scores& s : b.at_grid)
+      absl::StrAppendFormat(&out, " | %5.3f / %5.3f %5.3f", s.mrr_calibration, s.mrr_held_out,
+                            s.mean_cosine);
+    out += "\n";
+  }
   return out;
 }
 
@@ -187,7 +204,13 @@ std::string CalibrationJson(const Calibration& c) {
                        {"tau", b.tau},
                        {"tau_1", ScoresJson(b.at_one)},
                        {"best_fixed", ScoresJson(b.at_best_fixed)},
-                       {"schedule", ScoresJson(b.at_schedule)}});
+                       {"schedule", ScoresJson(b.at_schedule)},
+                       {"grid", Json::array()}});
+    for (size_t g = 0; g < c.grid.size(); ++g) {
+      Json scores = ScoresJson(b.at_grid[g]);
+      scores["tau"] = c.grid[g];
+      buckets.back()["grid"].push_back(std::move(scores));
+    }
   }
   return Json({{"grid", c.grid},
                {"best_fixed_tau", c.best_fixed},

@@ -3,7 +3,8 @@
 // self-supervised tasks of retrieval_task.h (MRR@10, calibration half), then picks the
 // non-increasing schedule that maximises the summed score subject to scoring at least τ = 1
 // in every bucket (τ = 1 everywhere is always allowed, so the fit is never worse than τ = 1
-// on the calibration half). Queries are short, so they take the first bucket's τ, as AUTO
+// on the calibration half). A τ below 1 must beat τ = 1 by `min_gain` in its bucket: a few
+// dozen queries rank noisily, and a gain inside that noise is not worth changing the model. Queries are short, so they take the first bucket's τ, as AUTO
 // gives them when served. The held-out half reports what the fit is worth on unseen text.
 #pragma once
 
@@ -20,6 +21,7 @@ namespace embedding::client {
 struct CalibrationOptions {
   std::vector<float> grid;  // candidate τ in (0, 1]; 1 is added when missing
   RetrievalTaskOptions tasks;
+  double min_gain = 0.01;  // MRR@10 a τ < 1 must add over τ = 1 in its bucket
   size_t batch = 16;
   std::function<void(size_t, size_t)> progress;  // (calls done, calls in all)
 };
@@ -37,6 +39,7 @@ struct BucketCalibration {
   size_t documents = 0;  // both halves
   float tau = 1;         // the fitted schedule's
   Scores at_one, at_best_fixed, at_schedule;
+  std::vector<Scores> at_grid;  // documents and queries at each grid τ, in grid order
 };
 
 struct Calibration {

@@ -268,6 +268,7 @@ void Metrics::ObserveEmbedded(const ServedModel& model, const EmbedParams& param
         .Increment();
     prometheus::Histogram& tau =
         temperature_.Add({{"model", name}, {"length_bucket", doc.length_bucket}}, TemperatureBuckets());
+    if (doc.sequence_temperatures.empty()) tau.Observe(doc.temperature);
     for (float t : doc.sequence_temperatures) tau.Observe(t);
     tokens_.Add({{"model", name}}).Increment(doc.token_count);
     chunks_.Add({{"model", name}}).Increment(doc.chunk_count);

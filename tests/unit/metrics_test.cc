@@ -51,5 +51,22 @@ TEST(Metrics, MeanCosineIsAbsentUntilTwoVectorsThenExact) {
                               "strategy=\"chunk_mean\",tempscale=\"on\"} 2"));
 }
 
+TEST(Metrics, AutoRequestsHaveTheirOwnSeriesAndEverySequencesTau) {
+  Metrics metrics(8);
+  ServedModel model;
+  model.name = "m";
+  EmbedParams params;
+  params.auto_temperature = true;
+  EmbedResult result;
+  result.documents = {Doc({1, 0, 0}, 70)};
+  result.documents[0].sequence_temperatures = {0.8f, 0.8f, 0.95f};
+  metrics.ObserveEmbedded(model, params, result);
+  const std::string text = metrics.Render();
+  EXPECT_THAT(text, HasSubstr("embedding_documents_total{length_bucket=\"64-127\",model=\"m\","
+                              "strategy=\"chunk_mean\",tempscale=\"auto\"} 1"));
+  EXPECT_THAT(text, HasSubstr("embedding_temperature_count{length_bucket=\"64-127\",model=\"m\"} 3"));
+  EXPECT_THAT(text, HasSubstr("embedding_temperature_sum{length_bucket=\"64-127\",model=\"m\"} 2.55"));
+}
+
 }  // namespace
 }  // namespace embedding::server
