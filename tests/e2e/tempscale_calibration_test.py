@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.request
 import xml.etree.ElementTree as ElementTree
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -58,7 +59,8 @@ class CalibrationTest(unittest.TestCase):
         with open(cls.corpus, "w") as f:
             f.writelines(lines)
         cls.server = ServerRunner(SERVER, [f"--model=demo={cls.model}",
-                                           "--model-poll-interval-s=1"])
+                                           "--model-poll-interval-s=1",
+                                           "--openai-listen=127.0.0.1:0"])
         cls.client = EmbeddingClient(cls.server.grpc_address)
         cls.env = dict(os.environ, EMBEDCTL_ADDRESS=cls.server.grpc_address)
 
@@ -133,6 +135,26 @@ class CalibrationTest(unittest.TestCase):
                 length = chunk.token_span.end - chunk.token_span.start
                 self.assertAlmostEqual(chunk.temperature, scheduled(length), places=6)
                 self.assertAlmostEqual(tau, scheduled(length), places=6)
+
+        # The HTTP door: the same AUTO request, the same taus and vectors; the schedule in
+        # /v1/models.
+        body = json.dumps({"model": "demo", "input": list(request.inputs),
+                           "temperature_mode": "auto", "strategy": "chunk_all",
+                           "chunk_tokens": 300}).encode()
+        http = urllib.request.Request(f"http://{self.server.openai_address}/v1/embeddings",
+                                      data=body, headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(http, timeout=60) as answer:
+            items = json.load(answer)["data"]
+        for item, doc in zip(items, response.documents):
+            self.assertEqual([round(t, 6) for t in item["details"]["sequence_temperatures"]],
+                             [round(t, 6) for t in doc.sequence_temperatures])
+            self.assertLess(max(abs(a - b) for a, b in zip(item["embedding"], doc.vector)), 1e-6)
+        with urllib.request.urlopen(f"http://{self.server.openai_address}/v1/models",
+                                    timeout=30) as answer:
+            listed = json.load(answer)["data"][0]["tempscale_schedule"]
+        self.assertEqual(listed["form"], "piecewise")
+        self.assertEqual([p["min_tokens"] for p in listed["points"]],
+                         [p["min_tokens"] for p in points])
 
     def test_eval_figures_are_recomputed_from_the_servers_vectors(self):
         report_path = os.path.join(self.tmp, "eval.json")

@@ -70,6 +70,16 @@ TEST(OpenAiRequest, EveryInputShapeAndField) {
   EXPECT_EQ(r.chunk_overlap_tokens, 8u);
   EXPECT_EQ(r.normalize, false);
   EXPECT_EQ(r.prompt_name, "query");
+  EXPECT_EQ(r.temperature_mode, v1::TEMPERATURE_MODE_UNSPECIFIED);
+
+  auto automatic = ParseOpenAiEmbeddingsRequest(
+      R"({"input": "x", "temperature_mode": "auto"})", Limits());
+  ASSERT_TRUE(automatic.ok()) << automatic.status();
+  EXPECT_EQ(automatic->call.options.temperature_mode, v1::TEMPERATURE_MODE_AUTO);
+  auto fixed = ParseOpenAiEmbeddingsRequest(
+      R"({"input": "x", "temperature_mode": "fixed", "temperature": 0.9})", Limits());
+  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  EXPECT_EQ(fixed->call.options.temperature_mode, v1::TEMPERATURE_MODE_FIXED);
 }
 
 TEST(OpenAiRequest, BadBodiesNameTheirParam) {
@@ -90,6 +100,9 @@ TEST(OpenAiRequest, BadBodiesNameTheirParam) {
   ExpectInvalid(R"({"input": "x", "dimensions": -3})", "dimensions", "integer");
   ExpectInvalid(R"({"input": "x", "temperature": "hot"})", "temperature", "number");
   ExpectInvalid(R"({"input": "x", "strategy": "sideways"})", "strategy", "sideways");
+  ExpectInvalid(R"({"input": "x", "temperature_mode": "AUTO"})", "temperature_mode",
+                "\"fixed\" or \"auto\"");
+  ExpectInvalid(R"({"input": "x", "temperature_mode": 2})", "temperature_mode", "string");
   ExpectInvalid(R"({"input": "x", "truncation_side": "middle"})", "truncation_side", "start");
   ExpectInvalid(R"({"input": "x", "normalize": 1})", "normalize", "true or false");
   ExpectInvalid(R"({"input": "x", "tempreature": 1})", "tempreature", "unknown field");
@@ -129,9 +142,11 @@ TEST(OpenAiResponse, FloatsAndBase64CarryTheSameVectorAndDetails) {
   doc.temperature = 0.7f;
   doc.length_bucket = "0-63";
   doc.high_frequency_ratios = {0.25f, 0.75f};
+  doc.sequence_temperatures = {0.7f, 0.9f};
   ChunkResult& chunk = doc.chunks.emplace_back();
   chunk.vector = {2.0f};
   chunk.tokens = {0, 7};
+  chunk.temperature = 0.9f;
 
   const Json floats = Json::parse(OpenAiEmbeddingsBody(response, false));
   EXPECT_EQ(floats["object"], "list");
@@ -146,6 +161,8 @@ TEST(OpenAiResponse, FloatsAndBase64CarryTheSameVectorAndDetails) {
   EXPECT_EQ(item["details"]["token_count"], 7);
   EXPECT_EQ(item["details"]["high_frequency_ratio"], 0.5f);  // the mean over sequences
   EXPECT_EQ(item["details"]["chunks"][0]["token_span"], Json::array({0, 7}));
+  EXPECT_EQ(item["details"]["chunks"][0]["temperature"], 0.9f);
+  EXPECT_EQ(item["details"]["sequence_temperatures"], Json::array({0.7f, 0.9f}));
 
   const Json b64 = Json::parse(OpenAiEmbeddingsBody(response, true));
   std::string bytes;
