@@ -14,19 +14,13 @@
 #include "model_store/demo_vocabulary.h"
 #include "model_store/encoder_config.h"
 #include "model_store/safetensors_writer.h"
+#include "model_store/sentence_transformers_writer.h"
 #include "nlohmann/json.hpp"
 
 namespace embedding::model_store {
 namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
-
-absl::Status WriteText(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
-  if (!out) return absl::InternalError(absl::StrCat(path.string(), ": write failed"));
-  return absl::OkStatus();
-}
 
 absl::Status ValidateSpec(const DemoModelSpec& spec) {
   auto positive = [](const char* field, int value) -> absl::Status {
@@ -186,8 +180,8 @@ absl::StatusOr<int64_t> WriteTokenizerFiles(const fs::path& root, const DemoMode
                 {"sep_token", "[SEP]"},   {"pad_token", "[PAD]"}, {"mask_token", "[MASK]"}};
   }
   settings["model_max_length"] = spec.max_positions;
-  RETURN_IF_ERROR(WriteText(root / "tokenizer.json", tokenizer.dump()));
-  RETURN_IF_ERROR(WriteText(root / "tokenizer_config.json", settings.dump(2)));
+  RETURN_IF_ERROR(WriteTextFile(root / "tokenizer.json", tokenizer.dump()));
+  RETURN_IF_ERROR(WriteTextFile(root / "tokenizer_config.json", settings.dump(2)));
   return vocab_size;
 }
 
@@ -200,35 +194,15 @@ absl::Status WriteDemoModel(const std::string& dir, const DemoModelSpec& spec) {
       spec.intermediate_size > 0 ? spec.intermediate_size : 4 * spec.hidden_size;
   const fs::path root(dir);
   std::error_code ec;
-  fs::create_directories(root / "1_Pooling", ec);
-  if (!ec) fs::create_directories(root / "2_Normalize", ec);
+  fs::create_directories(root, ec);
   if (ec) return absl::InternalError(absl::StrCat(dir, ": ", ec.message()));
 
   ASSIGN_OR_RETURN(const int64_t vocab_size, WriteTokenizerFiles(root, spec, *arch));
   const Json config_json = ConfigJson(spec, *arch, vocab_size, intermediate);
-  RETURN_IF_ERROR(WriteText(root / "config.json", config_json.dump(2)));
+  RETURN_IF_ERROR(WriteTextFile(root / "config.json", config_json.dump(2)));
   // The writer reads its own config back, so weights follow exactly what the loader will see.
   ASSIGN_OR_RETURN(const EncoderConfig config,
                    ParseEncoderConfig((root / "config.json").string(), config_json.dump()));
-  const Json modules = Json::array({{{"idx", 0},
-                                     {"name", "0"},
-                                     {"path", ""},
-                                     {"type", "sentence_transformers.models.Transformer"}},
-                                    {{"idx", 1},
-                                     {"name", "1"},
-                                     {"path", "1_Pooling"},
-                                     {"type", "sentence_transformers.models.Pooling"}},
-                                    {{"idx", 2},
-                                     {"name", "2"},
-                                     {"path", "2_Normalize"},
-                                     {"type", "sentence_transformers.models.Normalize"}}});
-  RETURN_IF_ERROR(WriteText(root / "modules.json", modules.dump(2)));
-  const Json pooling = {{"word_embedding_dimension", spec.hidden_size},
-                        {"pooling_mode_cls_token", spec.pooling == "cls"},
-                        {"pooling_mode_mean_tokens", spec.pooling == "mean"},
-                        {"pooling_mode_max_tokens", spec.pooling == "max"},
-                        {"pooling_mode_mean_sqrt_len_tokens", false}};
-  RETURN_IF_ERROR(WriteText(root / "1_Pooling" / "config.json", pooling.dump(2)));
   // NomicBert's published task prefixes; e5-style ones for the others.
   const Json prompts = arch->positions == PositionKind::kRotary
                            ? Json{{"search_query", "search_query: "},
@@ -236,9 +210,9 @@ absl::Status WriteDemoModel(const std::string& dir, const DemoModelSpec& spec) {
                                   {"clustering", "clustering: "},
                                   {"classification", "classification: "}}
                            : Json{{"query", "query: "}, {"passage", "passage: "}};
-  const Json st = {{"prompts", prompts}, {"default_prompt_name", nullptr}};
-  RETURN_IF_ERROR(WriteText(root / "config_sentence_transformers.json", st.dump(2)));
-  RETURN_IF_ERROR(WriteText(
+  RETURN_IF_ERROR(WriteSentenceTransformersFiles(root, spec.hidden_size, spec.pooling,
+                                                 /*normalize=*/true, prompts));
+  RETURN_IF_ERROR(WriteTextFile(
       root / "README.md",
       absl::StrCat("# Demo model\n\nA ", arch->model_type,
                    "-shaped model with seeded random weights, written by write_demo_model. Its "

@@ -18,8 +18,8 @@ absl::Status Invalid(const std::string& label, const std::string& field, const s
 }
 
 // A number field of `object`, within [lo, hi]; `path` names it in errors.
-absl::StatusOr<double> Number(const std::string& label, const Json& object,
-                              const std::string& path, const char* key, double lo, double hi) {
+absl::StatusOr<double> Number(const std::string& label, const Json& object, const std::string& path,
+                              const char* key, double lo, double hi) {
   const auto it = object.find(key);
   const std::string field = absl::StrCat(path, ".", key);
   if (it == object.end()) return Invalid(label, field, "missing");
@@ -40,7 +40,8 @@ absl::Status CheckTau(const std::string& label, const std::string& field, double
 absl::StatusOr<TempScaleSchedule> TempScaleSchedule::Parse(const std::string& label,
                                                            const std::string& text) {
   const Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded() || !json.is_object()) return Invalid(label, "(file)", "not a JSON object");
+  if (json.is_discarded() || !json.is_object())
+    return Invalid(label, "(file)", "not a JSON object");
   const auto schedule = json.find("schedule");
   if (schedule == json.end() || !schedule->is_object())
     return Invalid(label, "schedule", "missing or not an object");
@@ -73,8 +74,8 @@ absl::StatusOr<TempScaleSchedule> TempScaleSchedule::Parse(const std::string& la
         return Invalid(label, path + ".min_tokens", "must increase from point to point");
       if (i > 0 && p.tau > out.points_.back().tau) {
         return Invalid(label, path + ".tau",
-                       absl::StrCat(p.tau, " is above the previous point's ", out.points_.back().tau,
-                                    "; tau must not increase with length"));
+                       absl::StrCat(p.tau, " is above the previous point's ",
+                                    out.points_.back().tau, "; tau must not increase with length"));
       }
       out.points_.push_back(p);
     }
@@ -125,8 +126,8 @@ float TempScaleSchedule::TauFor(int64_t content_tokens) const {
     }
     case Form::kLogRatio: {
       if (content_tokens <= static_cast<int64_t>(n_ref_)) return 1.0f;
-      const double ratio = std::log(static_cast<double>(n_ref_)) /
-                           std::log(static_cast<double>(content_tokens));
+      const double ratio =
+          std::log(static_cast<double>(n_ref_)) / std::log(static_cast<double>(content_tokens));
       return std::max(tau_min_, static_cast<float>(std::pow(ratio, alpha_)));
     }
   }

@@ -38,8 +38,7 @@ class TempScaleSchedule {
 
   // Parses the file's JSON text; `label` names it in errors. INVALID_ARGUMENT naming the field
   // for a malformed file, a τ outside (0, 1] or a schedule that increases with length.
-  static absl::StatusOr<TempScaleSchedule> Parse(const std::string& label,
-                                                 const std::string& text);
+  static absl::StatusOr<TempScaleSchedule> Parse(const std::string& label, const std::string& text);
   // `dir`/tempscale.json, or no schedule when the file does not exist.
   static absl::StatusOr<TempScaleSchedule> Load(const std::string& dir);
 

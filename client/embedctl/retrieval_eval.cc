@@ -57,7 +57,8 @@ absl::StatusOr<EvalReport> RunEval(EmbeddingClient& client, const std::vector<Bu
   const size_t batch = std::max<size_t>(1, options.batch);
   size_t total_calls = 0, calls = 0;
   for (const BucketTask& task : tasks)
-    total_calls += (taus.size() + report.columns.size()) * ((task.documents.size() + batch - 1) / batch);
+    total_calls +=
+        (taus.size() + report.columns.size()) * ((task.documents.size() + batch - 1) / batch);
   auto on_call = [&] {
     if (options.progress) options.progress(++calls, total_calls);
   };
@@ -67,15 +68,16 @@ absl::StatusOr<EvalReport> RunEval(EmbeddingClient& client, const std::vector<Bu
     // Queries are short: one window whatever the strategy, so once per τ column.
     std::vector<std::vector<std::vector<float>>> queries;
     for (const std::string& tau : taus) {
-      auto vectors = EmbedInBatches(client, task.queries,
-                                    TauOptions(tau, options.fixed_tau, options.tasks.model), batch,
-                                    on_call);
+      auto vectors =
+          EmbedInBatches(client, task.queries,
+                         TauOptions(tau, options.fixed_tau, options.tasks.model), batch, on_call);
       if (!vectors.ok()) return vectors.status();
       queries.push_back(*std::move(vectors));
     }
     std::vector<double> mrr, cosine;
     for (size_t c = 0; c < report.columns.size(); ++c) {
-      EmbedOptions embed = TauOptions(report.columns[c].tau, options.fixed_tau, options.tasks.model);
+      EmbedOptions embed =
+          TauOptions(report.columns[c].tau, options.fixed_tau, options.tasks.model);
       embed.strategy = report.columns[c].strategy;
       auto docs = EmbedInBatches(client, task.documents, embed, batch, on_call);
       if (!docs.ok()) return docs.status();

@@ -30,8 +30,8 @@ struct EvalColumn {
 struct EvalReport {
   std::vector<EvalColumn> columns;
   std::vector<std::string> buckets;
-  std::vector<size_t> documents;          // per bucket
-  std::vector<std::vector<double>> mrr;   // [bucket][column], MRR@10
+  std::vector<size_t> documents;            // per bucket
+  std::vector<std::vector<double>> mrr;     // [bucket][column], MRR@10
   std::vector<std::vector<double>> cosine;  // [bucket][column], mean pairwise cosine
 };
 

@@ -86,7 +86,8 @@ absl::StatusOr<std::vector<BucketTask>> BuildRetrievalTasks(EmbeddingClient& cli
   std::vector<BucketTask> tasks;
   for (const LengthBucket& bucket : AllLengthBuckets()) {
     const uint64_t lower = std::max<uint64_t>(bucket.min_tokens, 2 * options.query_tokens);
-    uint64_t upper = bucket.max_tokens == UINT64_MAX ? bucket.min_tokens * 3 / 2 : bucket.max_tokens;
+    uint64_t upper =
+        bucket.max_tokens == UINT64_MAX ? bucket.min_tokens * 3 / 2 : bucket.max_tokens;
     if (options.max_tokens > 0) upper = std::min<uint64_t>(upper, options.max_tokens);
     if (upper < lower) continue;
     BucketTask task{bucket.label, static_cast<uint32_t>(bucket.min_tokens), {}, {}};

@@ -110,7 +110,8 @@ absl::StatusOr<Calibration> RunCalibration(EmbeddingClient& client,
   out.grid = options.grid;
   for (float tau : out.grid) {
     if (!(tau > 0 && tau <= 1))
-      return absl::InvalidArgumentError(absl::StrCat("--temperatures: ", tau, " is outside (0, 1]"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--temperatures: ", tau, " is outside (0, 1]"));
   }
   if (std::find(out.grid.begin(), out.grid.end(), 1.0f) == out.grid.end()) out.grid.push_back(1);
   std::sort(out.grid.begin(), out.grid.end(), std::greater<float>());
@@ -119,9 +120,9 @@ absl::StatusOr<Calibration> RunCalibration(EmbeddingClient& client,
   auto tasks = BuildRetrievalTasks(client, corpus, options.tasks);
   if (!tasks.ok()) return tasks.status();
   if (tasks->empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--corpus: no length bucket has ", options.tasks.min_documents,
-        " documents long enough; add longer or more documents"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--corpus: no length bucket has ", options.tasks.min_documents,
+                     " documents long enough; add longer or more documents"));
   }
   const size_t batch = std::max<size_t>(1, options.batch);
   size_t total_calls = 0, calls = 0;
@@ -169,8 +170,8 @@ std::string FormatCalibrationTable(const Calibration& c) {
       "MRR@10 of a %s-token span finding its document; best fixed tau %.2f\n"
       "%-10s %5s %6s | calibration: %6s %6s %6s | held-out: %6s %6s %6s | mean cosine: %6s "
       "%6s %6s\n",
-      absl::StrCat(c.query_tokens), c.best_fixed, "bucket", "docs", "tau", "tau=1", "fixed", "AUTO", "tau=1", "fixed",
-      "AUTO", "tau=1", "fixed", "AUTO");
+      absl::StrCat(c.query_tokens), c.best_fixed, "bucket", "docs", "tau", "tau=1", "fixed", "AUTO",
+      "tau=1", "fixed", "AUTO", "tau=1", "fixed", "AUTO");
   for (const BucketCalibration& b : c.buckets) {
     absl::StrAppendFormat(
         &out,
@@ -181,7 +182,9 @@ std::string FormatCalibrationTable(const Calibration& c) {
         b.at_schedule.mrr_held_out, b.at_one.mean_cosine, b.at_best_fixed.mean_cosine,
         b.at_schedule.mean_cosine);
   }
-  out += "\nEach grid tau alone (documents and queries at it): MRR@10 calibration / held-out, mean cosine\n";
+  out +=
+      "\nEach grid tau alone (documents and queries at it): MRR@10 calibration / held-out, mean "
+      "cosine\n";
   absl::StrAppendFormat(&out, "%-10s", "bucket");
   for (float tau : c.grid) absl::StrAppendFormat(&out, " | %19s", absl::StrFormat("tau=%.2f", tau));
   out += "\n";
@@ -241,11 +244,10 @@ std::string CalibrationChartSvg(const Calibration& c, const std::string& model) 
     }
   }
   const std::string name = model.empty() ? "default model" : model;
-  return StackChartsSvg(
-      {RenderLineChartSvg("Retrieval by length: " + name, "length bucket (tokens)", "MRR@10",
-                          labels, mrr),
-       RenderLineChartSvg("Collapse by length: " + name, "length bucket (tokens)",
-                          "mean pairwise cosine", labels, cosine)});
+  return StackChartsSvg({RenderLineChartSvg("Retrieval by length: " + name,
+                                            "length bucket (tokens)", "MRR@10", labels, mrr),
+                         RenderLineChartSvg("Collapse by length: " + name, "length bucket (tokens)",
+                                            "mean pairwise cosine", labels, cosine)});
 }
 
 std::string ScheduleFileJson(const Calibration& c, const std::string& source) {

@@ -4,8 +4,9 @@
 // non-increasing schedule that maximises the summed score subject to scoring at least τ = 1
 // in every bucket (τ = 1 everywhere is always allowed, so the fit is never worse than τ = 1
 // on the calibration half). A τ below 1 must beat τ = 1 by `min_gain` in its bucket: a few
-// dozen queries rank noisily, and a gain inside that noise is not worth changing the model. Queries are short, so they take the first bucket's τ, as AUTO
-// gives them when served. The held-out half reports what the fit is worth on unseen text.
+// dozen queries rank noisily, and a gain inside that noise is not worth changing the model. Queries
+// are short, so they take the first bucket's τ, as AUTO gives them when served. The held-out half
+// reports what the fit is worth on unseen text.
 #pragma once
 
 #include <functional>

@@ -10,17 +10,17 @@
 namespace embedding::model_store {
 
 struct PpmiOptions {
-  int window = 5;          // tokens on each side that count as context
+  int window = 5;           // tokens on each side that count as context
   double smoothing = 0.75;  // context-distribution smoothing exponent (0.75 as in word2vec)
   int dims = 128;
-  int oversampling = 16;    // extra random directions for the subspace iteration
+  int oversampling = 16;  // extra random directions for the subspace iteration
   int power_iterations = 2;
   uint64_t seed = 20241031;
 };
 
 struct WordVectors {
   int dims = 0;
-  std::vector<double> values;  // vocab_size x dims, row-major; rows of unseen tokens are 0
+  std::vector<double> values;   // vocab_size x dims, row-major; rows of unseen tokens are 0
   std::vector<int64_t> counts;  // occurrences of each token in the corpus
 };
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <unordered_map>
 
@@ -15,6 +14,7 @@
 #include "model_store/retrieval_demo/ppmi_vectors.h"
 #include "model_store/retrieval_demo/wordnet_corpus.h"
 #include "model_store/safetensors_writer.h"
+#include "model_store/sentence_transformers_writer.h"
 #include "model_store/tokenizer.h"
 #include "nlohmann/json.hpp"
 
@@ -29,13 +29,6 @@ using Json = nlohmann::json;
 constexpr double kLayerNormEps = 1.0;
 constexpr double kContentVariance = 0.01;
 
-absl::Status WriteText(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
-  if (!out) return absl::InternalError(absl::StrCat(path.string(), ": write failed"));
-  return absl::OkStatus();
-}
-
 absl::Status ValidateSpec(const RetrievalDemoSpec& spec) {
   if (spec.vocab_size < 1000 || spec.vocab_size > 200000)
     return absl::InvalidArgumentError("vocab_size: must be in [1000, 200000]");
@@ -45,7 +38,8 @@ absl::Status ValidateSpec(const RetrievalDemoSpec& spec) {
     return absl::InvalidArgumentError("num_heads: must be positive and divide hidden_size");
   if (spec.num_layers < 1) return absl::InvalidArgumentError("num_layers: must be >= 1");
   if (spec.max_positions < 3) return absl::InvalidArgumentError("max_positions: must be >= 3");
-  if (!(spec.attention_scale > 0)) return absl::InvalidArgumentError("attention_scale: must be > 0");
+  if (!(spec.attention_scale > 0))
+    return absl::InvalidArgumentError("attention_scale: must be > 0");
   if (!(spec.sif > 0)) return absl::InvalidArgumentError("sif: must be > 0");
   return absl::OkStatus();
 }
@@ -57,9 +51,10 @@ std::vector<std::string> BuildVocabulary(const std::vector<std::string>& documen
   for (char c = 33; c < 127; ++c) vocab.push_back(std::string(1, c));
   for (char c = 33; c < 127; ++c)
     if (absl::ascii_isalnum(c)) vocab.push_back(absl::StrCat("##", std::string(1, c)));
-  for (const char* ending : {"s", "es", "ed", "ing", "ly", "er", "ers", "est", "ness", "ment",
-                             "ments", "ation", "ations", "al", "ity", "ous", "ive", "ic",
-                             "ical", "able", "ism", "ist", "ists", "ion", "ions"})
+  for (const char* ending :
+       {"s",    "es",    "ed",    "ing",    "ly",   "er",  "ers", "est", "ness",
+        "ment", "ments", "ation", "ations", "al",   "ity", "ous", "ive", "ic",
+        "ical", "able",  "ism",   "ist",    "ists", "ion", "ions"})
     vocab.push_back(absl::StrCat("##", ending));
   std::unordered_map<std::string, int64_t> counts;
   for (const std::string& doc : documents) {
@@ -143,8 +138,8 @@ std::map<std::string, F32Tensor> Weights(const RetrievalDemoSpec& spec, std::vec
   // Logit between two full-weight copies of one word: c² · scale² / sqrt(d_head) = attention_scale.
   const double d_head = static_cast<double>(h) / spec.num_heads;
   const double content_norm2 = kContentVariance * kLayerNormEps * h;
-  const auto c = static_cast<float>(std::sqrt(spec.attention_scale * std::sqrt(d_head) /
-                                              content_norm2 * spec.num_heads));
+  const auto c = static_cast<float>(
+      std::sqrt(spec.attention_scale * std::sqrt(d_head) / content_norm2 * spec.num_heads));
   std::map<std::string, F32Tensor> w;
   w[arch.word_embeddings + ".weight"] = {{vocab, h}, std::move(table)};
   w[arch.position_embeddings + ".weight"] = Filled({spec.max_positions, h}, 0.0f);
@@ -173,24 +168,6 @@ std::map<std::string, F32Tensor> Weights(const RetrievalDemoSpec& spec, std::vec
   return w;
 }
 
-absl::Status WriteSentenceTransformersFiles(const fs::path& root, int hidden) {
-  std::error_code ec;
-  fs::create_directories(root / "1_Pooling", ec);
-  if (ec) return absl::InternalError(absl::StrCat(root.string(), ": ", ec.message()));
-  const Json modules = Json::array(
-      {{{"idx", 0}, {"name", "0"}, {"path", ""}, {"type", "sentence_transformers.models.Transformer"}},
-       {{"idx", 1}, {"name", "1"}, {"path", "1_Pooling"}, {"type", "sentence_transformers.models.Pooling"}}});
-  RETURN_IF_ERROR(WriteText(root / "modules.json", modules.dump(2)));
-  const Json pooling = {{"word_embedding_dimension", hidden},
-                        {"pooling_mode_cls_token", false},
-                        {"pooling_mode_mean_tokens", true},
-                        {"pooling_mode_max_tokens", false},
-                        {"pooling_mode_mean_sqrt_len_tokens", false}};
-  RETURN_IF_ERROR(WriteText(root / "1_Pooling" / "config.json", pooling.dump(2)));
-  const Json st = {{"prompts", Json::object()}, {"default_prompt_name", nullptr}};
-  return WriteText(root / "config_sentence_transformers.json", st.dump(2));
-}
-
 }  // namespace
 
 absl::Status WriteRetrievalDemoModel(const std::string& dir, const RetrievalDemoSpec& spec) {
@@ -208,8 +185,7 @@ absl::Status WriteRetrievalDemoModel(const std::string& dir, const RetrievalDemo
   PpmiOptions ppmi;
   ppmi.dims = spec.hidden_size;
   ppmi.seed = spec.seed;
-  const WordVectors words =
-      BuildPpmiVectors(documents, static_cast<int>(vocab.size()), ppmi);
+  const WordVectors words = BuildPpmiVectors(documents, static_cast<int>(vocab.size()), ppmi);
 
   const fs::path root(dir);
   std::error_code ec;
@@ -228,26 +204,32 @@ absl::Status WriteRetrievalDemoModel(const std::string& dir, const RetrievalDemo
                        {"hidden_act", "gelu"},
                        {"layer_norm_eps", kLayerNormEps},
                        {"pad_token_id", 0},
-                       {"retrieval_demo", {{"corpus", "wordnet-base 1:3.0-37"},
-                                           {"seed", spec.seed},
-                                           {"attention_scale", spec.attention_scale},
-                                           {"sif", spec.sif}}}};
-  RETURN_IF_ERROR(WriteText(root / "config.json", config.dump(2)));
-  RETURN_IF_ERROR(WriteText(root / "tokenizer.json", tokenizer_json.dump()));
-  const Json settings = {{"do_lower_case", true}, {"unk_token", "[UNK]"}, {"cls_token", "[CLS]"},
-                         {"sep_token", "[SEP]"},  {"pad_token", "[PAD]"}, {"mask_token", "[MASK]"},
+                       {"retrieval_demo",
+                        {{"corpus", "wordnet-base 1:3.0-37"},
+                         {"seed", spec.seed},
+                         {"attention_scale", spec.attention_scale},
+                         {"sif", spec.sif}}}};
+  RETURN_IF_ERROR(WriteTextFile(root / "config.json", config.dump(2)));
+  RETURN_IF_ERROR(WriteTextFile(root / "tokenizer.json", tokenizer_json.dump()));
+  const Json settings = {{"do_lower_case", true},
+                         {"unk_token", "[UNK]"},
+                         {"cls_token", "[CLS]"},
+                         {"sep_token", "[SEP]"},
+                         {"pad_token", "[PAD]"},
+                         {"mask_token", "[MASK]"},
                          {"model_max_length", spec.max_positions}};
-  RETURN_IF_ERROR(WriteText(root / "tokenizer_config.json", settings.dump(2)));
-  RETURN_IF_ERROR(WriteSentenceTransformersFiles(root, spec.hidden_size));
-  RETURN_IF_ERROR(WriteText(
+  RETURN_IF_ERROR(WriteTextFile(root / "tokenizer_config.json", settings.dump(2)));
+  RETURN_IF_ERROR(WriteSentenceTransformersFiles(root, spec.hidden_size, "mean",
+                                                 /*normalize=*/false, Json::object()));
+  RETURN_IF_ERROR(WriteTextFile(
       root / "README.md",
       "# Retrieval demo model\n\nBuilt by write_retrieval_demo_model from WordNet 3.0 "
       "(Debian's wordnet-base): PPMI word vectors in a hand-set BERT. Small and fast; its "
       "vectors carry word meaning, enough to try retrieval, calibration and the collapse "
       "metrics. Not a production model.\n"));
-  return WriteSafetensors((root / "model.safetensors").string(),
-                          Weights(spec, EmbeddingTable(words, spec),
-                                  static_cast<int64_t>(vocab.size()), intermediate));
+  return WriteSafetensors(
+      (root / "model.safetensors").string(),
+      Weights(spec, EmbeddingTable(words, spec), static_cast<int64_t>(vocab.size()), intermediate));
 }
 
 }  // namespace embedding::model_store

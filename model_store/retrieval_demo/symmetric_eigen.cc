@@ -134,8 +134,8 @@ Dense JacobiEigen(Dense* t, int n) {
         const double apq = a[p * n + q];
         if (std::abs(apq) < 1e-300) continue;
         const double theta = (a[q * n + q] - a[p * n + p]) / (2 * apq);
-        const double tan = (theta >= 0 ? 1.0 : -1.0) /
-                           (std::abs(theta) + std::sqrt(theta * theta + 1));
+        const double tan =
+            (theta >= 0 ? 1.0 : -1.0) / (std::abs(theta) + std::sqrt(theta * theta + 1));
         const double c = 1 / std::sqrt(tan * tan + 1), s = tan * c;
         for (int k = 0; k < n; ++k) {  // columns p, q
           const double akp = a[k * n + p], akq = a[k * n + q];
@@ -181,7 +181,8 @@ EigenPairs LeadingEigenPairs(const SparseSymmetric& a, int k, int oversampling,
       for (int j = 0; j < l; ++j) t[i * l + j] += qi * aq[r * l + j];
     }
   for (int i = 0; i < l; ++i)  // symmetrise rounding
-    for (int j = i + 1; j < l; ++j) t[i * l + j] = t[j * l + i] = 0.5 * (t[i * l + j] + t[j * l + i]);
+    for (int j = i + 1; j < l; ++j)
+      t[i * l + j] = t[j * l + i] = 0.5 * (t[i * l + j] + t[j * l + i]);
   const Dense w = JacobiEigen(&t, l);
   std::vector<int> order(l);
   std::iota(order.begin(), order.end(), 0);

@@ -35,7 +35,8 @@ std::string Sha256Hex(const std::string& bytes) {
   unsigned int size = 0;
   EVP_Digest(bytes.data(), bytes.size(), digest, &size, EVP_sha256(), nullptr);
   std::string hex;
-  for (unsigned int i = 0; i < size; ++i) absl::StrAppend(&hex, absl::Hex(digest[i], absl::kZeroPad2));
+  for (unsigned int i = 0; i < size; ++i)
+    absl::StrAppend(&hex, absl::Hex(digest[i], absl::kZeroPad2));
   return hex;
 }
 
@@ -44,17 +45,18 @@ absl::StatusOr<std::string> ReadPinned(const std::string& dir, const PinnedFile&
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return absl::NotFoundError(absl::StrCat(
-        path, ": cannot read; the retrieval demo model is trained on WordNet (apt-get install "
-              "wordnet-base)"));
+        path,
+        ": cannot read; the retrieval demo model is trained on WordNet (apt-get install "
+        "wordnet-base)"));
   }
   std::stringstream buffer;
   buffer << in.rdbuf();
   std::string bytes = buffer.str();
   const std::string digest = Sha256Hex(bytes);
   if (digest != file.sha256) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        path, ": SHA-256 ", digest, " differs from the pinned wordnet-base 1:3.0-37 (",
-        file.sha256, "); the demo model would differ from every other machine's"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": SHA-256 ", digest, " differs from the pinned wordnet-base 1:3.0-37 (",
+                     file.sha256, "); the demo model would differ from every other machine's"));
   }
   return bytes;
 }

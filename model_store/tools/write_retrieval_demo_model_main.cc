@@ -19,8 +19,9 @@ ABSL_FLAG(double, attention_scale, 3.0, "Attention logit between two copies of a
 ABSL_FLAG(double, sif, 1e-3, "Smooth-inverse-frequency constant.");
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("Builds the retrieval demo model:\n"
-                               "  write_retrieval_demo_model --out=build/models/demo");
+  absl::SetProgramUsageMessage(
+      "Builds the retrieval demo model:\n"
+      "  write_retrieval_demo_model --out=build/models/demo");
   absl::ParseCommandLine(argc, argv);
   if (absl::GetFlag(FLAGS_out).empty()) {
     std::cerr << "--out is required\n";

@@ -7,8 +7,6 @@ usage: retrieval_demo_quality_test.py SERVER_BINARY MODEL_DIR DATA_DIR
 Held-out text: the paraphrase fixture (written for this repository) and the docstrings of
 Python's standard library (not in the model's WordNet corpus).
 """
-import ast
-import glob
 import hashlib
 import math
 import os
@@ -22,6 +20,8 @@ from embedding_client import EmbeddingClient  # noqa: E402
 from server_runner import ServerRunner  # noqa: E402
 
 SERVER, MODEL, DATA = sys.argv[1], sys.argv[2], sys.argv[3]
+sys.path.insert(0, DATA)
+import make_corpus  # noqa: E402
 
 
 def dot(a, b):
@@ -39,18 +39,9 @@ def paraphrase_pairs():
 
 
 def stdlib_documents(words):
-    """Docstrings of Python's standard library modules, `words` words each, sorted by module."""
-    docs = []
-    for path in sorted(glob.glob("/usr/lib/python3*/*.py")):
-        try:
-            tree = ast.parse(open(path, encoding="utf-8").read())
-        except (SyntaxError, UnicodeDecodeError):
-            continue
-        text = " ".join(ast.get_docstring(node) or "" for node in ast.walk(tree)
-                        if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)))
-        if len(text.split()) >= words:
-            docs.append(" ".join(text.split()[:words]))
-    return docs
+    """Docstrings of Python's standard library modules, cut to `words` words each."""
+    return [" ".join(doc.split()[:words]) for doc in make_corpus.stdlib()
+            if len(doc.split()) >= words]
 
 
 class RetrievalDemoQualityTest(unittest.TestCase):

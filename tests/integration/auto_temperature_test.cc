@@ -100,7 +100,8 @@ TEST_F(AutoTemperatureTest, ScheduleOfOnesIsBitIdenticalToTauOne) {
       const auto& x = a->documents(d);
       const auto& y = b->documents(d);
       ASSERT_EQ(x.vector_size(), y.vector_size());
-      for (int i = 0; i < x.vector_size(); ++i) ASSERT_EQ(x.vector(i), y.vector(i)) << d << "/" << i;
+      for (int i = 0; i < x.vector_size(); ++i)
+        ASSERT_EQ(x.vector(i), y.vector(i)) << d << "/" << i;
       ASSERT_EQ(x.chunks_size(), y.chunks_size());
       for (int c = 0; c < x.chunks_size(); ++c)
         for (int i = 0; i < x.chunks(c).vector_size(); ++i)

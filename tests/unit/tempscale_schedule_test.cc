@@ -65,7 +65,8 @@ TEST(TempScaleScheduleTest, BadSchedulesNameTheirField) {
   const std::pair<std::string, std::string> cases[] = {
       {Piecewise(R"({"min_tokens": 0, "tau": 0.8}, {"min_tokens": 64, "tau": 0.9})"),
        "schedule.points[1].tau: 0.9 is above the previous point's 0.8"},
-      {Piecewise(R"({"min_tokens": 0, "tau": 1.5})"), "schedule.points[0].tau: 1.5 is outside (0, 1]"},
+      {Piecewise(R"({"min_tokens": 0, "tau": 1.5})"),
+       "schedule.points[0].tau: 1.5 is outside (0, 1]"},
       {Piecewise(R"({"min_tokens": 0, "tau": 0})"), "schedule.points[0].tau: 0 is outside (0, 1]"},
       {Piecewise(R"({"min_tokens": 0, "tau": -1})"), "schedule.points[0].tau"},
       {Piecewise(R"({"min_tokens": 5, "tau": 1})"), "schedule.points[0].min_tokens: the first"},
