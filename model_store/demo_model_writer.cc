@@ -169,15 +169,15 @@ absl::StatusOr<int64_t> WriteTokenizerFiles(const fs::path& root, const DemoMode
     ASSIGN_OR_RETURN(auto pieces, BuildDemoUnigramVocabulary(spec.word_list, spec.vocab_size));
     tokenizer = UnigramTokenizerJson(pieces);
     vocab_size = static_cast<int64_t>(pieces.size());
-    settings = {{"bos_token", "<s>"}, {"eos_token", "</s>"}, {"unk_token", "<unk>"},
-                {"cls_token", "<s>"}, {"sep_token", "</s>"}, {"pad_token", "<pad>"},
+    settings = {{"bos_token", "<s>"},    {"eos_token", "</s>"}, {"unk_token", "<unk>"},
+                {"cls_token", "<s>"},    {"sep_token", "</s>"}, {"pad_token", "<pad>"},
                 {"mask_token", "<mask>"}};
   } else {
     ASSIGN_OR_RETURN(auto vocab, BuildDemoVocabulary(spec.word_list, spec.vocab_size));
     tokenizer = WordPieceTokenizerJson(vocab);
     vocab_size = static_cast<int64_t>(vocab.size());
-    settings = {{"do_lower_case", true},  {"unk_token", "[UNK]"}, {"cls_token", "[CLS]"},
-                {"sep_token", "[SEP]"},   {"pad_token", "[PAD]"}, {"mask_token", "[MASK]"}};
+    settings = {{"do_lower_case", true}, {"unk_token", "[UNK]"}, {"cls_token", "[CLS]"},
+                {"sep_token", "[SEP]"},  {"pad_token", "[PAD]"}, {"mask_token", "[MASK]"}};
   }
   settings["model_max_length"] = spec.max_positions;
   RETURN_IF_ERROR(WriteTextFile(root / "tokenizer.json", tokenizer.dump()));

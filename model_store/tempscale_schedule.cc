@@ -30,6 +30,10 @@ absl::StatusOr<double> Number(const std::string& label, const Json& object, cons
   return value;
 }
 
+constexpr double kMaxTokens = std::numeric_limits<uint32_t>::max();
+// Any finite number, so that CheckTau can name an out-of-range tau by its value.
+constexpr double kHuge = 1e30;
+
 absl::Status CheckTau(const std::string& label, const std::string& field, double tau) {
   if (tau > 0 && tau <= 1) return absl::OkStatus();
   return Invalid(label, field, absl::StrCat(tau, " is outside (0, 1]"));
@@ -52,55 +56,63 @@ absl::StatusOr<TempScaleSchedule> TempScaleSchedule::Parse(const std::string& la
   out.source_ = label;
   if (const auto source = json.find("source"); source != json.end() && source->is_string())
     out.source_ = absl::StrCat(label, ": ", source->get<std::string>());
-  constexpr double kMaxTokens = std::numeric_limits<uint32_t>::max();
+  absl::Status read;
   if (*form == "piecewise") {
-    out.form_ = Form::kPiecewise;
-    const auto points = schedule->find("points");
-    if (points == schedule->end() || !points->is_array() || points->empty())
-      return Invalid(label, "schedule.points", "must be a non-empty array");
-    for (size_t i = 0; i < points->size(); ++i) {
-      const std::string path = absl::StrCat("schedule.points[", i, "]");
-      const Json& point = (*points)[i];
-      if (!point.is_object()) return Invalid(label, path, "must be an object");
-      auto min_tokens = Number(label, point, path, "min_tokens", 0, kMaxTokens);
-      if (!min_tokens.ok()) return min_tokens.status();
-      auto tau = Number(label, point, path, "tau", -1e30, 1e30);
-      if (!tau.ok()) return tau.status();
-      if (auto s = CheckTau(label, path + ".tau", *tau); !s.ok()) return s;
-      const SchedulePoint p{static_cast<uint32_t>(*min_tokens), static_cast<float>(*tau)};
-      if (i == 0 && p.min_tokens != 0)
-        return Invalid(label, path + ".min_tokens", "the first point must start at 0");
-      if (i > 0 && p.min_tokens <= out.points_.back().min_tokens)
-        return Invalid(label, path + ".min_tokens", "must increase from point to point");
-      if (i > 0 && p.tau > out.points_.back().tau) {
-        return Invalid(label, path + ".tau",
-                       absl::StrCat(p.tau, " is above the previous point's ",
-                                    out.points_.back().tau, "; tau must not increase with length"));
-      }
-      out.points_.push_back(p);
-    }
-    return out;
+    read = out.ReadPiecewise(label, *schedule);
+  } else if (*form == "log_ratio") {
+    read = out.ReadLogRatio(label, *schedule);
+  } else {
+    read = Invalid(label, "schedule.form",
+                   absl::StrCat(form->dump(), " is not \"piecewise\" or \"log_ratio\""));
   }
-  if (*form == "log_ratio") {
-    out.form_ = Form::kLogRatio;
-    auto n_ref = Number(label, *schedule, "schedule", "n_ref", 2, kMaxTokens);
-    if (!n_ref.ok()) return n_ref.status();
-    auto alpha = Number(label, *schedule, "schedule", "alpha", 0, 16);
-    if (!alpha.ok()) return alpha.status();
-    auto tau_min = Number(label, *schedule, "schedule", "tau_min", -1e30, 1e30);
-    if (!tau_min.ok()) return tau_min.status();
-    if (auto s = CheckTau(label, "schedule.tau_min", *tau_min); !s.ok()) return s;
-    out.n_ref_ = static_cast<uint32_t>(*n_ref);
-    out.alpha_ = static_cast<float>(*alpha);
-    out.tau_min_ = static_cast<float>(*tau_min);
-    for (const LengthBucket& bucket : AllLengthBuckets()) {
-      out.points_.push_back(
-          {static_cast<uint32_t>(bucket.min_tokens), out.TauFor(bucket.min_tokens)});
+  if (!read.ok()) return read;
+  return out;
+}
+
+absl::Status TempScaleSchedule::ReadPiecewise(const std::string& label, const Json& schedule) {
+  form_ = Form::kPiecewise;
+  const auto points = schedule.find("points");
+  if (points == schedule.end() || !points->is_array() || points->empty())
+    return Invalid(label, "schedule.points", "must be a non-empty array");
+  for (size_t i = 0; i < points->size(); ++i) {
+    const std::string path = absl::StrCat("schedule.points[", i, "]");
+    const Json& point = (*points)[i];
+    if (!point.is_object()) return Invalid(label, path, "must be an object");
+    auto min_tokens = Number(label, point, path, "min_tokens", 0, kMaxTokens);
+    if (!min_tokens.ok()) return min_tokens.status();
+    auto tau = Number(label, point, path, "tau", -kHuge, kHuge);
+    if (!tau.ok()) return tau.status();
+    if (auto s = CheckTau(label, path + ".tau", *tau); !s.ok()) return s;
+    const SchedulePoint p{static_cast<uint32_t>(*min_tokens), static_cast<float>(*tau)};
+    if (i == 0 && p.min_tokens != 0)
+      return Invalid(label, path + ".min_tokens", "the first point must start at 0");
+    if (i > 0 && p.min_tokens <= points_.back().min_tokens)
+      return Invalid(label, path + ".min_tokens", "must increase from point to point");
+    if (i > 0 && p.tau > points_.back().tau) {
+      return Invalid(label, path + ".tau",
+                     absl::StrCat(p.tau, " is above the previous point's ", points_.back().tau,
+                                  "; tau must not increase with length"));
     }
-    return out;
+    points_.push_back(p);
   }
-  return Invalid(label, "schedule.form",
-                 absl::StrCat(form->dump(), " is not \"piecewise\" or \"log_ratio\""));
+  return absl::OkStatus();
+}
+
+absl::Status TempScaleSchedule::ReadLogRatio(const std::string& label, const Json& schedule) {
+  form_ = Form::kLogRatio;
+  auto n_ref = Number(label, schedule, "schedule", "n_ref", 2, kMaxTokens);
+  if (!n_ref.ok()) return n_ref.status();
+  auto alpha = Number(label, schedule, "schedule", "alpha", 0, 16);
+  if (!alpha.ok()) return alpha.status();
+  auto tau_min = Number(label, schedule, "schedule", "tau_min", -kHuge, kHuge);
+  if (!tau_min.ok()) return tau_min.status();
+  if (auto s = CheckTau(label, "schedule.tau_min", *tau_min); !s.ok()) return s;
+  n_ref_ = static_cast<uint32_t>(*n_ref);
+  alpha_ = static_cast<float>(*alpha);
+  tau_min_ = static_cast<float>(*tau_min);
+  for (const LengthBucket& bucket : AllLengthBuckets())
+    points_.push_back({static_cast<uint32_t>(bucket.min_tokens), TauFor(bucket.min_tokens)});
+  return absl::OkStatus();
 }
 
 absl::StatusOr<TempScaleSchedule> TempScaleSchedule::Load(const std::string& dir) {

@@ -56,6 +56,10 @@ class TempScaleSchedule {
   const std::string& source() const { return source_; }
 
  private:
+  // The two forms' fields of the "schedule" object; INVALID_ARGUMENT naming the field.
+  absl::Status ReadPiecewise(const std::string& label, const nlohmann::json& schedule);
+  absl::Status ReadLogRatio(const std::string& label, const nlohmann::json& schedule);
+
   Form form_ = Form::kNone;
   std::vector<SchedulePoint> points_;
   uint32_t n_ref_ = 0;

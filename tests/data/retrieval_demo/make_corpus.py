@@ -34,7 +34,8 @@ def stdlib():
     documents = []
     for path in sorted(glob.glob("/usr/lib/python3*/*.py")):
         try:
-            tree = ast.parse(open(path, encoding="utf-8").read())
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read())
         except (SyntaxError, UnicodeDecodeError):
             continue
         text = " ".join((ast.get_docstring(node) or "").replace("\n", " ")
