@@ -31,6 +31,7 @@ absl::StatusOr<double> Number(const std::string& label, const Json& object, cons
 }
 
 constexpr double kMaxTokens = std::numeric_limits<uint32_t>::max();
+constexpr size_t kMaxFileBytes = 64 << 10;
 // Any finite number, so that CheckTau can name an out-of-range tau by its value.
 constexpr double kHuge = 1e30;
 
@@ -43,6 +44,10 @@ absl::Status CheckTau(const std::string& label, const std::string& field, double
 
 absl::StatusOr<TempScaleSchedule> TempScaleSchedule::Parse(const std::string& label,
                                                            const std::string& text) {
+  if (text.size() > kMaxFileBytes) {
+    return Invalid(label, "(file)",
+                   absl::StrCat(text.size(), " bytes; allowed up to ", kMaxFileBytes));
+  }
   const Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded() || !json.is_object())
     return Invalid(label, "(file)", "not a JSON object");
@@ -119,6 +124,14 @@ absl::StatusOr<TempScaleSchedule> TempScaleSchedule::Load(const std::string& dir
   const std::filesystem::path path = std::filesystem::path(dir) / kTempScaleFile;
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return TempScaleSchedule();
+  // Bounded before it is read: a schedule is a few lines, and a huge or deeply nested file
+  // must not cost a model load its memory or stack.
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec || size > kMaxFileBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path.string(), ": (file): ", ec ? ec.message() : absl::StrCat(size, " bytes"),
+                     "; allowed up to ", kMaxFileBytes, " bytes"));
+  }
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();

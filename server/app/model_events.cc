@@ -6,11 +6,16 @@
 namespace embedding::server {
 namespace {
 
-// "model 'demo' version 1 (bert, 384 dims, window 510 tokens, fp32)".
+// "model 'demo' version 1 (bert, 384 dims, window 510 tokens, fp32)", and for a Hub model
+// "from BAAI/bge-m3 at main, commit 5617a9f6...".
 void LogServing(const ServedModel& served) {
   const model_store::Model& model = *served.model;
+  const std::string origin =
+      served.hub ? absl::StrCat(" from ", served.hub->repository, " at ", served.hub->revision,
+                                ", commit ", served.hub->commit)
+                 : "";
   ServerLog(LogLevel::kInfo,
-            absl::StrCat("model '", served.name, "' version ", served.version, " (",
+            absl::StrCat("model '", served.name, "' version ", served.version, origin, " (",
                          model.config().model_type, ", ", model.config().hidden_size,
                          " dims, window ", model.max_content_tokens(), " tokens, ",
                          model_store::ComputeDTypeName(model.encoder().dtype()), ")",

@@ -1,5 +1,6 @@
 #include "server/app/server_options.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -12,6 +13,8 @@
 #include "absl/strings/string_view.h"
 #include "common/command_line.h"
 #include "common/status_macros.h"
+#include "model_store/hub/hub_cache.h"
+#include "model_store/hub/hub_reference.h"
 #include "server/core/store_watcher.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC address (port 0 picks a free port).");
@@ -48,6 +51,10 @@ ABSL_FLAG(std::string, log_requests, "errors",
 ABSL_FLAG(std::string, model_store, "",
           "Directory whose subdirectories are models, each served under its directory name.");
 ABSL_FLAG(std::string, default_model, "", "Model used when a request names none.");
+ABSL_FLAG(std::string, hub_cache_dir, "",
+          "Hugging Face cache for --model=ORG/NAME[@REVISION]; empty: HF_HUB_CACHE, "
+          "HUGGINGFACE_HUB_CACHE, $HF_HOME/hub, $XDG_CACHE_HOME/huggingface/hub, "
+          "~/.cache/huggingface/hub.");
 // 30 s: a new version serves within a minute of landing (it must look the same at two checks
 // in a row, so a half-copied directory is not loaded), and a check only lists files.
 ABSL_FLAG(double, model_poll_interval_s, 30.0,
@@ -91,8 +98,33 @@ ABSL_FLAG(int, collapse_window, 512,
 namespace embedding::server {
 namespace {
 
+// A path no repository id can be: absolute, relative to "." or "~", or with two '/' or more.
+bool PathLike(const std::string& location) {
+  return location.front() == '/' || location.front() == '.' || location.front() == '~' ||
+         std::count(location.begin(), location.end(), '/') > 1;
+}
+
+// NAME=DIR, DIR, NAME=ORG/REPO[@REVISION] or ORG/REPO[@REVISION]. A path, or what exists as a
+// directory, is a directory; anything else must be a Hub repository id (served from the cache).
 absl::StatusOr<ModelSource> ParseModelSource(absl::string_view spec) {
   std::pair<std::string, std::string> parts = absl::StrSplit(spec, absl::MaxSplits('=', 1));
+  std::error_code ec;
+  const std::string& location = parts.second.empty() ? parts.first : parts.second;
+  if (!location.empty() && !PathLike(location) && !std::filesystem::is_directory(location, ec)) {
+    auto hub = model_store::ParseHubReference(location, absl::StrCat("--model=", spec));
+    if (!hub.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(hub.status().message(), "; and no directory ", location, " exists"));
+    }
+    ModelSource source;
+    // A bare repository id is served under its name: "BAAI/bge-m3@v1" as "bge-m3".
+    source.name =
+        parts.second.empty() ? std::filesystem::path(hub->repo).filename().string() : parts.first;
+    if (source.name.empty() || source.name.find('@') != std::string::npos)
+      return absl::InvalidArgumentError(absl::StrCat("--model=", spec, ": NAME may not hold '@'"));
+    source.hub = *std::move(hub);
+    return source;
+  }
   if (parts.second.empty()) {
     // A bare directory is served under its directory name.
     parts.second = parts.first;
@@ -104,7 +136,10 @@ absl::StatusOr<ModelSource> ParseModelSource(absl::string_view spec) {
     return absl::InvalidArgumentError(absl::StrCat("--model=", spec, ": expected NAME=DIR or DIR"));
   if (parts.first.find('@') != std::string::npos)  // '@' selects a version: NAME@VERSION
     return absl::InvalidArgumentError(absl::StrCat("--model=", spec, ": NAME may not hold '@'"));
-  return ModelSource{parts.first, parts.second};
+  ModelSource source;
+  source.name = parts.first;
+  source.directory = parts.second;
+  return source;
 }
 
 absl::Status Positive(const char* flag, double value) {
@@ -176,6 +211,9 @@ absl::Status ReadModelFlags(ModelOptions* models) {
   }
   if (models->sources.empty())
     return absl::InvalidArgumentError("--model: at least one model is required (NAME=DIR)");
+  const std::string hub_cache = model_store::ResolveHubCacheDir(absl::GetFlag(FLAGS_hub_cache_dir));
+  for (ModelSource& source : models->sources)
+    if (source.hub) source.hub_cache = hub_cache;
   models->default_model = absl::GetFlag(FLAGS_default_model);
   const std::string dtype = absl::GetFlag(FLAGS_dtype);
   bool known_dtype = false;

@@ -4,18 +4,23 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/time/time.h"
 #include "model_store/encoder.h"
+#include "model_store/hub/hub_reference.h"
 #include "server/core/strategy.h"
 
 namespace embedding::server {
 
 struct ModelSource {
   std::string name;
-  std::string directory;
+  std::string directory;  // empty for a Hub model
+  // A Hub repository read from Hugging Face's cache at `hub_cache` (model_source.h).
+  std::optional<model_store::HubReference> hub;
+  std::string hub_cache;
 };
 
 struct ModelOptions {

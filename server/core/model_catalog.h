@@ -3,12 +3,14 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "model_store/model.h"
 #include "server/core/batcher.h"
+#include "server/core/model_source.h"
 
 namespace embedding::server {
 
@@ -17,6 +19,7 @@ namespace embedding::server {
 struct ServedModel {
   std::string name;
   std::string version;
+  std::optional<HubOrigin> hub;  // set when it was loaded from the Hub cache
   std::unique_ptr<model_store::Model> model;
   std::unique_ptr<Batcher> batcher;
 };

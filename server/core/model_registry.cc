@@ -46,16 +46,11 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
         return absl::InvalidArgumentError(
             absl::StrCat("--model: name '", source.name, "' given twice"));
     }
-    auto located = model_store::LocateModelVersion(source.directory);
-    if (!located.ok()) {
-      return absl::Status(located.status().code(),
-                          absl::StrCat("model '", source.name, "': ", located.status().message()));
-    }
-    ASSIGN_OR_RETURN(auto served,
-                     registry->LoadVersion(source.name, located->directory, located->version));
+    ASSIGN_OR_RETURN(const LocatedSource located, LocateSource(source));
+    ASSIGN_OR_RETURN(auto served, registry->LoadVersion(source.name, located));
     Entry entry;
     entry.source = source;
-    entry.changes = ChangeTracker(located->signature);
+    entry.changes = ChangeTracker(located.located.signature);
     entry.versions.push_back(std::move(served));
     registry->entries_.push_back(std::move(entry));
   }
@@ -73,7 +68,8 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
 }
 
 absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::LoadVersion(
-    const std::string& name, const std::string& directory, std::string version) const {
+    const std::string& name, const LocatedSource& source) const {
+  const std::string& directory = source.located.directory;
   model_store::ModelOptions load_options;
   load_options.encoder.dtype = options_.dtype;
   load_options.encoder.intra_op_threads = options_.intra_op_threads;
@@ -90,8 +86,9 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::LoadVersion(
   }
   auto served = std::make_shared<ServedModel>();
   served->name = name;
-  served->version =
-      version.empty() ? model_store::ComputeModelVersion(directory) : std::move(version);
+  served->version = source.located.version.empty() ? model_store::ComputeModelVersion(directory)
+                                                   : source.located.version;
+  served->hub = source.hub;
   served->model = *std::move(model);
   const model_store::Encoder* encoder = &served->model->encoder();
   WorkerPool* inference = inference_;
@@ -169,15 +166,15 @@ ReloadOutcome ModelRegistry::ReloadEntry(Entry& entry, bool settled) {
     std::lock_guard<std::mutex> lock(mu_);
     outcome.version = entry.versions.front()->version;
   }
-  auto located = model_store::LocateModelVersion(entry.source.directory);
+  auto located = LocateSource(entry.source);
   if (!located.ok()) {
     outcome.result = ReloadOutcome::Result::kFailed;
     outcome.error = std::string(located.status().message());
     return outcome;
   }
-  if (!entry.changes.ShouldTake(located->signature, settled)) return outcome;
-  auto served = LoadVersion(entry.source.name, located->directory, located->version);
-  entry.changes.Taken(located->signature);
+  if (!entry.changes.ShouldTake(located->located.signature, settled)) return outcome;
+  auto served = LoadVersion(entry.source.name, *located);
+  entry.changes.Taken(located->located.signature);
   if (!served.ok()) {
     outcome.result = ReloadOutcome::Result::kFailed;
     outcome.error = std::string(served.status().message());
@@ -218,16 +215,16 @@ std::vector<ReloadOutcome> ModelRegistry::AddFromStore(const std::string& name, 
   for (const ModelSource& source : *found) {
     const std::string& model = source.name;
     if ((!name.empty() && model != name) || Serves(model)) continue;
-    auto located = model_store::LocateModelVersion(source.directory);
+    auto located = LocateSource(source);
     if (!located.ok()) continue;  // changed since the scan
     ChangeTracker& candidate = candidates_[model];
-    if (!candidate.ShouldTake(located->signature, settled)) continue;
-    candidate.Taken(located->signature);
+    if (!candidate.ShouldTake(located->located.signature, settled)) continue;
+    candidate.Taken(located->located.signature);
 
     ReloadOutcome outcome;
     outcome.model = model;
     outcome.new_model = true;
-    auto served = LoadVersion(model, located->directory, located->version);
+    auto served = LoadVersion(model, *located);
     if (!served.ok()) {
       outcome.result = ReloadOutcome::Result::kFailed;
       outcome.error = std::string(served.status().message());
@@ -236,7 +233,7 @@ std::vector<ReloadOutcome> ModelRegistry::AddFromStore(const std::string& name, 
     }
     Entry entry;
     entry.source = source;
-    entry.changes = ChangeTracker(located->signature);
+    entry.changes = ChangeTracker(located->located.signature);
     entry.versions.push_back(*served);
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -81,10 +81,9 @@ class ModelRegistry final : public ModelCatalog {
   ModelRegistry(const ModelOptions& options, const BatcherOptions& batching, WorkerPool* inference,
                 Batcher::Executor completions, BatchObserverFactory observers,
                 VersionObserver versions);
-  // The model in `directory`, loaded on a thread of its own (see the .cc), with its batcher.
+  // The located version, loaded on a thread of its own (see the .cc), with its batcher.
   absl::StatusOr<std::shared_ptr<const ServedModel>> LoadVersion(const std::string& name,
-                                                                 const std::string& directory,
-                                                                 std::string version) const;
+                                                                 const LocatedSource& source) const;
   ReloadOutcome ReloadEntry(Entry& entry, bool settled);
   // Serves the store's new subdirectories (only `name` when not empty), as Reload describes.
   std::vector<ReloadOutcome> AddFromStore(const std::string& name, bool settled);

@@ -258,6 +258,11 @@ void FillModelInfo(const ServedModel& served, const RequestLimits& limits, v1::M
   for (const auto& [name, text] : model.sentence_transformers().prompts)
     info->add_prompt_names(name);
   info->set_demo(model.is_demo());
+  if (served.hub) {
+    info->set_repository(served.hub->repository);
+    info->set_revision(served.hub->revision);
+    info->set_commit(served.hub->commit);
+  }
   const model_store::TempScaleSchedule& schedule = model.tempscale();
   v1::TempScaleSchedule* out = info->mutable_tempscale_schedule();
   out->set_form(schedule.form_name());

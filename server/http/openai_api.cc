@@ -221,11 +221,13 @@ Json Vector(const std::vector<float>& values, bool base64) {
 Json SpanOf(const Span& span) { return Json::array({span.begin, span.end}); }
 
 Json Details(const DocumentResult& doc, bool base64) {
-  Json details = {
-      {"token_count", doc.token_count},     {"chunk_count", doc.chunk_count},
-      {"truncated", doc.truncated},         {"temperature", doc.temperature},
-      {"length_bucket", doc.length_bucket}, {"high_frequency_ratio", MeanHighFrequencyRatio(doc)},
-      {"sequence_temperatures", doc.sequence_temperatures}};
+  Json details = {{"token_count", doc.token_count},
+                  {"chunk_count", doc.chunk_count},
+                  {"truncated", doc.truncated},
+                  {"temperature", doc.temperature},
+                  {"length_bucket", doc.length_bucket},
+                  {"high_frequency_ratio", MeanHighFrequencyRatio(doc)},
+                  {"sequence_temperatures", doc.sequence_temperatures}};
   if (!doc.chunks.empty()) {
     Json chunks = Json::array();
     for (const ChunkResult& chunk : doc.chunks) {
@@ -245,8 +247,8 @@ Json ScheduleJson(const model_store::TempScaleSchedule& schedule) {
   Json points = Json::array();
   for (const model_store::SchedulePoint& p : schedule.points())
     points.push_back({{"min_tokens", p.min_tokens}, {"tau", p.tau}});
-  Json out = {{"form", schedule.form_name()}, {"points", std::move(points)},
-              {"source", schedule.source()}};
+  Json out = {
+      {"form", schedule.form_name()}, {"points", std::move(points)}, {"source", schedule.source()}};
   if (schedule.form() == model_store::TempScaleSchedule::Form::kLogRatio) {
     out["n_ref"] = schedule.n_ref();
     out["alpha"] = schedule.alpha();
@@ -303,13 +305,19 @@ std::string OpenAiEmbeddingsBody(const EmbedAnswer& answer, bool base64) {
 std::string OpenAiModelsBody(const std::vector<std::shared_ptr<const ServedModel>>& models) {
   Json data = Json::array();
   for (const auto& model : models) {
-    data.push_back({{"id", model->name},
-                    {"object", "model"},
-                    {"created", 0},  // unknown: checkpoints carry no creation time
-                    {"owned_by", "embedding-server"},
-                    {"version", model->version},
-                    {"dtype", model_store::ComputeDTypeName(model->model->encoder().dtype())},
-                    {"tempscale_schedule", ScheduleJson(model->model->tempscale())}});
+    Json item = {{"id", model->name},
+                 {"object", "model"},
+                 {"created", 0},  // unknown: checkpoints carry no creation time
+                 {"owned_by", "embedding-server"},
+                 {"version", model->version},
+                 {"dtype", model_store::ComputeDTypeName(model->model->encoder().dtype())},
+                 {"tempscale_schedule", ScheduleJson(model->model->tempscale())}};
+    if (model->hub) {
+      item["repository"] = model->hub->repository;
+      item["revision"] = model->hub->revision;
+      item["commit"] = model->hub->commit;
+    }
+    data.push_back(std::move(item));
   }
   return Json({{"object", "list"}, {"data", std::move(data)}}).dump();
 }

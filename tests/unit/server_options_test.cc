@@ -40,6 +40,30 @@ TEST(ServerOptions, DefaultsAndRepeatedModels) {
   EXPECT_EQ(options->drain_timeout, absl::Seconds(30));
 }
 
+TEST(ServerOptions, HubRepositoryIdsAreServedFromTheCache) {
+  auto options = Parse({"--model=BAAI/bge-m3@v1.0", "--model=e5=intfloat/e5-base-v2",
+                        "--model=/models/a", "--hub-cache-dir=/cache"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  const auto& sources = options->models.sources;
+  ASSERT_EQ(sources.size(), 3u);
+  EXPECT_EQ(sources[0].name, "bge-m3");
+  ASSERT_TRUE(sources[0].hub.has_value());
+  EXPECT_EQ(sources[0].hub->repo, "BAAI/bge-m3");
+  EXPECT_EQ(sources[0].hub->revision, "v1.0");
+  EXPECT_EQ(sources[0].hub_cache, "/cache");
+  EXPECT_EQ(sources[1].name, "e5");
+  EXPECT_EQ(sources[1].hub->revision, "main");
+  EXPECT_FALSE(sources[2].hub.has_value());  // a path stays a directory, existing or not
+  EXPECT_EQ(sources[2].directory, "/models/a");
+
+  for (const char* bad : {"--model=x=org--a/b", "--model=x=org/name.git", "--model=x=a b/c"}) {
+    auto refused = Parse({bad});
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(refused.status().message(), HasSubstr(std::string(bad) + ": ")) << bad;
+    EXPECT_THAT(refused.status().message(), HasSubstr("is not a Hub repository id")) << bad;
+  }
+}
+
 TEST(ServerOptions, EnvironmentFallsBackAndTheCommandLineWins) {
   setenv("EMBEDDING_MAX_CONCURRENT_REQUESTS", "7", 1);
   setenv("EMBEDDING_DEFAULT_STRATEGY", "late_chunking", 1);

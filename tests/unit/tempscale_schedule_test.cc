@@ -93,6 +93,16 @@ TEST(TempScaleScheduleTest, BadSchedulesNameTheirField) {
   }
 }
 
+TEST(TempScaleScheduleTest, AHugeFileIsRefusedBeforeItIsParsed) {
+  const std::string dir = testing::MakeScratchDir("huge_schedule");
+  // 100,000 nested arrays would take the JSON parser's recursion deep into the stack.
+  testing::WriteFile(dir + "/tempscale.json", std::string(100000, '[') + std::string(100000, ']'));
+  auto s = TempScaleSchedule::Load(dir);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.status().message(),
+              HasSubstr("tempscale.json: (file): 200000 bytes; allowed up to 65536"));
+}
+
 TEST(TempScaleScheduleTest, AModelWithABadScheduleRefusesToLoad) {
   const std::string dir = testing::CopyModelDir(testing::TinyModelDir(), "bad_schedule");
   testing::WriteFile(dir + "/tempscale.json",

@@ -1,0 +1,31 @@
+// Where a served model's files are: a directory (flat or versioned), or a Hub repository in
+// Hugging Face's local cache, found by its reference each time it is located, so a reload
+// serves the commit a branch now points to.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "model_store/model_version.h"
+#include "server/core/core_options.h"
+
+namespace embedding::server {
+
+// The Hub identity of a model loaded from the cache.
+struct HubOrigin {
+  std::string repository;
+  std::string revision;  // as given: a branch, a tag or a commit
+  std::string commit;
+};
+
+struct LocatedSource {
+  model_store::LocatedVersion located;
+  std::optional<HubOrigin> hub;
+};
+
+// The version to load now. NOT_FOUND (naming the model, and for a Hub model the repository,
+// revision and cache path) when the files are not there; DATA_LOSS for a corrupt cache entry.
+absl::StatusOr<LocatedSource> LocateSource(const ModelSource& source);
+
+}  // namespace embedding::server
