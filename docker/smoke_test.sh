@@ -27,7 +27,9 @@ docker exec "$name" embedctl health --timeout-s=5
 out=$(docker exec "$name" embedctl embed --temperature=0.8 "hello from the container")
 echo "$out" | grep -q '"length_bucket":"0-63"'
 echo "$out" | grep -q '"temperature":0.8'
-docker exec "$name" embedctl models | grep -q "DEMO"
+docker exec "$name" embedctl models | grep -q "^demo (default) "
+# AUTO: the model's TempScale schedule (none in the image: tau = 1), reported per sequence.
+docker exec "$name" embedctl embed --temperature=auto "hello again" | grep -q '"sequence_temperatures":\[1.0\]'
 # /metrics, read by embedctl bench from inside the container.
 docker exec "$name" embedctl bench --requests=5 --metrics-address=127.0.0.1:8080 | grep -q "^server"
 docker kill --signal=TERM "$name" >/dev/null
