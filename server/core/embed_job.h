@@ -34,6 +34,10 @@ class EmbedJob : public std::enable_shared_from_this<EmbedJob> {
   struct Request {
     const model_store::Model* model = nullptr;
     Batcher* batcher = nullptr;
+    // Holds the model version (and its batcher) for as long as the job exists: a job answered
+    // early by a cancellation may still be tokenising on a worker, and must not outlive the
+    // model it reads.
+    std::shared_ptr<const void> keep_alive;
     EmbedParams params;
     // Texts, or content token ids used instead of tokenising (checked against the vocabulary).
     EmbedInputs inputs;

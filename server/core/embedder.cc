@@ -53,6 +53,7 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartEmbed(EmbedCall call, E
   EmbedJob::Request job;
   job.model = model->model.get();
   job.batcher = model->batcher.get();
+  job.keep_alive = model;
   job.params = params;
   job.inputs = std::move(call.inputs);
   job.deadline = call.deadline;
