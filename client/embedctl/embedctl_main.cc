@@ -7,6 +7,7 @@
 //   embedctl calibrate --corpus=FILE|DIR [--schedule-out=MODEL_DIR/tempscale.json] [--json=F]
 //                      [--chart=F.svg]
 //   embedctl eval --corpus=FILE|DIR [--fixed-temperature=0.7] [--json=F] [--chart=F.svg]
+//   embedctl pull REPO[@REV]... [--hub-cache-dir=DIR] [--hub-offline] [--hub-ca-bundle=PEM]
 //   embedctl bench --requests=N|--duration-s=S [--concurrency=C|--rate=R] [--corpus=FILE
 //                  [--corpus_in_order]] [--json=F]
 // Every flag falls back to EMBEDCTL_<FLAG> (EMBEDCTL_ADDRESS, EMBEDCTL_TIMEOUT_S,
@@ -26,6 +27,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "client/embedctl/collapse_report.h"
+#include "client/embedctl/hub_pull_command.h"
 #include "client/embedctl/retrieval_eval.h"
 #include "client/embedctl/tempscale_calibration.h"
 #include "client/embedctl/load_generator.h"
@@ -79,6 +81,10 @@ ABSL_FLAG(std::string, compare_strategies,
           "truncate,chunk_mean,chunk_weighted_mean,chunk_max,late_chunking",
           "eval: strategies to compare.");
 ABSL_FLAG(std::string, tasks_json, "", "eval: also write the documents and queries here.");
+ABSL_FLAG(std::string, hub_cache_dir, "",
+          "pull: the Hugging Face cache (default as the server's: HF_HUB_CACHE, ...).");
+ABSL_FLAG(bool, hub_offline, false, "pull: only check the cache (HF_HUB_OFFLINE=1 too).");
+ABSL_FLAG(std::string, hub_ca_bundle, "", "pull: PEM trust roots for the Hub's TLS.");
 ABSL_FLAG(int64_t, requests, 0, "bench: requests to send (0: bounded by --duration-s).");
 ABSL_FLAG(double, duration_s, 0, "bench: seconds to run (0: bounded by --requests).");
 ABSL_FLAG(int, concurrency, 1, "bench: requests in flight (closed loop).");
@@ -476,8 +482,8 @@ int Bench(EmbeddingClient& client) {
 
 int Run(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "embedctl embed|tokenize|models|health|collapse-report|calibrate|eval|bench [flags] "
-      "[texts...]");
+      "embedctl embed|tokenize|models|health|collapse-report|calibrate|eval|bench|pull [flags] "
+      "[texts... | repositories...]");
   if (absl::Status env = ApplyEnvironmentFallbacks("EMBEDCTL", "embedctl/embedctl_main.cc");
       !env.ok()) {
     return Fail(env);
@@ -489,6 +495,12 @@ int Run(int argc, char** argv) {
   if (positional.size() < 2) {
     std::cerr << absl::ProgramUsageMessage() << "\n";
     return 2;
+  }
+  if (std::string(positional[1]) == "pull") {
+    return PullCommand(std::vector<std::string>(positional.begin() + 2, positional.end()),
+                       model_store::ResolveHubSettings(absl::GetFlag(FLAGS_hub_cache_dir),
+                                                       absl::GetFlag(FLAGS_hub_offline),
+                                                       absl::GetFlag(FLAGS_hub_ca_bundle)));
   }
   ClientOptions connect;
   const std::string address = absl::GetFlag(FLAGS_address);

@@ -1,7 +1,5 @@
 #include "model_store/retrieval_demo/wordnet_corpus.h"
 
-#include <openssl/evp.h>
-
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -12,6 +10,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
+#include "model_store/content_digest.h"
 
 namespace embedding::model_store {
 namespace {
@@ -29,16 +28,6 @@ constexpr PinnedFile kDataFiles[] = {
     {"data.adj", 'a', "c89120dfc1f046ddff4a631bf9b7e9fa1a36b5e86565a23bf82dbe14f30b88a7"},
     {"data.adv", 'r', "444a63bf3955080ab7524f5079cfc07ff9bc682cb98bdb1db73b0fb9829f1139"},
 };
-
-std::string Sha256Hex(const std::string& bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  EVP_Digest(bytes.data(), bytes.size(), digest, &size, EVP_sha256(), nullptr);
-  std::string hex;
-  for (unsigned int i = 0; i < size; ++i)
-    absl::StrAppend(&hex, absl::Hex(digest[i], absl::kZeroPad2));
-  return hex;
-}
 
 absl::StatusOr<std::string> ReadPinned(const std::string& dir, const PinnedFile& file) {
   const std::string path = (std::filesystem::path(dir) / file.name).string();

@@ -61,6 +61,7 @@ ModelRegistry::VersionObserver ModelEvents::VersionObserver() const {
     if (current) LogServing(model);
     metrics->SetModelInfo(model, current);
   };
+  observer.on_fetch = [](const std::string& line) { ServerLog(LogLevel::kInfo, line); };
   observer.on_unloaded = [metrics = metrics_](const ServedModel& model) {
     metrics->RemoveModelInfo(model);
     ServerLog(LogLevel::kInfo, absl::StrCat("model '", model.name, "' version ", model.version,

@@ -13,8 +13,8 @@
 #include "absl/strings/string_view.h"
 #include "common/command_line.h"
 #include "common/status_macros.h"
-#include "model_store/hub/hub_cache.h"
 #include "model_store/hub/hub_reference.h"
+#include "model_store/hub/hub_settings.h"
 #include "server/core/store_watcher.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC address (port 0 picks a free port).");
@@ -55,6 +55,11 @@ ABSL_FLAG(std::string, hub_cache_dir, "",
           "Hugging Face cache for --model=ORG/NAME[@REVISION]; empty: HF_HUB_CACHE, "
           "HUGGINGFACE_HUB_CACHE, $HF_HOME/hub, $XDG_CACHE_HOME/huggingface/hub, "
           "~/.cache/huggingface/hub.");
+ABSL_FLAG(bool, hub_offline, false,
+          "Hub models from the cache only, with no network call (HF_HUB_OFFLINE=1 too).");
+ABSL_FLAG(std::string, hub_ca_bundle, "",
+          "PEM trust roots for the Hub's TLS (a corporate proxy); default CURL_CA_BUNDLE, then "
+          "the system's.");
 // 30 s: a new version serves within a minute of landing (it must look the same at two checks
 // in a row, so a half-copied directory is not loaded), and a check only lists files.
 ABSL_FLAG(double, model_poll_interval_s, 30.0,
@@ -105,7 +110,7 @@ bool PathLike(const std::string& location) {
 }
 
 // NAME=DIR, DIR, NAME=ORG/REPO[@REVISION] or ORG/REPO[@REVISION]. A path, or what exists as a
-// directory, is a directory; anything else must be a Hub repository id (served from the cache).
+// directory, is a directory; anything else must be a Hub repository id (fetched into the cache).
 absl::StatusOr<ModelSource> ParseModelSource(absl::string_view spec) {
   std::pair<std::string, std::string> parts = absl::StrSplit(spec, absl::MaxSplits('=', 1));
   std::error_code ec;
@@ -211,9 +216,11 @@ absl::Status ReadModelFlags(ModelOptions* models) {
   }
   if (models->sources.empty())
     return absl::InvalidArgumentError("--model: at least one model is required (NAME=DIR)");
-  const std::string hub_cache = model_store::ResolveHubCacheDir(absl::GetFlag(FLAGS_hub_cache_dir));
+  const model_store::HubSettings hub = model_store::ResolveHubSettings(
+      absl::GetFlag(FLAGS_hub_cache_dir), absl::GetFlag(FLAGS_hub_offline),
+      absl::GetFlag(FLAGS_hub_ca_bundle));
   for (ModelSource& source : models->sources)
-    if (source.hub) source.hub_cache = hub_cache;
+    if (source.hub) source.hub_settings = hub;
   models->default_model = absl::GetFlag(FLAGS_default_model);
   const std::string dtype = absl::GetFlag(FLAGS_dtype);
   bool known_dtype = false;

@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "model_store/encoder.h"
 #include "model_store/hub/hub_reference.h"
+#include "model_store/hub/hub_settings.h"
 #include "server/core/strategy.h"
 
 namespace embedding::server {
@@ -18,9 +19,9 @@ namespace embedding::server {
 struct ModelSource {
   std::string name;
   std::string directory;  // empty for a Hub model
-  // A Hub repository read from Hugging Face's cache at `hub_cache` (model_source.h).
+  // A Hub repository, fetched into and read from Hugging Face's cache (model_source.h).
   std::optional<model_store::HubReference> hub;
-  std::string hub_cache;
+  model_store::HubSettings hub_settings;
 };
 
 struct ModelOptions {

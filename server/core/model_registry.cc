@@ -46,7 +46,7 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
         return absl::InvalidArgumentError(
             absl::StrCat("--model: name '", source.name, "' given twice"));
     }
-    ASSIGN_OR_RETURN(const LocatedSource located, LocateSource(source));
+    ASSIGN_OR_RETURN(const LocatedSource located, LocateSource(source, registry->version_observer_.on_fetch));
     ASSIGN_OR_RETURN(auto served, registry->LoadVersion(source.name, located));
     Entry entry;
     entry.source = source;
@@ -166,7 +166,11 @@ ReloadOutcome ModelRegistry::ReloadEntry(Entry& entry, bool settled) {
     std::lock_guard<std::mutex> lock(mu_);
     outcome.version = entry.versions.front()->version;
   }
-  auto located = LocateSource(entry.source);
+  // A poll (settled) reads a Hub model's cache only, so a ref moved by `embedctl pull` is picked
+  // up without asking the Hub every interval; POST /admin/reload asks the Hub.
+  ModelSource source = entry.source;
+  if (settled) source.hub_settings.offline = true;
+  auto located = LocateSource(source, version_observer_.on_fetch);
   if (!located.ok()) {
     outcome.result = ReloadOutcome::Result::kFailed;
     outcome.error = std::string(located.status().message());
@@ -215,7 +219,7 @@ std::vector<ReloadOutcome> ModelRegistry::AddFromStore(const std::string& name, 
   for (const ModelSource& source : *found) {
     const std::string& model = source.name;
     if ((!name.empty() && model != name) || Serves(model)) continue;
-    auto located = LocateSource(source);
+    auto located = LocateSource(source, version_observer_.on_fetch);
     if (!located.ok()) continue;  // changed since the scan
     ChangeTracker& candidate = candidates_[model];
     if (!candidate.ShouldTake(located->located.signature, settled)) continue;

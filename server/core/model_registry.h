@@ -40,6 +40,8 @@ class ModelRegistry final : public ModelCatalog {
   struct VersionObserver {
     std::function<void(const ServedModel&, bool current)> on_serving;
     std::function<void(const ServedModel&)> on_unloaded;
+    // A line about fetching a Hub model's files (each file's start and end, a cache fallback).
+    std::function<void(const std::string&)> on_fetch;
   };
 
   // Loads every source; the first version of each runs its forward passes on `inference` (a

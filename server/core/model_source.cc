@@ -1,27 +1,23 @@
 #include "server/core/model_source.h"
 
+#include <unistd.h>
+
 #include "absl/strings/str_cat.h"
-#include "model_store/hub/hub_cache.h"
+#include "model_store/hub/snapshot_pull.h"
 
 namespace embedding::server {
 
-absl::StatusOr<LocatedSource> LocateSource(const ModelSource& source) {
+absl::StatusOr<LocatedSource> LocateSource(const ModelSource& source,
+                                           const std::function<void(const std::string&)>& log) {
   LocatedSource out;
   std::string directory = source.directory;
   if (source.hub.has_value()) {
-    auto snapshot = model_store::FindCachedSnapshot(source.hub_cache, *source.hub);
+    auto progress = model_store::ProgressFor(
+        STDERR_FILENO, [&log](const std::string& line) { if (log) log(line); });
+    auto snapshot = model_store::PullSnapshot(*source.hub, source.hub_settings, progress.get());
     if (!snapshot.ok()) {
-      std::string hint;
-      if (snapshot.status().code() == absl::StatusCode::kNotFound) {
-        hint = absl::StrCat("; no directory ", source.hub->repo,
-                            " exists either. Hub models are read from the cache only (no "
-                            "download): fill it with `huggingface-cli download ",
-                            source.hub->repo, " --revision ", source.hub->revision,
-                            "`, or pass --hub-cache-dir");
-      }
-      return absl::Status(
-          snapshot.status().code(),
-          absl::StrCat("model '", source.name, "': ", snapshot.status().message(), hint));
+      return absl::Status(snapshot.status().code(), absl::StrCat("model '", source.name, "': ",
+                                                                 snapshot.status().message()));
     }
     out.hub = HubOrigin{source.hub->repo, source.hub->revision, snapshot->commit};
     directory = snapshot->directory;

@@ -1,8 +1,9 @@
 // Where a served model's files are: a directory (flat or versioned), or a Hub repository in
-// Hugging Face's local cache, found by its reference each time it is located, so a reload
+// Hugging Face's shared cache, pulled (snapshot_pull.h) each time it is located, so a reload
 // serves the commit a branch now points to.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -24,8 +25,12 @@ struct LocatedSource {
   std::optional<HubOrigin> hub;
 };
 
-// The version to load now. NOT_FOUND (naming the model, and for a Hub model the repository,
-// revision and cache path) when the files are not there; DATA_LOSS for a corrupt cache entry.
-absl::StatusOr<LocatedSource> LocateSource(const ModelSource& source);
+// The version to load now, a Hub model fetched first unless offline; `log` gets a line per
+// file fetched and per cache fallback (may be empty). NOT_FOUND (naming the model, and for a
+// Hub model the repository, revision and cache path) when the files are not there; DATA_LOSS
+// for a corrupt cache entry or a download that failed verification; the Hub's statuses
+// (model_store/hub/hub_api.h) for a failed download.
+absl::StatusOr<LocatedSource> LocateSource(const ModelSource& source,
+                                           const std::function<void(const std::string&)>& log);
 
 }  // namespace embedding::server

@@ -1,0 +1,134 @@
+#include "model_store/hub/model_file_selection.h"
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/status_macros.h"
+
+namespace embedding::model_store {
+namespace {
+
+using Json = nlohmann::json;
+
+absl::StatusOr<Json> ReadJson(const MetadataReader& read, const std::string& repo,
+                              const std::string& path) {
+  ASSIGN_OR_RETURN(std::string text, read(path));
+  Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded())
+    return absl::DataLossError(absl::StrCat(repo, ": ", path, " is not valid JSON"));
+  return json;
+}
+
+// The shard files of a sharded safetensors checkpoint, from its index's weight_map.
+absl::StatusOr<std::set<std::string>> IndexedShards(const MetadataReader& read,
+                                                    const std::string& repo,
+                                                    const std::string& index) {
+  ASSIGN_OR_RETURN(Json json, ReadJson(read, repo, index));
+  if (!json.is_object() || !json.contains("weight_map") || !json["weight_map"].is_object())
+    return absl::DataLossError(absl::StrCat(repo, ": ", index, " has no \"weight_map\" object"));
+  std::set<std::string> shards;
+  for (const auto& [tensor, file] : json["weight_map"].items()) {
+    if (!file.is_string()) {
+      return absl::DataLossError(
+          absl::StrCat(repo, ": ", index, ": weight_map[\"", tensor, "\"] is not a file name"));
+    }
+    shards.insert(file.get<std::string>());
+  }
+  return shards;
+}
+
+// The folder of the sentence-transformers Pooling module, "1_Pooling" unless modules.json
+// names another.
+absl::StatusOr<std::string> PoolingFolder(const MetadataReader& read, const std::string& repo) {
+  ASSIGN_OR_RETURN(Json modules, ReadJson(read, repo, "modules.json"));
+  std::string folder = "1_Pooling";
+  for (const Json& module : modules.is_array() ? modules : Json::array()) {
+    if (module.is_object() && absl::StrContains(module.value("type", ""), "Pooling") &&
+        module.contains("path") && module["path"].is_string()) {
+      folder = module["path"].get<std::string>();
+    }
+  }
+  return folder;
+}
+
+}  // namespace
+
+absl::Status ValidateRepoPath(const std::string& path) {
+  const auto refuse = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("repository path \"", path.substr(0, 200),
+                                                   "\" ", why, "; refusing to write it"));
+  };
+  if (path.empty() || path.size() > 1024) return refuse("is empty or over 1024 bytes");
+  if (path.find('\\') != std::string::npos || path.find('\0') != std::string::npos)
+    return refuse("contains a backslash or NUL");
+  if (path.front() == '/') return refuse("is absolute");
+  for (absl::string_view part : absl::StrSplit(path, '/')) {
+    if (part.empty() || part == "." || part == "..") return refuse("has an empty, . or .. part");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> SelectModelFiles(const std::string& repo,
+                                                          const std::set<std::string>& listing,
+                                                          const MetadataReader& read) {
+  std::vector<std::string> files;
+  const auto listed = [&](const std::string& path) { return listing.count(path) > 0; };
+  const auto take_if_listed = [&](const std::string& path) {
+    if (listed(path)) files.push_back(path);
+  };
+  if (!listed("config.json")) {
+    return absl::NotFoundError(
+        absl::StrCat(repo, ": no config.json in the repository; not a transformers checkpoint"));
+  }
+  files.push_back("config.json");
+
+  for (const char* path : {"tokenizer.json", "vocab.txt", "tokenizer_config.json",
+                           "special_tokens_map.json", "config_sentence_transformers.json",
+                           "sentence_bert_config.json", "tempscale.json"}) {
+    take_if_listed(path);
+  }
+  if (!listed("tokenizer.json") && !listed("vocab.txt")) {
+    return absl::NotFoundError(absl::StrCat(
+        repo, ": neither tokenizer.json nor vocab.txt is in the repository; the server reads "
+              "WordPiece and Unigram tokenizers from these files"));
+  }
+  if (listed("modules.json")) {
+    files.push_back("modules.json");
+    ASSIGN_OR_RETURN(std::string pooling, PoolingFolder(read, repo));
+    const std::string pooling_config = absl::StrCat(pooling, "/config.json");
+    RETURN_IF_ERROR(ValidateRepoPath(pooling_config));
+    take_if_listed(pooling_config);
+  }
+
+  if (listed("model.safetensors")) {
+    files.push_back("model.safetensors");
+  } else if (listed("model.safetensors.index.json")) {
+    files.push_back("model.safetensors.index.json");
+    ASSIGN_OR_RETURN(std::set<std::string> shards,
+                     IndexedShards(read, repo, "model.safetensors.index.json"));
+    for (const std::string& shard : shards) {
+      RETURN_IF_ERROR(ValidateRepoPath(shard));
+      if (!listed(shard)) {
+        return absl::NotFoundError(absl::StrCat(
+            repo, ": model.safetensors.index.json names ", shard, ", which is not in the repository"));
+      }
+      files.push_back(shard);
+    }
+  } else if (listed("pytorch_model.bin") || listed("pytorch_model.bin.index.json")) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        repo, ": the repository has pytorch_model.bin but no model.safetensors. Backbone weights "
+              "are read from safetensors only (a pickle can run code when loaded, and needs "
+              "Python to read). Pick a revision that has model.safetensors (the Hub's conversion "
+              "bot often opens one as refs/pr/N: --model=", repo, "@refs/pr/1), or convert it "
+              "with transformers' save_pretrained(dir, safe_serialization=True) and serve the "
+              "directory"));
+  } else {
+    return absl::NotFoundError(absl::StrCat(
+        repo, ": no model.safetensors or model.safetensors.index.json in the repository"));
+  }
+  return files;
+}
+
+}  // namespace embedding::model_store
