@@ -19,6 +19,7 @@ BUILD_PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   prometheus-cpp-dev nlohmann-json3-dev libutf8proc-dev libcpp-httplib-dev
   libboost-dev                       # Boost.Beast: the event-driven HTTP listener
+  libcurl4-openssl-dev               # the Hub downloader (model_store/hub/http_client.h)
   wamerican                          # the random-weight test models' vocabulary
   wordnet-base                       # the demo model's training text (pinned by digest)
 )
@@ -62,8 +63,9 @@ npm_setup() {
 }
 
 # Node (Debian's nodejs unless a node exists) and the npm packages the tests use: the Node
-# client, the offline Kubernetes schema checks, Hugging Face's tokenizers as a peer, and the
-# official openai SDK against /v1/embeddings. kubectl (for `kubectl kustomize`) from
+# client, the offline Kubernetes schema checks, Hugging Face's tokenizers as a peer, the
+# official openai SDK against /v1/embeddings, and the official Hub client (@huggingface/hub)
+# to compare caches with. kubectl (for `kubectl kustomize`) from
 # Debian's kubernetes-client unless one is on PATH.
 node_setup() {
   if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
@@ -74,6 +76,7 @@ node_setup() {
   npm_setup tests/e2e/k8s
   npm_setup tests/reference
   npm_setup tests/e2e/openai
+  npm_setup tests/e2e/hub
 }
 
 # Extra arguments are CMake cache settings, applied on every call (a re-configure).

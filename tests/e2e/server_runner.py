@@ -8,10 +8,11 @@ import time
 
 
 class ServerRunner:
-    def __init__(self, binary, args, timeout=60):
+    def __init__(self, binary, args, timeout=60, env=None):
         self.process = subprocess.Popen(
             [binary, "--listen=127.0.0.1:0", "--http-listen=127.0.0.1:0", *args],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        self.stderr_text = ""
         self.grpc_address = self.http_address = self.openai_address = None
         deadline = time.time() + timeout
         for line in self.process.stdout:
@@ -27,10 +28,10 @@ class ServerRunner:
                 break
         if self.grpc_address is None or self.process.poll() is not None:
             self.stop()
-            raise RuntimeError("server did not start: " + self.process.stderr.read())
+            raise RuntimeError("server did not start: " + self.stderr_text)
 
     def stop(self):
-        """SIGTERM, then the exit code (0 when it drained cleanly)."""
+        """SIGTERM, then the exit code (0 when it drained cleanly); its log in stderr_text."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -38,6 +39,10 @@ class ServerRunner:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        if not self.process.stderr.closed:
+            self.stderr_text = self.process.stderr.read()
+            self.process.stderr.close()
+            self.process.stdout.close()
         return self.process.returncode
 
     def __enter__(self):

@@ -51,7 +51,8 @@ TEST(HubCacheServing, ServesTheCachedSnapshotAndFollowsItsRef) {
   const fs::path repo = cache / "models--org--tiny";
   AddSnapshot(repo, kFirst, testing::TinyModelDir());
   testing::ServerProcess server({"--model=org/tiny", "--model=plain=" + testing::TinyModelDir(),
-                                 "--hub-cache-dir=" + cache.string(), "--model-poll-interval-s=1"});
+                                 "--hub-cache-dir=" + cache.string(), "--model-poll-interval-s=1",
+                                 "--hub-offline"});
   ASSERT_TRUE(server.ok()) << server.Log();
   EXPECT_THAT(server.Log(), HasSubstr(absl::StrCat("model 'tiny' version")));
   EXPECT_THAT(server.Log(), HasSubstr(absl::StrCat("from org/tiny at main, commit ", kFirst)));
@@ -86,14 +87,17 @@ TEST(HubCacheServing, ServesTheCachedSnapshotAndFollowsItsRef) {
 
 TEST(HubCacheServing, AModelTheCacheLacksIsAClearStartUpError) {
   const fs::path cache = testing::MakeScratchDir("hub_cache_empty");
-  testing::ServerProcess server({"--model=org/absent@v2", "--hub-cache-dir=" + cache.string()});
+  testing::ServerProcess server(
+      {"--model=org/absent@v2", "--hub-cache-dir=" + cache.string(), "--hub-offline"});
   EXPECT_FALSE(server.ok());
   EXPECT_EQ(server.Wait(), 1);
   EXPECT_THAT(server.Log(),
               HasSubstr("model 'absent': org/absent at revision v2 is not in the Hugging Face "
                         "cache " +
                         cache.string()));
-  EXPECT_THAT(server.Log(), HasSubstr("huggingface-cli download org/absent --revision v2"));
+  EXPECT_THAT(server.Log(), HasSubstr("offline (HF_HUB_OFFLINE or --hub-offline), so nothing is "
+                                      "downloaded: fill the cache first with `embedctl pull "
+                                      "org/absent@v2`"));
 }
 
 }  // namespace

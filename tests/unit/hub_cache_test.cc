@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "model_store/hub/hub_reference.h"
+#include "model_store/hub/hub_settings.h"
 #include "tests/testing/test_models.h"
 
 namespace embedding::model_store {
@@ -64,14 +65,15 @@ TEST(HubReferenceTest, RefusesWhatCouldLeaveTheCacheNamingTheRule) {
 // Sets environment variables for one test and restores them after.
 class ScopedEnv {
  public:
-  ScopedEnv(std::initializer_list<std::pair<const char*, const char*>> values) {
+  ScopedEnv(std::initializer_list<std::pair<const char*, std::string>> values) {
     for (const char* name : {"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME",
-                             "HOME", "HF_HUB_OFFLINE"}) {
+                             "HOME", "HF_HUB_OFFLINE", "HF_ENDPOINT", "HF_TOKEN", "HF_TOKEN_PATH",
+                             "CURL_CA_BUNDLE"}) {
       const char* old = getenv(name);
       saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
       unsetenv(name);
     }
-    for (const auto& [name, value] : values) setenv(name, value, 1);
+    for (const auto& [name, value] : values) setenv(name, value.c_str(), 1);
   }
   ~ScopedEnv() {
     for (const auto& [name, value] : saved_) {
@@ -111,6 +113,37 @@ TEST(HubCacheTest, CacheDirectoryPrecedence) {
   {
     ScopedEnv env({{"HOME", "/e"}});
     EXPECT_EQ(ResolveHubCacheDir(""), "/e/.cache/huggingface/hub");
+  }
+}
+
+TEST(HubSettingsTest, EndpointTokenAndTrustFromFlagsThenEnvironment) {
+  const std::string home = testing::MakeScratchDir("hub_settings_home");
+  testing::WriteFile(home + "/token", "hf_fromHomeFile\n");
+  testing::WriteFile(home + "/other_token", "  hf_fromTokenPath  \n");
+  {
+    ScopedEnv env({{"HF_ENDPOINT", "http://mirror.internal:8080/"}, {"HF_TOKEN", "hf_fromEnv"},
+                   {"HF_HOME", home}, {"CURL_CA_BUNDLE", "/env-ca.pem"}});
+    const HubSettings settings = ResolveHubSettings("", false, "");
+    EXPECT_EQ(settings.endpoint, "http://mirror.internal:8080");
+    EXPECT_EQ(settings.token, "hf_fromEnv");
+    EXPECT_EQ(settings.ca_bundle, "/env-ca.pem");
+    EXPECT_EQ(settings.cache_dir, home + "/hub");
+    EXPECT_FALSE(settings.offline);
+    EXPECT_EQ(ResolveHubSettings("", true, "/flag-ca.pem").ca_bundle, "/flag-ca.pem");
+    EXPECT_TRUE(ResolveHubSettings("", true, "").offline);
+  }
+  {
+    ScopedEnv env({{"HF_HOME", home}, {"HF_TOKEN_PATH", home + "/other_token"}});
+    EXPECT_EQ(ResolveHubSettings("", false, "").token, "hf_fromTokenPath");
+    EXPECT_EQ(ResolveHubSettings("", false, "").endpoint, "https://huggingface.co");
+  }
+  {
+    ScopedEnv env({{"HF_HOME", home}});
+    EXPECT_EQ(ResolveHubSettings("", false, "").token, "hf_fromHomeFile");
+  }
+  {
+    ScopedEnv env({{"HOME", home}});  // ~/.cache/huggingface/token: none there
+    EXPECT_EQ(ResolveHubSettings("", false, "").token, "");
   }
 }
 

@@ -42,7 +42,8 @@ TEST(ServerOptions, DefaultsAndRepeatedModels) {
 
 TEST(ServerOptions, HubRepositoryIdsAreServedFromTheCache) {
   auto options = Parse({"--model=BAAI/bge-m3@v1.0", "--model=e5=intfloat/e5-base-v2",
-                        "--model=/models/a", "--hub-cache-dir=/cache"});
+                        "--model=/models/a", "--hub-cache-dir=/cache", "--hub-offline",
+                        "--hub-ca-bundle=/etc/proxy-ca.pem"});
   ASSERT_TRUE(options.ok()) << options.status();
   const auto& sources = options->models.sources;
   ASSERT_EQ(sources.size(), 3u);
@@ -50,7 +51,9 @@ TEST(ServerOptions, HubRepositoryIdsAreServedFromTheCache) {
   ASSERT_TRUE(sources[0].hub.has_value());
   EXPECT_EQ(sources[0].hub->repo, "BAAI/bge-m3");
   EXPECT_EQ(sources[0].hub->revision, "v1.0");
-  EXPECT_EQ(sources[0].hub_cache, "/cache");
+  EXPECT_EQ(sources[0].hub_settings.cache_dir, "/cache");
+  EXPECT_TRUE(sources[0].hub_settings.offline);
+  EXPECT_EQ(sources[0].hub_settings.ca_bundle, "/etc/proxy-ca.pem");
   EXPECT_EQ(sources[1].name, "e5");
   EXPECT_EQ(sources[1].hub->revision, "main");
   EXPECT_FALSE(sources[2].hub.has_value());  // a path stays a directory, existing or not
