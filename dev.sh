@@ -119,7 +119,7 @@ case "$cmd" in
     demo_model
     echo "dev.sh: serving the demo model (a small BERT built from WordNet: good enough to try" \
          "retrieval, TempScale and calibration, not for production). Serve a real checkpoint" \
-         "with --model=name=/path/to/dir." >&2
+         "with --model=NAME=/path/to/dir, or a Hub model with --model=ORG/NAME[@REVISION]." >&2
     exec "$BUILD_DIR/server/embedding_server" --model="demo=$DEMO_MODEL_DIR" \
       --openai-listen=0.0.0.0:8000 "$@"
     ;;

@@ -365,6 +365,11 @@ class HubDownloadTest(unittest.TestCase):
                 self.assertEqual(run.returncode, 2, run.stderr)
                 self.assertIn("pull", run.stderr)
         self.assertEqual(self.hub.log(), [])
+        # EMBEDDING_MODELS as an init container passes it: NAME=PATH entries are skipped.
+        run = self.pull(f"a=/models/a,b={REPO}", "c=./local")
+        self.assertPulled(run)
+        self.assertIn("/models/a is a directory, not a Hub model; skipped", run.stderr)
+        self.assertIn("./local is a directory, not a Hub model; skipped", run.stderr)
         # Paths from the repository's own files: an index naming a shard outside the snapshot,
         # a Pooling module outside it.
         sharded = os.path.join(self.case, "sharded")

@@ -175,10 +175,24 @@ class Overlay(unittest.TestCase):
         self.assertIn(claim, [v.get("persistentVolumeClaim", {}).get("claimName") for v in volumes])
 
     def test_init_container_models(self):
+        # `embedctl pull` fills the cache the server then reads offline: the same models
+        # (EMBEDDING_MODELS from one ConfigMap), the same cache path, the same volume.
         objects = self.check("init-container-models")
         pod = one(objects, "Deployment")["spec"]["template"]["spec"]
-        shared = pod["initContainers"][0]["volumeMounts"][0]["name"]
-        self.assertIn(shared, [m["name"] for m in pod["containers"][0]["volumeMounts"]])
+        init, server = pod["initContainers"][0], pod["containers"][0]
+        self.assertEqual(init["command"], ["embedctl", "pull", "$(EMBEDDING_MODELS)"])
+        self.assertEqual(init["image"], server["image"])
+        flags = init["envFrom"][0]["configMapRef"]["name"]
+        self.assertEqual(flags, server["envFrom"][0]["configMapRef"]["name"])
+        data = next(o for o in objects if o["kind"] == "ConfigMap"
+                    and o["metadata"]["name"] == flags)["data"]
+        self.assertRegex(data["EMBEDDING_MODELS"], r"^\w+=[\w.-]+/[\w.-]+@\w+$")
+        mounts = {m["name"]: m["mountPath"] for m in init["volumeMounts"]}
+        self.assertEqual(mounts, {m["name"]: m["mountPath"] for m in server["volumeMounts"]
+                                  if m["name"] in mounts})
+        self.assertEqual(list(mounts.values()), [data["EMBEDDING_HUB_CACHE_DIR"]])
+        self.assertIn({"name": "HF_HUB_CACHE", "value": "$(EMBEDDING_HUB_CACHE_DIR)"}, init["env"])
+        self.assertEqual(data["EMBEDDING_HUB_OFFLINE"], "true")
 
     def test_every_overlay_is_checked(self):
         self.assertEqual(OVERLAYS, ["dev", "init-container-models", "production"])
