@@ -34,6 +34,13 @@ TEST_PACKAGES=(
   docker-compose python3-yaml        # docker/compose.yaml and deploy/k8s checks
 )
 
+# Runs "$@" and says how long it took: the CI budget is spent by stage, and this shows where.
+timed() {
+  local start=$SECONDS
+  "$@"
+  echo "dev.sh: $1 took $((SECONDS - start)) s" >&2
+}
+
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
 missing_packages() {
@@ -124,10 +131,10 @@ case "$cmd" in
       --openai-listen=0.0.0.0:8000 "$@"
     ;;
   test)
-    install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
-    node_setup
-    build_sanitized
-    build -DEMB_SANITIZED_BUILD_DIR="$PWD/$SANITIZE_BUILD_DIR"
+    timed install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
+    timed node_setup
+    timed build_sanitized
+    timed build -DEMB_SANITIZED_BUILD_DIR="$PWD/$SANITIZE_BUILD_DIR"
     cd "$BUILD_DIR" && ctest --output-on-failure -j 2 --label-exclude bench "$@"
     ;;
   bench)
