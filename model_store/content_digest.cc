@@ -33,8 +33,8 @@ bool AllHex(const std::string& text) {
 absl::StatusOr<DigestKind> DigestKindOfEtag(const std::string& etag) {
   if (AllHex(etag) && etag.size() == 64) return DigestKind::kSha256;
   if (AllHex(etag) && etag.size() == 40) return DigestKind::kGitBlobSha1;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "etag \"", etag.substr(0, 80), "\" is neither a SHA-256 nor a git blob SHA-1"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("etag \"", etag.substr(0, 80), "\" is neither a SHA-256 nor a git blob SHA-1"));
 }
 
 absl::StatusOr<std::string> FileDigest(const std::string& path, DigestKind kind) {

@@ -25,7 +25,8 @@ int PullCommand(const std::vector<std::string>& references,
       // NAME=PATH there is a directory model, nothing to pull.
       if (const size_t eq = spec.find('='); eq != absl::string_view::npos) {
         spec.remove_prefix(eq + 1);
-        if (absl::StartsWith(spec, "/") || absl::StartsWith(spec, ".") || absl::StartsWith(spec, "~")) {
+        if (absl::StartsWith(spec, "/") || absl::StartsWith(spec, ".") ||
+            absl::StartsWith(spec, "~")) {
           std::cerr << "embedctl pull: " << spec << " is a directory, not a Hub model; skipped\n";
           continue;
         }
@@ -38,8 +39,9 @@ int PullCommand(const std::vector<std::string>& references,
       parsed.push_back(*std::move(reference));
     }
   }
-  auto progress = model_store::ProgressFor(
-      STDERR_FILENO, [](const std::string& line) { std::cerr << "embedctl pull: " << line << "\n"; });
+  auto progress = model_store::ProgressFor(STDERR_FILENO, [](const std::string& line) {
+    std::cerr << "embedctl pull: " << line << "\n";
+  });
   int exit_code = 0;
   for (const model_store::HubReference& reference : parsed) {
     auto snapshot = model_store::PullSnapshot(reference, settings, progress.get());

@@ -13,8 +13,8 @@ namespace embedding::client {
 // Pulls every reference in turn. An argument may list several, comma-separated, each
 // [NAME=]REPO[@REVISION] as --model and EMBEDDING_MODELS take them (NAME=PATH is skipped), so an
 // init container can pull "$(EMBEDDING_MODELS)". Prints "REPO@REV commit C -> DIR" for each on
-// stdout and progress on stderr. Returns 0 when all arrived, 2 for an invalid reference (nothing fetched),
-// 1 when any pull failed (each failure printed with its reason).
+// stdout and progress on stderr. Returns 0 when all arrived, 2 for an invalid reference (nothing
+// fetched), 1 when any pull failed (each failure printed with its reason).
 int PullCommand(const std::vector<std::string>& references,
                 const model_store::HubSettings& settings);
 

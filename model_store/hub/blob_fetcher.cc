@@ -74,8 +74,8 @@ absl::Status Attempt(HubApi& api, const BlobTarget& target, std::FILE* file, int
         std::fseek(file, 0, SEEK_SET);
         *have = 0;
       } else if (head.status == 206 && RangeStart(head) != *have) {
-        return absl::UnavailableError(absl::StrCat("the server resumed at byte ", RangeStart(head),
-                                                   ", not at ", *have));
+        return absl::UnavailableError(
+            absl::StrCat("the server resumed at byte ", RangeStart(head), ", not at ", *have));
       }
     }
     if (*have + static_cast<int64_t>(bytes) > size) {
@@ -176,15 +176,22 @@ absl::StatusOr<std::string> FetchBlob(HubApi& api, const BlobTarget& target,
   }
   file.reset();
   if (status.ok()) status = Verify(target, partial, *kind);
-  if (!status.ok()) {
-    // A transient failure keeps its bytes for the next pull to resume; wrong bytes do not stay.
-    if (!Transient(status)) fs::remove(partial, ec);
+  if (Transient(status)) {
+    // The bytes so far stay for the next pull to resume from.
+    status = absl::UnavailableError(absl::StrCat(target.repo, ": ", target.path, ": ",
+                                                 status.message(), " (after ", kAttempts,
+                                                 " attempts; ", have, " bytes kept in ",
+                                                 partial.string(), " to resume from)"));
+    return status;
+  }
+  if (!status.ok()) {  // wrong bytes do not stay
+    fs::remove(partial, ec);
     return status;
   }
   fs::rename(partial, blob, ec);
   if (ec) {
-    status = absl::InternalError(absl::StrCat(blob.string(), ": cannot rename into place: ",
-                                              ec.message()));
+    status = absl::InternalError(
+        absl::StrCat(blob.string(), ": cannot rename into place: ", ec.message()));
     return status;
   }
   return blob.string();

@@ -115,8 +115,7 @@ std::unique_ptr<DownloadProgress> LogLineProgress(std::function<void(const std::
   return std::make_unique<LogLines>(std::move(log));
 }
 
-std::unique_ptr<DownloadProgress> ProgressFor(int fd,
-                                              std::function<void(const std::string&)> log) {
+std::unique_ptr<DownloadProgress> ProgressFor(int fd, std::function<void(const std::string&)> log) {
   if (isatty(fd)) return TerminalProgress(fd);
   return LogLineProgress(std::move(log));
 }

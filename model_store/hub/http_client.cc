@@ -6,9 +6,9 @@
 #include <mutex>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/match.h"
 #include "absl/strings/strip.h"
 
 namespace embedding::model_store {
@@ -74,9 +74,10 @@ absl::StatusOr<HttpResponse> HttpClient::Send(const HttpRequest& request, const 
   if (curl == nullptr) return absl::InternalError("curl_easy_init failed");
   Transfer transfer{curl.get(), sink, max_body, {}, absl::OkStatus()};
   curl_slist* headers = nullptr;
-  for (const std::string& header : request.headers) headers = curl_slist_append(headers, header.c_str());
+  for (const std::string& header : request.headers)
+    headers = curl_slist_append(headers, header.c_str());
   std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> header_list(headers,
-                                                                           curl_slist_free_all);
+                                                                          curl_slist_free_all);
   CURL* c = curl.get();
   curl_easy_setopt(c, CURLOPT_URL, request.url.c_str());
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
@@ -90,8 +91,9 @@ absl::StatusOr<HttpResponse> HttpClient::Send(const HttpRequest& request, const 
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(absl::ToInt64Milliseconds(options_.connect_timeout)));
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME,
-                   static_cast<long>(std::max<int64_t>(1, absl::ToInt64Seconds(options_.stall_timeout))));
+  curl_easy_setopt(
+      c, CURLOPT_LOW_SPEED_TIME,
+      static_cast<long>(std::max<int64_t>(1, absl::ToInt64Seconds(options_.stall_timeout))));
   if (request.method == "HEAD") curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
   const std::string range = absl::StrCat(request.range_start, "-");
   if (request.range_start >= 0) curl_easy_setopt(c, CURLOPT_RANGE, range.c_str());
@@ -103,8 +105,8 @@ absl::StatusOr<HttpResponse> HttpClient::Send(const HttpRequest& request, const 
   const CURLcode code = curl_easy_perform(c);
   if (!transfer.sink_status.ok()) return transfer.sink_status;
   if (code != CURLE_OK) {
-    return absl::UnavailableError(absl::StrCat(request.method, " ", WithoutQuery(request.url),
-                                               ": ", curl_easy_strerror(code)));
+    return absl::UnavailableError(absl::StrCat(request.method, " ", WithoutQuery(request.url), ": ",
+                                               curl_easy_strerror(code)));
   }
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &transfer.response.status);
   char* redirect = nullptr;
@@ -124,9 +126,9 @@ std::string UrlOrigin(const std::string& url) {
   std::unique_ptr<CURLU, decltype(&curl_url_cleanup)> handle(curl_url(), curl_url_cleanup);
   if (curl_url_set(handle.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK) return "";
   std::string out;
-  for (auto [part, flags, sep] : {std::tuple{CURLUPART_SCHEME, 0u, "://"},
-                                  std::tuple{CURLUPART_HOST, 0u, ":"},
-                                  std::tuple{CURLUPART_PORT, unsigned{CURLU_DEFAULT_PORT}, ""}}) {
+  for (auto [part, flags, sep] :
+       {std::tuple{CURLUPART_SCHEME, 0u, "://"}, std::tuple{CURLUPART_HOST, 0u, ":"},
+        std::tuple{CURLUPART_PORT, unsigned{CURLU_DEFAULT_PORT}, ""}}) {
     char* value = nullptr;
     if (curl_url_get(handle.get(), part, &value, flags) != CURLUE_OK) return "";
     absl::StrAppend(&out, absl::AsciiStrToLower(value), sep);

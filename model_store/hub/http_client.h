@@ -23,7 +23,7 @@ struct HttpClientOptions {
 };
 
 struct HttpRequest {
-  std::string method = "GET";        // GET or HEAD
+  std::string method = "GET";  // GET or HEAD
   std::string url;
   std::vector<std::string> headers;  // "Name: value"
   int64_t range_start = -1;          // >= 0 sends "Range: bytes=N-"

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -24,7 +25,7 @@ std::string NormalizeEtag(std::string etag) {
   absl::string_view view(etag);
   absl::ConsumePrefix(&view, "W/");
   view = absl::StripPrefix(absl::StripSuffix(view, "\""), "\"");
-  return std::string(view);
+  return absl::AsciiStrToLower(view);
 }
 
 int64_t SizeHeader(const std::string& value) {
@@ -34,7 +35,8 @@ int64_t SizeHeader(const std::string& value) {
 
 std::string EscapedPath(const std::string& path) {
   std::vector<std::string> parts;
-  for (absl::string_view part : absl::StrSplit(path, '/')) parts.push_back(UrlEscape(std::string(part)));
+  for (absl::string_view part : absl::StrSplit(path, '/'))
+    parts.push_back(UrlEscape(std::string(part)));
   return absl::StrJoin(parts, "/");
 }
 
@@ -56,14 +58,15 @@ absl::Status HubError(const HttpResponse& response, const std::string& repo,
                                        "$HF_HOME/token"
                                      : "the token in HF_TOKEN (or $HF_TOKEN_PATH) was refused";
   if (code == "RepoNotFound") {
-    return absl::NotFoundError(absl::StrCat(
-        subject, ": repository not found on ", settings.endpoint,
-        " (a private repository looks the same when ", token_hint, ")", said));
+    return absl::NotFoundError(
+        absl::StrCat(subject, ": repository not found on ", settings.endpoint,
+                     " (a private repository looks the same when ", token_hint, ")", said));
   }
   if (code == "RevisionNotFound")
     return absl::NotFoundError(absl::StrCat(subject, ": not found on the Hub", said));
   if (code == "EntryNotFound")
-    return absl::NotFoundError(absl::StrCat(subject, ": not in the repository at this commit", said));
+    return absl::NotFoundError(
+        absl::StrCat(subject, ": not in the repository at this commit", said));
   if (code == "GatedRepo") {
     return absl::PermissionDeniedError(absl::StrCat(
         subject, ": the repository is gated; accept its conditions at ", settings.endpoint, "/",
@@ -72,9 +75,11 @@ absl::Status HubError(const HttpResponse& response, const std::string& repo,
   const std::string status = absl::StrCat("HTTP ", response.status, " from the Hub");
   switch (response.status) {
     case 401:
-      return absl::UnauthenticatedError(absl::StrCat(subject, ": ", status, "; ", token_hint, said));
+      return absl::UnauthenticatedError(
+          absl::StrCat(subject, ": ", status, "; ", token_hint, said));
     case 403:
-      return absl::PermissionDeniedError(absl::StrCat(subject, ": ", status, "; ", token_hint, said));
+      return absl::PermissionDeniedError(
+          absl::StrCat(subject, ": ", status, "; ", token_hint, said));
     case 404:
       return absl::NotFoundError(absl::StrCat(subject, ": ", status, said));
     case 429:
@@ -157,8 +162,8 @@ absl::StatusOr<FileLocation> HubApi::Locate(const std::string& repo, const std::
                                             const std::string& path) {
   HttpRequest request;
   request.method = "HEAD";
-  request.url = absl::StrCat(settings_.endpoint, "/", repo, "/resolve/", commit, "/",
-                             EscapedPath(path));
+  request.url =
+      absl::StrCat(settings_.endpoint, "/", repo, "/resolve/", commit, "/", EscapedPath(path));
   // The size must be of the bytes, not of a compressed transfer.
   request.headers = {"Accept-Encoding: identity"};
   std::string url;
@@ -184,9 +189,9 @@ absl::StatusOr<FileLocation> HubApi::Locate(const std::string& repo, const std::
   if (size.empty()) size = Header(response, "content-length");
   location.size = SizeHeader(size);
   if (location.etag.empty() || location.size < 0) {
-    return absl::DataLossError(absl::StrCat(
-        subject, ": the Hub announced no ", location.etag.empty() ? "ETag" : "size",
-        " for the file, so it cannot be verified"));
+    return absl::DataLossError(absl::StrCat(subject, ": the Hub announced no ",
+                                            location.etag.empty() ? "ETag" : "size",
+                                            " for the file, so it cannot be verified"));
   }
   return location;
 }

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "model_store/hub/http_client.h"
 #include "model_store/hub/hub_reference.h"
 #include "model_store/hub/hub_settings.h"
-#include "model_store/hub/http_client.h"
 
 namespace embedding::model_store {
 
@@ -31,9 +31,9 @@ struct RevisionInfo {
 
 // Where a file's bytes are and what they must be.
 struct FileLocation {
-  std::string url;   // the Hub's resolve URL, or the large-file store it redirects to
-  std::string etag;  // X-Linked-Etag, else ETag: unquoted, no W/
-  int64_t size = -1; // X-Linked-Size, else Content-Length
+  std::string url;    // the Hub's resolve URL, or the large-file store it redirects to
+  std::string etag;   // X-Linked-Etag, else ETag: unquoted, no W/
+  int64_t size = -1;  // X-Linked-Size, else Content-Length
 };
 
 class HubApi {

@@ -57,8 +57,8 @@ absl::StatusOr<std::string> PoolingFolder(const MetadataReader& read, const std:
 
 absl::Status ValidateRepoPath(const std::string& path) {
   const auto refuse = [&](absl::string_view why) {
-    return absl::InvalidArgumentError(absl::StrCat("repository path \"", path.substr(0, 200),
-                                                   "\" ", why, "; refusing to write it"));
+    return absl::InvalidArgumentError(absl::StrCat("repository path \"", path.substr(0, 200), "\" ",
+                                                   why, "; refusing to write it"));
   };
   if (path.empty() || path.size() > 1024) return refuse("is empty or over 1024 bytes");
   if (path.find('\\') != std::string::npos || path.find('\0') != std::string::npos)
@@ -84,15 +84,16 @@ absl::StatusOr<std::vector<std::string>> SelectModelFiles(const std::string& rep
   }
   files.push_back("config.json");
 
-  for (const char* path : {"tokenizer.json", "vocab.txt", "tokenizer_config.json",
-                           "special_tokens_map.json", "config_sentence_transformers.json",
-                           "sentence_bert_config.json", "tempscale.json"}) {
+  for (const char* path :
+       {"tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json",
+        "config_sentence_transformers.json", "sentence_bert_config.json", "tempscale.json"}) {
     take_if_listed(path);
   }
   if (!listed("tokenizer.json") && !listed("vocab.txt")) {
     return absl::NotFoundError(absl::StrCat(
-        repo, ": neither tokenizer.json nor vocab.txt is in the repository; the server reads "
-              "WordPiece and Unigram tokenizers from these files"));
+        repo,
+        ": neither tokenizer.json nor vocab.txt is in the repository; the server reads "
+        "WordPiece and Unigram tokenizers from these files"));
   }
   if (listed("modules.json")) {
     files.push_back("modules.json");
@@ -111,19 +112,22 @@ absl::StatusOr<std::vector<std::string>> SelectModelFiles(const std::string& rep
     for (const std::string& shard : shards) {
       RETURN_IF_ERROR(ValidateRepoPath(shard));
       if (!listed(shard)) {
-        return absl::NotFoundError(absl::StrCat(
-            repo, ": model.safetensors.index.json names ", shard, ", which is not in the repository"));
+        return absl::NotFoundError(absl::StrCat(repo, ": model.safetensors.index.json names ",
+                                                shard, ", which is not in the repository"));
       }
       files.push_back(shard);
     }
   } else if (listed("pytorch_model.bin") || listed("pytorch_model.bin.index.json")) {
     return absl::FailedPreconditionError(absl::StrCat(
-        repo, ": the repository has pytorch_model.bin but no model.safetensors. Backbone weights "
-              "are read from safetensors only (a pickle can run code when loaded, and needs "
-              "Python to read). Pick a revision that has model.safetensors (the Hub's conversion "
-              "bot often opens one as refs/pr/N: --model=", repo, "@refs/pr/1), or convert it "
-              "with transformers' save_pretrained(dir, safe_serialization=True) and serve the "
-              "directory"));
+        repo,
+        ": the repository has pytorch_model.bin but no model.safetensors. Backbone weights "
+        "are read from safetensors only (a pickle can run code when loaded, and needs "
+        "Python to read). Pick a revision that has model.safetensors (the Hub's conversion "
+        "bot often opens one as refs/pr/N: --model=",
+        repo,
+        "@refs/pr/1), or convert it "
+        "with transformers' save_pretrained(dir, safe_serialization=True) and serve the "
+        "directory"));
   } else {
     return absl::NotFoundError(absl::StrCat(
         repo, ": no model.safetensors or model.safetensors.index.json in the repository"));

@@ -25,8 +25,8 @@ absl::StatusOr<std::string> ReadSmallFile(const fs::path& path) {
   const auto size = fs::file_size(path, ec);
   if (ec) return absl::NotFoundError(absl::StrCat(path.string(), ": cannot be read"));
   if (size > kMaxMetadataBytes) {
-    return absl::DataLossError(
-        absl::StrCat(path.string(), ": ", size, " bytes, over the 16 MiB a metadata file may have"));
+    return absl::DataLossError(absl::StrCat(path.string(), ": ", size,
+                                            " bytes, over the 16 MiB a metadata file may have"));
   }
   std::ifstream in(path, std::ios::binary);
   std::stringstream text;
@@ -42,7 +42,8 @@ absl::Status WriteAtomically(const fs::path& path, const std::string& text) {
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
     out << text;
-    if (!out.flush()) return absl::PermissionDeniedError(absl::StrCat(path.string(), ": cannot write"));
+    if (!out.flush())
+      return absl::PermissionDeniedError(absl::StrCat(path.string(), ": cannot write"));
   }
   fs::rename(temporary, path, ec);
   if (ec) return absl::InternalError(absl::StrCat(path.string(), ": ", ec.message()));
@@ -55,13 +56,15 @@ absl::Status LinkIntoSnapshot(const fs::path& snapshot, const std::string& path,
                               const fs::path& blob) {
   const fs::path link = snapshot / path;
   std::error_code ec;
-  fs::create_directories(link.parent_path(), ec);
+  fs::create_directories(snapshot, ec);
+  // Checked before any folder is created: weakly_canonical resolves the part that exists.
   const fs::path parent = fs::weakly_canonical(link.parent_path(), ec);
   const fs::path inside = parent.lexically_relative(fs::weakly_canonical(snapshot, ec));
   if (ec || inside.empty() || *inside.begin() == "..") {
     return absl::DataLossError(absl::StrCat(link.string(), ": its folder leads outside ",
                                             snapshot.string(), "; refusing to write"));
   }
+  fs::create_directories(link.parent_path(), ec);
   const fs::path temporary = absl::StrCat(link.string(), ".tmp.", getpid());
   fs::remove(temporary, ec);
   fs::create_symlink(blob.lexically_relative(link.parent_path()), temporary, ec);
@@ -97,7 +100,10 @@ class CommitFetcher {
  public:
   CommitFetcher(HubApi& api, const HubReference& reference, const RevisionInfo& info,
                 DownloadProgress* progress)
-      : api_(api), reference_(reference), info_(info), progress_(progress),
+      : api_(api),
+        reference_(reference),
+        info_(info),
+        progress_(progress),
         snapshot_(fs::path(api.settings().cache_dir) / RepoFolderName(reference.repo) /
                   "snapshots" / info.commit) {
     for (const RepoFile& file : info.files) listed_[file.path] = &file;
@@ -135,10 +141,10 @@ class CommitFetcher {
     const bool digest_differs = !listed_digest.empty() && listed_digest != location.etag;
     const bool size_differs = file.size >= 0 && file.size != location.size;
     if (!digest_differs && !size_differs) return absl::OkStatus();
-    return absl::DataLossError(absl::StrCat(
-        reference_.repo, ": ", path, ": the file's announcement (", location.etag, ", ",
-        location.size, " bytes) differs from the repository listing (", listed_digest, ", ",
-        file.size, " bytes)"));
+    return absl::DataLossError(
+        absl::StrCat(reference_.repo, ": ", path, ": the file's announcement (", location.etag,
+                     ", ", location.size, " bytes) differs from the repository listing (",
+                     listed_digest, ", ", file.size, " bytes)"));
   }
 
   HubApi& api_;
@@ -174,9 +180,11 @@ absl::StatusOr<CachedSnapshot> PullSnapshot(const HubReference& reference,
   auto cached = FindCachedSnapshot(settings.cache_dir, reference);
   if (settings.offline) {
     if (cached.ok() || cached.status().code() != absl::StatusCode::kNotFound) return cached;
-    return absl::NotFoundError(absl::StrCat(
-        cached.status().message(), "; offline (HF_HUB_OFFLINE or --hub-offline), so nothing is "
-        "downloaded: fill the cache first with `embedctl pull ", ToString(reference), "`"));
+    return absl::NotFoundError(
+        absl::StrCat(cached.status().message(),
+                     "; offline (HF_HUB_OFFLINE or --hub-offline), so nothing is "
+                     "downloaded: fill the cache first with `embedctl pull ",
+                     ToString(reference), "`"));
   }
   const bool warm = cached.ok() && CompleteInCache(reference.repo, cached->directory);
   if (warm && IsCommitHash(reference.revision)) return cached;

@@ -46,7 +46,8 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
         return absl::InvalidArgumentError(
             absl::StrCat("--model: name '", source.name, "' given twice"));
     }
-    ASSIGN_OR_RETURN(const LocatedSource located, LocateSource(source, registry->version_observer_.on_fetch));
+    ASSIGN_OR_RETURN(const LocatedSource located,
+                     LocateSource(source, registry->version_observer_.on_fetch));
     ASSIGN_OR_RETURN(auto served, registry->LoadVersion(source.name, located));
     Entry entry;
     entry.source = source;

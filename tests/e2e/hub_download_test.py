@@ -400,6 +400,18 @@ class HubDownloadTest(unittest.TestCase):
         self.assertIn('repository path "../../../../outside/config.json"', run.stderr)
         for root, _, files in os.walk(self.case):
             self.assertNotIn("outside.safetensors", files)
+        # A folder in the snapshot that is a symlink out of the cache is not written through.
+        self.hub.configure({"repos": {REPO: {"revisions": {"main": self.v1}}}})
+        commit, snapshot = self.assertPulled(self.pull(REPO))
+        outside = os.path.join(self.case, "outside")
+        os.makedirs(outside)
+        shutil.rmtree(os.path.join(snapshot, "1_Pooling"))
+        os.symlink(outside, os.path.join(snapshot, "1_Pooling"))
+        run = self.pull(f"{REPO}@{commit}")
+        self.assertEqual(run.returncode, 1)
+        self.assertIn(f"{snapshot}/1_Pooling: a symlink leading outside {self.folder()}",
+                      run.stderr)
+        self.assertEqual(os.listdir(outside), [])
 
     def test_two_pulls_at_once_write_one_blob(self):
         # The large file takes a second to arrive, so the two pulls overlap on it.

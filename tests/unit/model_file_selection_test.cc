@@ -40,10 +40,10 @@ TEST(ModelFileSelectionTest, SentenceTransformersRepositoryTakesOnlyWhatTheServe
           {"idx":1,"path":"2_Pool","type":"sentence_transformers.models.Pooling"}])";
   auto files = SelectModelFiles("org/st", repo.listing, repo.Reader());
   ASSERT_TRUE(files.ok()) << files.status();
-  EXPECT_THAT(*files, ElementsAre("config.json", "tokenizer.json", "vocab.txt",
-                                  "tokenizer_config.json", "special_tokens_map.json",
-                                  "config_sentence_transformers.json", "modules.json",
-                                  "2_Pool/config.json", "model.safetensors"));
+  EXPECT_THAT(*files,
+              ElementsAre("config.json", "tokenizer.json", "vocab.txt", "tokenizer_config.json",
+                          "special_tokens_map.json", "config_sentence_transformers.json",
+                          "modules.json", "2_Pool/config.json", "model.safetensors"));
   EXPECT_THAT(repo.read, ElementsAre("modules.json"));
 }
 
@@ -57,9 +57,9 @@ TEST(ModelFileSelectionTest, ShardsComeFromTheIndexOnceEach) {
                      "c": "model-00002-of-00002.safetensors"}})";
   auto files = SelectModelFiles("org/sharded", repo.listing, repo.Reader());
   ASSERT_TRUE(files.ok()) << files.status();
-  EXPECT_THAT(*files, ElementsAre("config.json", "vocab.txt", "model.safetensors.index.json",
-                                  "model-00001-of-00002.safetensors",
-                                  "model-00002-of-00002.safetensors"));
+  EXPECT_THAT(*files,
+              ElementsAre("config.json", "vocab.txt", "model.safetensors.index.json",
+                          "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"));
 }
 
 TEST(ModelFileSelectionTest, EachRefusalNamesTheRepositoryAndWhy) {
@@ -71,32 +71,52 @@ TEST(ModelFileSelectionTest, EachRefusalNamesTheRepositoryAndWhy) {
   };
   const std::string index = "model.safetensors.index.json";
   const std::vector<Case> cases = {
-      {{"tokenizer.json", "model.safetensors"}, {}, absl::StatusCode::kNotFound,
+      {{"tokenizer.json", "model.safetensors"},
+       {},
+       absl::StatusCode::kNotFound,
        "org/x: no config.json in the repository"},
-      {{"config.json", "model.safetensors", "tokenizer_config.json"}, {},
-       absl::StatusCode::kNotFound, "org/x: neither tokenizer.json nor vocab.txt"},
-      {{"config.json", "tokenizer.json", "pytorch_model.bin"}, {},
+      {{"config.json", "model.safetensors", "tokenizer_config.json"},
+       {},
+       absl::StatusCode::kNotFound,
+       "org/x: neither tokenizer.json nor vocab.txt"},
+      {{"config.json", "tokenizer.json", "pytorch_model.bin"},
+       {},
        absl::StatusCode::kFailedPrecondition,
        "org/x: the repository has pytorch_model.bin but no model.safetensors. Backbone weights "
        "are read from safetensors only"},
-      {{"config.json", "tokenizer.json", "pytorch_model.bin.index.json"}, {},
-       absl::StatusCode::kFailedPrecondition, "--model=org/x@refs/pr/1"},
-      {{"config.json", "tokenizer.json", "model.onnx"}, {}, absl::StatusCode::kNotFound,
-       "org/x: no model.safetensors or model.safetensors.index.json"},
-      {{"config.json", "tokenizer.json", index}, {{index, R"({"weight_map": {"a": "gone.safetensors"}})"}},
+      {{"config.json", "tokenizer.json", "pytorch_model.bin.index.json"},
+       {},
+       absl::StatusCode::kFailedPrecondition,
+       "--model=org/x@refs/pr/1"},
+      {{"config.json", "tokenizer.json", "model.onnx"},
+       {},
        absl::StatusCode::kNotFound,
-       "org/x: model.safetensors.index.json names gone.safetensors, which is not in the repository"},
-      {{"config.json", "tokenizer.json", index}, {{index, R"({"weight_map": {"a": "../../x"}})"}},
-       absl::StatusCode::kInvalidArgument, "repository path \"../../x\" has an empty, . or .. part"},
-      {{"config.json", "tokenizer.json", index}, {{index, R"({"weight_map": {"a": "/etc/x"}})"}},
-       absl::StatusCode::kInvalidArgument, "repository path \"/etc/x\" is absolute"},
-      {{"config.json", "tokenizer.json", index}, {{index, R"({"weight_map": {"a": 3}})"}},
-       absl::StatusCode::kDataLoss, "weight_map[\"a\"] is not a file name"},
-      {{"config.json", "tokenizer.json", index}, {{index, "{not json"}},
-       absl::StatusCode::kDataLoss, "org/x: model.safetensors.index.json is not valid JSON"},
+       "org/x: no model.safetensors or model.safetensors.index.json"},
+      {{"config.json", "tokenizer.json", index},
+       {{index, R"({"weight_map": {"a": "gone.safetensors"}})"}},
+       absl::StatusCode::kNotFound,
+       "org/x: model.safetensors.index.json names gone.safetensors, which is not in the "
+       "repository"},
+      {{"config.json", "tokenizer.json", index},
+       {{index, R"({"weight_map": {"a": "../../x"}})"}},
+       absl::StatusCode::kInvalidArgument,
+       "repository path \"../../x\" has an empty, . or .. part"},
+      {{"config.json", "tokenizer.json", index},
+       {{index, R"({"weight_map": {"a": "/etc/x"}})"}},
+       absl::StatusCode::kInvalidArgument,
+       "repository path \"/etc/x\" is absolute"},
+      {{"config.json", "tokenizer.json", index},
+       {{index, R"({"weight_map": {"a": 3}})"}},
+       absl::StatusCode::kDataLoss,
+       "weight_map[\"a\"] is not a file name"},
+      {{"config.json", "tokenizer.json", index},
+       {{index, "{not json"}},
+       absl::StatusCode::kDataLoss,
+       "org/x: model.safetensors.index.json is not valid JSON"},
       {{"config.json", "tokenizer.json", "model.safetensors", "modules.json"},
        {{"modules.json", R"([{"path": "a\\b", "type": "x.Pooling"}])"}},
-       absl::StatusCode::kInvalidArgument, "contains a backslash or NUL"},
+       absl::StatusCode::kInvalidArgument,
+       "contains a backslash or NUL"},
   };
   for (const Case& c : cases) {
     FakeRepo repo{c.listing, c.texts};
