@@ -196,6 +196,29 @@ class HubDownloadTest(unittest.TestCase):
         self.assertIn("the Hub did not answer", server.stderr_text)
         self.hub = MockHub(self.case, {"repos": {REPO: {"revisions": {"main": self.v1}}}})
 
+    def test_a_terminal_gets_a_redrawn_progress_line(self):
+        import pty
+        main, child = pty.openpty()
+        process = subprocess.Popen([EMBEDCTL, "pull", REPO], stdout=subprocess.DEVNULL,
+                                   stderr=child, env=self.environment())
+        os.close(child)
+        output = b""
+        while True:
+            try:
+                chunk = os.read(main, 4096)
+            except OSError:  # the pty closes when the process exits
+                break
+            if not chunk:
+                break
+            output += chunk
+        process.wait(timeout=60)
+        os.close(main)
+        self.assertEqual(process.returncode, 0, output)
+        text = output.decode()
+        self.assertIn(f"\r\x1b[K{REPO}/model.safetensors  6.2 MB / 6.2 MB, ", text)
+        self.assertRegex(text, r"MB/s done")
+        self.assertNotIn("downloading ", text)  # the log-line form is for non-terminals
+
     def test_offline_without_the_model_names_repository_revision_and_cache(self):
         run = self.pull(f"{REPO}@v9", HF_HUB_OFFLINE="1")
         self.assertEqual(run.returncode, 1)
