@@ -19,6 +19,8 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "hub"))
+from mock_hub import MockHub  # noqa: E402
 from server_runner import ServerRunner  # noqa: E402
 
 SERVER, EMBEDCTL, MODEL, HUB_DIR = sys.argv[1:4] + [os.path.abspath(sys.argv[4])]
@@ -32,42 +34,6 @@ def git_blob_sha1(data):
 
 def sha256(data):
     return hashlib.sha256(data).hexdigest()
-
-
-class MockHub:
-    """The Node mock, configured by a JSON file the test rewrites."""
-
-    def __init__(self, tmp, config):
-        self.config_path = os.path.join(tmp, "hub_config.json")
-        self.configure(config)
-        port_file = os.path.join(tmp, "hub_ports")
-        if os.path.exists(port_file):
-            os.remove(port_file)
-        self.output = open(os.path.join(tmp, "mock_hub.log"), "a")
-        self.process = subprocess.Popen(
-            ["node", os.path.join(HUB_DIR, "mock_hub.js"), self.config_path, port_file],
-            stdout=self.output, stderr=self.output)
-        for _ in range(200):
-            if os.path.exists(port_file):
-                break
-            time.sleep(0.05)
-        with open(port_file) as f:
-            self.port, self.lfs_port = f.read().split()
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def configure(self, config):
-        with open(self.config_path + ".tmp", "w") as f:
-            json.dump(config, f)
-        os.replace(self.config_path + ".tmp", self.config_path)
-
-    def log(self):
-        with urllib.request.urlopen(self.url + "/_log", timeout=10) as answer:
-            return json.load(answer)
-
-    def stop(self):
-        self.process.terminate()
-        self.process.wait()
-        self.output.close()
 
 
 def model_files(directory):
@@ -103,7 +69,7 @@ class HubDownloadTest(unittest.TestCase):
     def setUp(self):
         self.case = tempfile.mkdtemp(dir=self.tmp)
         self.cache = os.path.join(self.case, "cache")
-        self.hub = MockHub(self.case, {"repos": {REPO: {"revisions": {"main": self.v1}}}})
+        self.hub = MockHub(HUB_DIR, self.case, {"repos": {REPO: {"revisions": {"main": self.v1}}}})
 
     def tearDown(self):
         self.hub.stop()
@@ -194,7 +160,7 @@ class HubDownloadTest(unittest.TestCase):
             self.assertEqual(models[0]["commit"], commit)
             self.assertEqual(models[0]["repository"], REPO)
         self.assertIn("the Hub did not answer", server.stderr_text)
-        self.hub = MockHub(self.case, {"repos": {REPO: {"revisions": {"main": self.v1}}}})
+        self.hub = MockHub(HUB_DIR, self.case, {"repos": {REPO: {"revisions": {"main": self.v1}}}})
 
     def test_a_terminal_gets_a_redrawn_progress_line(self):
         import pty
