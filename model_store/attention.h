@@ -3,7 +3,7 @@
 // whole [heads x L x L] matrix: an 8,192-token window would need gigabytes per layer.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 namespace embedding::model_store {
 

@@ -1,6 +1,7 @@
 #include "model_store/encoder.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <cmath>
 

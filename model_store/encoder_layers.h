@@ -3,7 +3,7 @@
 // chains them. Included only by encoder*.cc.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <vector>
 

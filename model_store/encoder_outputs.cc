@@ -26,8 +26,8 @@ EncodeResult PoolAndMeasure(const torch::Tensor& hidden, const std::vector<int64
   }
   torch::Tensor pooled = torch::stack(pooled_rows);
   if (batch.normalize) {
-    pooled = torch::nn::functional::normalize(
-        pooled, torch::nn::functional::NormalizeFuncOptions().p(2).dim(1).eps(1e-12));
+    // As torch.nn.functional.normalize(p=2, dim=1, eps=1e-12) computes it.
+    pooled = pooled / pooled.norm(2, /*dim=*/1, /*keepdim=*/true).clamp_min(1e-12);
   }
   pooled = pooled.contiguous();
   const torch::Tensor hf_ratio = torch::stack(hf_rows).contiguous();

@@ -2,7 +2,7 @@
 // and each sequence's collapse statistic. Included only by encoder.cc.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <vector>
 

@@ -2,7 +2,7 @@
 // by an ArchitectureSpec's names. Included only by encoder*.cc.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <memory>
 #include <vector>

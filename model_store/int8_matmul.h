@@ -9,7 +9,7 @@
 // row count serves every call.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <map>
 #include <memory>

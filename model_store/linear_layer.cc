@@ -26,7 +26,7 @@ absl::Status PrepareLinearLayers(LinearKernel kernel, EncoderWeights* w) {
 torch::Tensor ApplyLinear(const torch::Tensor& x, const LinearWeights& w) {
   if (w.int8) return w.int8->Apply(x);
   if (w.weight.is_mkldnn()) return at::mkldnn_linear(x.to_mkldnn(), w.weight, w.bias).to_dense();
-  return torch::nn::functional::linear(x, w.weight, w.bias);
+  return torch::linear(x, w.weight, w.bias);  // what torch::nn::functional::linear calls
 }
 
 }  // namespace embedding::model_store

@@ -3,7 +3,7 @@
 // encoder*.cc.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include "absl/status/status.h"
 #include "model_store/encoder_weights.h"

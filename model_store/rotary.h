@@ -2,7 +2,7 @@
 // dynamic NTK scaling past the trained length. Included only by encoder*.cc.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include "model_store/encoder_config.h"
 
