@@ -11,7 +11,7 @@ class ServerRunner:
     def __init__(self, binary, args, timeout=60, env=None):
         self.process = subprocess.Popen(
             [binary, "--listen=127.0.0.1:0", "--http-listen=127.0.0.1:0", *args],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", env=env)
         self.stderr_text = ""
         self.grpc_address = self.http_address = self.openai_address = None
         deadline = time.time() + timeout
