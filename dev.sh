@@ -20,6 +20,7 @@ BUILD_PACKAGES=(
   prometheus-cpp-dev nlohmann-json3-dev libutf8proc-dev libcpp-httplib-dev
   libboost-dev                       # Boost.Beast: the event-driven HTTP listener
   libcurl4-openssl-dev               # the Hub downloader (model_store/hub/http_client.h)
+  libfp16-dev                        # half-precision multi-vectors (server/core/vector_encoding.h)
   wamerican                          # the random-weight test models' vocabulary
   wordnet-base                       # the demo model's training text (pinned by digest)
 )

@@ -13,6 +13,7 @@
 #include "model_store/encoder_weights.h"
 #include "model_store/linear_layer.h"
 #include "model_store/rotary.h"
+#include "model_store/token_heads.h"
 
 namespace embedding::model_store {
 
@@ -47,6 +48,16 @@ Encoder::Encoder(EncoderConfig config, EncoderOptions options)
     : config_(std::move(config)), options_(options) {}
 
 Encoder::~Encoder() = default;
+
+void Encoder::AttachTokenHeads(std::shared_ptr<const TokenHeads> heads) {
+  heads_ = std::move(heads);
+}
+
+bool Encoder::has_sparse_head() const { return heads_ != nullptr && heads_->has_sparse(); }
+
+int64_t Encoder::multi_vector_dim() const {
+  return heads_ != nullptr ? heads_->multi_vector_dim() : 0;
+}
 
 absl::StatusOr<std::unique_ptr<Encoder>> Encoder::Create(const EncoderConfig& config,
                                                          const ArchitectureSpec& spec,
@@ -99,6 +110,11 @@ absl::Status Encoder::ValidateBatch(const EncodeBatch& batch) const {
                                                    " values for ", batch.sequences.size(),
                                                    " sequences"));
   }
+  if (!batch.token_outputs.empty() && batch.token_outputs.size() != batch.sequences.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("token_outputs: ", batch.token_outputs.size(),
+                                                   " values for ", batch.sequences.size(),
+                                                   " sequences"));
+  }
   for (size_t b = 0; b < batch.sequences.size(); ++b) {
     const auto& seq = batch.sequences[b];
     if (seq.empty() || static_cast<int64_t>(seq.size()) > max_sequence_length_) {
@@ -109,6 +125,14 @@ absl::Status Encoder::ValidateBatch(const EncodeBatch& batch) const {
       if (id < 0 || id >= config_.vocab_size) {
         return absl::InvalidArgumentError(absl::StrCat("sequences[", b, "]: token id ", id,
                                                        " outside [0, ", config_.vocab_size, ")"));
+      }
+    }
+    if (b < batch.token_outputs.size()) {
+      const TokenOutputs& wants = batch.token_outputs[b];
+      if ((wants.sparse && !has_sparse_head()) || (wants.multi_vector && multi_vector_dim() == 0)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "token_outputs[", b, "]: the model has no ", wants.sparse ? "sparse" : "multi-vector",
+            " head"));
       }
     }
     const float tau = batch.temperatures[b];
@@ -169,7 +193,7 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
     for (const LayerWeights& layer : w.layers) {
       x = TransformerLayer(x, layer, packed, config_, rotary);
     }
-    return PoolAndMeasure(x, packed.offsets, batch);
+    return PoolAndMeasure(x, packed.offsets, batch, heads_.get());
   } catch (const c10::Error& e) {
     return absl::InternalError(
         absl::StrCat("encoder forward failed: ", e.what_without_backtrace()));

@@ -29,6 +29,14 @@ struct EncoderOptions {
   int intra_op_threads = 0;
 };
 
+// Per-token outputs a sequence asks for, from bge-m3's heads (token_heads.h).
+struct TokenOutputs {
+  bool sparse = false;        // a lexical weight per token
+  bool multi_vector = false;  // an L2-normalised vector per token
+};
+
+struct TokenHeads;  // token_heads.h: internal to model_store
+
 struct EncodeBatch {
   // Token ids of each sequence, special tokens included. Lengths may differ.
   std::vector<std::vector<int32_t>> sequences;
@@ -39,6 +47,8 @@ struct EncodeBatch {
   bool normalize = true;
   // Also return each sequence's final hidden states (late chunking needs them).
   bool return_hidden_states = false;
+  // Per sequence; empty asks none. A sequence may ask only for what the heads offer.
+  std::vector<TokenOutputs> token_outputs;
 };
 
 struct EncodeResult {
@@ -49,6 +59,12 @@ struct EncodeResult {
   std::vector<std::vector<float>> hidden_states;
   // Per sequence, ||X - 1 mean(X)||_F / ||X||_F over its tokens: low means collapsed.
   std::vector<float> high_frequency_ratio;
+  // Per sequence that asked, one ReLU(w . h_t + b) per token (special tokens included); empty
+  // otherwise.
+  std::vector<std::vector<float>> token_weights;
+  // Per sequence that asked, row-major [tokens x multi_vector_dim], each row L2-normalised
+  // (special tokens included); empty otherwise.
+  std::vector<std::vector<float>> token_vectors;
 };
 
 class Encoder {
@@ -68,6 +84,13 @@ class Encoder {
   // INTERNAL if torch fails.
   absl::StatusOr<EncodeResult> Encode(const EncodeBatch& batch) const;
 
+  // bge-m3's token heads, applied to the final hidden states when a sequence asks. Model::Load
+  // attaches them before the encoder is shared; never after an Encode.
+  void AttachTokenHeads(std::shared_ptr<const TokenHeads> heads);
+  bool has_sparse_head() const;
+  // Width of the multi-vectors; 0 without the head.
+  int64_t multi_vector_dim() const;
+
   const EncoderConfig& config() const { return config_; }
   ComputeDType dtype() const { return options_.dtype; }
   // Longest sequence the position table allows, special tokens included.
@@ -83,6 +106,7 @@ class Encoder {
   EncoderOptions options_;
   int64_t max_sequence_length_ = 0;
   std::unique_ptr<Weights> weights_;
+  std::shared_ptr<const TokenHeads> heads_;
 };
 
 }  // namespace embedding::model_store

@@ -2,8 +2,32 @@
 
 namespace embedding::model_store {
 
+namespace {
+
+std::vector<float> ToVector(const torch::Tensor& t) {
+  const torch::Tensor c = t.contiguous();
+  const float* data = c.data_ptr<float>();
+  return std::vector<float>(data, data + c.numel());
+}
+
+// bge-m3's heads on one sequence's states [L, H] (FlagEmbedding's BGEM3 model): a lexical
+// weight ReLU(w . h_t + b) per token, and a vector W h_t + b per token, L2-normalised.
+void ApplyTokenHeads(const torch::Tensor& seq, const TokenOutputs& wants, const TokenHeads& heads,
+                     std::vector<float>* weights, std::vector<float>* vectors) {
+  if (wants.sparse) {
+    *weights = ToVector(torch::relu(torch::addmm(heads.sparse_bias, seq, heads.sparse_weight.t())));
+  }
+  if (wants.multi_vector) {
+    torch::Tensor v = torch::addmm(heads.colbert_bias, seq, heads.colbert_weight.t());
+    v = v / v.norm(2, /*dim=*/1, /*keepdim=*/true).clamp_min(1e-12);
+    *vectors = ToVector(v);
+  }
+}
+
+}  // namespace
+
 EncodeResult PoolAndMeasure(const torch::Tensor& hidden, const std::vector<int64_t>& offsets,
-                            const EncodeBatch& batch) {
+                            const EncodeBatch& batch, const TokenHeads* heads) {
   const int64_t batch_size = static_cast<int64_t>(offsets.size()) - 1;
   const torch::Tensor x = hidden.slice(0, 0, offsets.back()).to(torch::kFloat32).contiguous();
   std::vector<torch::Tensor> pooled_rows, hf_rows;
@@ -45,6 +69,16 @@ EncodeResult PoolAndMeasure(const torch::Tensor& hidden, const std::vector<int64
     for (int64_t b = 0; b < batch_size; ++b) {
       result.hidden_states.emplace_back(rows + offsets[b] * result.dim,
                                         rows + offsets[b + 1] * result.dim);
+    }
+  }
+  if (!batch.token_outputs.empty()) {
+    result.token_weights.resize(batch_size);
+    result.token_vectors.resize(batch_size);
+    for (int64_t b = 0; b < batch_size; ++b) {
+      const TokenOutputs& wants = batch.token_outputs[b];
+      if (heads == nullptr || (!wants.sparse && !wants.multi_vector)) continue;
+      ApplyTokenHeads(x.slice(0, offsets[b], offsets[b + 1]), wants, *heads,
+                      &result.token_weights[b], &result.token_vectors[b]);
     }
   }
   return result;

@@ -8,8 +8,6 @@
 #include "common/status_macros.h"
 
 namespace embedding::model_store {
-namespace {
-
 torch::ScalarType TorchType(DType dtype) {
   switch (dtype) {
     case DType::kF32:
@@ -21,6 +19,8 @@ torch::ScalarType TorchType(DType dtype) {
   }
   return torch::kFloat32;
 }
+
+namespace {
 
 class Binder {
  public:

@@ -48,6 +48,9 @@ struct EncoderWeights {
   std::vector<LayerWeights> layers;
 };
 
+// The torch dtype of a checkpoint's tensor.
+torch::ScalarType TorchType(DType dtype);
+
 // Finds every weight `spec` names (trying each prefix), checks its shape against `config`
 // and converts it to `dtype`. DATA_LOSS naming the tensor when one is missing or mis-shaped.
 absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,

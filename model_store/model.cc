@@ -7,6 +7,7 @@
 #include "model_store/architecture.h"
 #include "model_store/checkpoint.h"
 #include "model_store/dtype_choice.h"
+#include "model_store/token_heads.h"
 
 namespace embedding::model_store {
 
@@ -25,6 +26,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
   }
   ASSIGN_OR_RETURN(model->st_config_, LoadSentenceTransformersConfig(model_dir));
   ASSIGN_OR_RETURN(model->tempscale_, TempScaleSchedule::Load(model_dir));
+  ASSIGN_OR_RETURN(TokenHeads heads, LoadTokenHeads(model_dir, config.hidden_size));
   // The encoder copies the weights out, so the mapping is released when Load returns.
   ASSIGN_OR_RETURN(auto checkpoint, Checkpoint::Open(model_dir));
   model->pooling_ =
@@ -39,6 +41,10 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
     ASSIGN_OR_RETURN(model->encoder_,
                      Encoder::Create(config, *spec, *checkpoint, options.encoder));
   }
+  // bge-m3's heads read the final states in fp32 whatever the dtype, so they join the encoder
+  // after the dtype is chosen.
+  if (heads.has_sparse() || heads.multi_vector_dim() > 0)
+    model->encoder_->AttachTokenHeads(std::make_shared<const TokenHeads>(std::move(heads)));
   if (model->max_content_tokens() < 1) {
     return absl::DataLossError(absl::StrCat(model_dir,
                                             ": max_position_embeddings leaves no room "

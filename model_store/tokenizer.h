@@ -27,6 +27,7 @@ struct TokenizerConfig {
   // Tokens matched verbatim in the raw text before normalization (e.g. "[SEP]", "<s>").
   std::vector<std::pair<std::string, int32_t>> added_tokens;
   int32_t pad_id = 0;
+  int32_t unk_id = -1;  // the subword model's unknown token; -1 when it has none
 };
 
 // The stages of one tokenizer. `normalizer` may be null.

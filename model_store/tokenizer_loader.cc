@@ -143,6 +143,7 @@ absl::Status ParseWordPiece(const std::string& label, const Json& model, Tokeniz
     }
     options.max_input_chars_per_word = static_cast<int>(it->get<int64_t>());
   }
+  parts->config.unk_id = options.unk_id;
   parts->model = MakeWordPiece(parts->vocab, std::move(options));
   return absl::OkStatus();
 }
@@ -165,6 +166,7 @@ absl::Status ParseUnigram(const std::string& label, const Json& model, Tokenizer
   ASSIGN_OR_RETURN(options.unk_id,
                    ReadId(model.value("unk_id", Json()), absl::StrCat(label, ": model.unk_id")));
   options.byte_fallback = model.value("byte_fallback", false);
+  parts->config.unk_id = options.unk_id;
   auto unigram = MakeUnigram(std::move(pieces), options);
   if (!unigram.ok())
     return absl::DataLossError(absl::StrCat(label, ": ", unigram.status().message()));
@@ -243,6 +245,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadVocabTxt(const fs::path& dir) {
   const std::string label = vocab_path.string();
   WordPieceOptions wordpiece;
   ASSIGN_OR_RETURN(wordpiece.unk_id, IdOf(vocab, TokenOr(settings, "unk_token", "[UNK]"), label));
+  config.unk_id = wordpiece.unk_id;
   ASSIGN_OR_RETURN(int32_t cls, IdOf(vocab, TokenOr(settings, "cls_token", "[CLS]"), label));
   ASSIGN_OR_RETURN(int32_t sep, IdOf(vocab, TokenOr(settings, "sep_token", "[SEP]"), label));
   config.prefix_ids = {cls};

@@ -6,6 +6,8 @@ reflection, so there are no generated stubs to keep in step with the server.
     response = client.embed(["first document", "second"], temperature=0.8)
     vectors = [list(d.vector) for d in response.documents]
 """
+import struct
+
 import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
@@ -120,11 +122,20 @@ class EmbeddingClient:
         return call(request, timeout=self.timeout)
 
     def embed(self, inputs, model="", temperature=None, strategy=None, chunk_tokens=None,
-              chunk_overlap_tokens=None, normalize=None, dimensions=None, prompt_name=""):
+              chunk_overlap_tokens=None, normalize=None, dimensions=None, prompt_name="",
+              outputs=None, multi_vector_encoding=None, max_vectors=None):
         """Embeds `inputs`; strategy is a name such as "LONG_TEXT_STRATEGY_CHUNK_ALL";
-        temperature is a tau, or "auto" for the model's schedule by sequence length."""
+        temperature is a tau, or "auto" for the model's schedule by sequence length; outputs
+        any of "dense", "sparse", "multi_vector"; multi_vector_encoding "float16" or "int8"."""
         request = self.messages["embedding.v1.EmbedRequest"](
             model=model, inputs=list(inputs), prompt_name=prompt_name)
+        for output in outputs or ():
+            request.outputs.append(self.enums["EMBEDDING_OUTPUT_" + output.upper()])
+        if multi_vector_encoding is not None:
+            request.multi_vector_encoding = self.enums[
+                "VECTOR_ENCODING_" + multi_vector_encoding.upper()]
+        if max_vectors is not None:
+            request.max_vectors = max_vectors
         if temperature == "auto":
             request.temperature_mode = self.enums["TEMPERATURE_MODE_AUTO"]
         elif temperature is not None:
@@ -149,3 +160,58 @@ class EmbeddingClient:
     def list_models(self):
         return self._unary("ListModels", self.messages["embedding.v1.ListModelsRequest"](),
                            "embedding.v1.ListModelsResponse")
+
+
+# Scoring, as bge-m3 defines it (FlagEmbedding's BGEM3 model), on what Embed returns.
+
+def sparse_weights(sparse):
+    """A SparseEmbedding as {token_id: weight}."""
+    return dict(zip(sparse.token_ids, sparse.weights))
+
+
+def multi_vector_rows(multi_vector):
+    """A MultiVector's vectors as lists of floats, whatever its encoding."""
+    dim, count = multi_vector.dimensions, multi_vector.count
+    if multi_vector.data:
+        if len(multi_vector.scales) == count:  # INT8: byte * scale
+            raw = struct.unpack(f"<{count * dim}b", multi_vector.data)
+            values = [raw[i] * multi_vector.scales[i // dim] for i in range(count * dim)]
+        else:  # FLOAT16
+            values = list(struct.unpack(f"<{count * dim}e", multi_vector.data))
+    else:
+        values = list(multi_vector.values)
+    return [values[r * dim:(r + 1) * dim] for r in range(count)]
+
+
+def lexical_score(query, document):
+    """Sum over the token ids both share of the product of their weights."""
+    q, d = sparse_weights(query), sparse_weights(document)
+    return sum(w * d[t] for t, w in q.items() if t in d)
+
+
+def colbert_score(query, document):
+    """Mean over the query's vectors of the best inner product with a document vector."""
+    q, d = multi_vector_rows(query), multi_vector_rows(document)
+    if not q or not d:
+        return 0.0
+    best = [max(sum(a * b for a, b in zip(qv, dv)) for dv in d) for qv in q]
+    return sum(best) / len(best)
+
+
+def dense_score(query, document):
+    """Inner product of two dense vectors (cosine when both are normalised)."""
+    return sum(a * b for a, b in zip(query.vector, document.vector))
+
+
+def hybrid_score(query, document, weights=(0.4, 0.2, 0.4)):
+    """weights[0] x dense + weights[1] x lexical + weights[2] x ColBERT, over the outputs both
+    documents carry (FlagEmbedding's default weights); divided by the weights used."""
+    parts = []
+    if query.vector and document.vector:
+        parts.append((weights[0], dense_score(query, document)))
+    if query.HasField("sparse") and document.HasField("sparse"):
+        parts.append((weights[1], lexical_score(query.sparse, document.sparse)))
+    if query.HasField("multi_vector") and document.HasField("multi_vector"):
+        parts.append((weights[2], colbert_score(query.multi_vector, document.multi_vector)))
+    total = sum(w for w, _ in parts)
+    return sum(w * s for w, s in parts) / total if total else 0.0

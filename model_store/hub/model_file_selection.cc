@@ -75,8 +75,10 @@ absl::StatusOr<std::vector<std::string>> SelectModelFiles(const std::string& rep
                                                           const MetadataReader& read) {
   std::vector<std::string> files;
   const auto listed = [&](const std::string& path) { return listing.count(path) > 0; };
+  // Takes `path` when the repository has it; says whether it did.
   const auto take_if_listed = [&](const std::string& path) {
     if (listed(path)) files.push_back(path);
+    return listed(path);
   };
   if (!listed("config.json")) {
     return absl::NotFoundError(
@@ -88,6 +90,11 @@ absl::StatusOr<std::vector<std::string>> SelectModelFiles(const std::string& rep
        {"tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json",
         "config_sentence_transformers.json", "sentence_bert_config.json", "tempscale.json"}) {
     take_if_listed(path);
+  }
+  // bge-m3's token heads (model_store/token_heads.h): a safetensors copy when there is one.
+  for (const char* head : {"sparse_linear", "colbert_linear"}) {
+    const std::string safetensors = std::string(head) + ".safetensors";
+    if (!take_if_listed(safetensors)) take_if_listed(std::string(head) + ".pt");
   }
   if (!listed("tokenizer.json") && !listed("vocab.txt")) {
     return absl::NotFoundError(absl::StrCat(

@@ -2,7 +2,8 @@
 // listing and its small metadata files: config.json; model.safetensors, or the shards
 // model.safetensors.index.json names; tokenizer.json and/or vocab.txt with tokenizer_config.json
 // and special_tokens_map.json; the sentence-transformers files (modules.json, the pooling config
-// it names, config_sentence_transformers.json, sentence_bert_config.json); tempscale.json.
+// it names, config_sentence_transformers.json, sentence_bert_config.json); tempscale.json; bge-m3's
+// heads (sparse_linear and colbert_linear, .safetensors rather than .pt).
 // Everything else (ONNX exports, pytorch_model.bin, images) is left on the Hub.
 #pragma once
 

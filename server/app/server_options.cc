@@ -89,6 +89,9 @@ ABSL_FLAG(int64_t, max_queued_tokens, 1 << 20, "Queued tokens before RESOURCE_EX
 ABSL_FLAG(uint32_t, max_inputs_per_request, 512, "Inputs in one request.");
 ABSL_FLAG(int64_t, max_request_bytes, 32 << 20, "Bytes of text in one request.");
 ABSL_FLAG(uint32_t, max_tokens_per_document, 131072, "Tokens in one document.");
+// 64 MiB: two 8,192-token documents' multi-vectors at width 1,024 in fp32, or 16 in int8.
+ABSL_FLAG(int64_t, max_response_bytes, 64 << 20,
+          "Bytes one response may carry, estimated before any forward pass.");
 ABSL_FLAG(double, min_temperature, 0.05, "Smallest accepted temperature.");
 ABSL_FLAG(double, max_temperature, 4.0, "Largest accepted temperature.");
 ABSL_FLAG(double, default_temperature, 1.0, "Temperature when a request sets none.");
@@ -268,11 +271,13 @@ absl::Status ReadLimitFlags(RequestLimits* limits) {
   limits->max_inputs_per_request = absl::GetFlag(FLAGS_max_inputs_per_request);
   limits->max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   limits->max_tokens_per_document = absl::GetFlag(FLAGS_max_tokens_per_document);
+  limits->max_response_bytes = absl::GetFlag(FLAGS_max_response_bytes);
   RETURN_IF_ERROR(Positive("max_concurrent_requests", limits->max_concurrent_requests));
   RETURN_IF_ERROR(Positive("max_queued_tokens", limits->max_queued_tokens));
   RETURN_IF_ERROR(Positive("max_inputs_per_request", limits->max_inputs_per_request));
   RETURN_IF_ERROR(Positive("max_request_bytes", limits->max_request_bytes));
   RETURN_IF_ERROR(Positive("max_tokens_per_document", limits->max_tokens_per_document));
+  RETURN_IF_ERROR(Positive("max_response_bytes", limits->max_response_bytes));
   limits->min_temperature = static_cast<float>(absl::GetFlag(FLAGS_min_temperature));
   limits->max_temperature = static_cast<float>(absl::GetFlag(FLAGS_max_temperature));
   limits->default_temperature = static_cast<float>(absl::GetFlag(FLAGS_default_temperature));

@@ -194,6 +194,7 @@ void Batcher::Run(std::vector<BatchTask> batch) {
     input.sequences.push_back(task.ids);
     input.temperatures.push_back(task.temperature);
     input.return_hidden_states = input.return_hidden_states || task.want_hidden_states;
+    input.token_outputs.push_back(task.token_outputs);
     stats.real_tokens += Length(task);
     stats.padded_tokens = std::max(stats.padded_tokens, Length(task));
   }
@@ -217,6 +218,10 @@ void Batcher::Run(std::vector<BatchTask> batch) {
       out.pooled = std::move((*result)->pooled[i]);
       if (task.want_hidden_states) out.hidden_states = std::move((*result)->hidden_states[i]);
       out.high_frequency_ratio = (*result)->high_frequency_ratio[i];
+      if (!(*result)->token_weights.empty()) {
+        out.token_weights = std::move((*result)->token_weights[i]);
+        out.token_vectors = std::move((*result)->token_vectors[i]);
+      }
       out.batch_id = id;
       out.batch_start = start;
       out.batch_seconds = seconds;

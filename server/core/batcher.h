@@ -38,6 +38,10 @@ struct SequenceOutput {
   std::vector<float> pooled;
   std::vector<float> hidden_states;  // row-major [tokens x dim]; empty unless asked for
   float high_frequency_ratio = 0;
+  // bge-m3's heads, per token (special tokens included), when the task asked: one lexical
+  // weight each, and row-major [tokens x multi_vector_dim] unit vectors.
+  std::vector<float> token_weights;
+  std::vector<float> token_vectors;
   // The forward pass it ran in: numbered, so a caller with several tasks in one pass can
   // count that pass once.
   uint64_t batch_id = 0;
@@ -49,6 +53,7 @@ struct BatchTask {
   std::vector<int32_t> ids;  // special tokens included
   float temperature = 1.0f;
   bool want_hidden_states = false;
+  model_store::TokenOutputs token_outputs;
   // OK while the caller still wants the result; otherwise why not (cancelled, deadline
   // passed), and the task is dropped without reaching the model.
   std::function<absl::Status()> liveness;

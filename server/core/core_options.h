@@ -42,6 +42,9 @@ struct RequestLimits {
   int64_t max_queued_tokens = 1 << 20;
   uint32_t max_inputs_per_request = 512;
   int64_t max_request_bytes = 32 << 20;
+  // What one response may carry, estimated from the tokens before any forward pass
+  // (multi-vectors dominate: 4 KB per token at width 1,024 in fp32).
+  int64_t max_response_bytes = 64 << 20;
   uint32_t max_tokens_per_document = 131072;
   float min_temperature = 0.05f;
   float max_temperature = 4.0f;

@@ -11,6 +11,7 @@
 #include "server/core/chunk_planner.h"
 #include "server/core/embed_params.h"
 #include "server/core/embed_result.h"
+#include "server/core/token_output_merger.h"
 
 namespace embedding::server {
 
@@ -27,6 +28,7 @@ struct EncodedDocument {
   std::vector<uint32_t> chunk_rows;             // late chunking: rows in each sum
   std::vector<float> hf_ratio;                  // per sequence
   std::vector<float> sequence_tau;              // per sequence: the tau it is encoded at
+  TokenOutputState token_outputs;               // sparse and multi-vector outputs, when asked
 };
 
 // Each planned sequence's tau: the request's, or under AUTO the schedule's at the sequence's

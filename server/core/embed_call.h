@@ -33,6 +33,9 @@ struct EmbedRequestOptions {
   std::optional<uint32_t> dimensions;
   std::string prompt;       // prepended to every text input
   std::string prompt_name;  // one of the model's prompts, instead of `prompt`
+  std::vector<v1::EmbeddingOutput> outputs;  // empty: dense
+  v1::VectorEncoding multi_vector_encoding = v1::VECTOR_ENCODING_UNSPECIFIED;
+  std::optional<uint32_t> max_vectors;
 };
 
 // Inputs are texts (tokenised by the model's tokenizer) or content token ids (checked against

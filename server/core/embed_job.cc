@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "server/core/vector_encoding.h"
 
 namespace embedding::server {
 
@@ -13,7 +14,11 @@ std::shared_ptr<EmbedJob> EmbedJob::Start(Request request, WorkerPool* pool, Don
 }
 
 EmbedJob::EmbedJob(Request request, DoneCallback done)
-    : request_(std::move(request)), created_(absl::Now()), done_callback_(std::move(done)) {
+    : request_(std::move(request)),
+      created_(absl::Now()),
+      sparse_dropped_ids_(SparseDroppedIds(*request_.model)),
+      multi_vector_dim_(static_cast<size_t>(request_.model->encoder().multi_vector_dim())),
+      done_callback_(std::move(done)) {
   auto* texts = std::get_if<TextInputs>(&request_.inputs);
   if (texts == nullptr) {  // token ids: no text, so every span is empty
     documents_.resize(std::get<TokenInputs>(request_.inputs).size());
@@ -83,10 +88,15 @@ void EmbedJob::Prepare() {
     if (!plan.ok()) return Complete(plan.status());
     doc.plan = *std::move(plan);
     PrepareSlots(&doc, late, static_cast<size_t>(model.config().hidden_size));
+    PrepareTokenOutputs(&doc.token_outputs, doc.plan, count, late, request_.params,
+                        multi_vector_dim_);
     doc.sequence_tau = SequenceTemperatures(doc.plan, request_.params, model.tempscale());
     for (const auto& range : doc.plan.sequences) total_tokens += range.size() + specials;
     sequences += doc.plan.sequences.size();
   }
+
+  // Before any token state is kept or any forward pass runs.
+  if (absl::Status size = CheckResponseSize(); !size.ok()) return Complete(size);
 
   std::vector<BatchTask> tasks;
   tasks.reserve(sequences);
@@ -101,6 +111,7 @@ void EmbedJob::Prepare() {
       task.ids = model.tokenizer().AddSpecialTokens(content);
       task.temperature = doc.sequence_tau[s];
       task.want_hidden_states = late;
+      task.token_outputs = {request_.params.sparse, request_.params.multi_vector};
       task.liveness = [self] { return self->Liveness(); };
       task.done = [self, d, s](absl::StatusOr<SequenceOutput> output) {
         self->OnSequenceDone(d, s, std::move(output));
@@ -123,6 +134,37 @@ void EmbedJob::Prepare() {
   }
   if (!refused.ok()) return Complete(refused);
   request_.batcher->Submit(std::move(tasks));
+}
+
+absl::Status EmbedJob::CheckResponseSize() const {
+  const EmbedParams& params = request_.params;
+  const bool chunks = TraitsOf(params.strategy).returns_chunks;
+  const int64_t dim = static_cast<int64_t>(request_.model->config().hidden_size);
+  // Bytes per multi-vector on the wire: values, a span, and a scale under INT8.
+  const int64_t per_vector =
+      static_cast<int64_t>(multi_vector_dim_) * BytesPerValue(params.multi_vector_encoding) + 8 +
+      (params.multi_vector_encoding == v1::VECTOR_ENCODING_INT8 ? 4 : 0);
+  // A sparse entry: id, weight and its token's text (a few bytes).
+  constexpr int64_t kPerSparseEntry = 16;
+  int64_t bytes = 0;
+  for (const EncodedDocument& doc : documents_) {
+    int64_t kept = 0;  // content tokens the model sees, counted once per chunk they are in
+    for (const Span& chunk : doc.plan.chunks) kept += chunk.size();
+    const int64_t ends = static_cast<int64_t>(doc.plan.chunks.size()) *
+                         static_cast<int64_t>(request_.model->special_suffix().size());
+    int64_t vectors = kept + ends;
+    if (params.max_vectors > 0) vectors = std::min<int64_t>(vectors, params.max_vectors);
+    const int64_t copies = chunks ? 2 : 1;  // the document's and its chunks'
+    if (params.dense) bytes += dim * 4 * (chunks ? 1 + static_cast<int64_t>(doc.plan.chunks.size()) : 1);
+    if (params.sparse) bytes += copies * kept * kPerSparseEntry;
+    if (params.multi_vector) bytes += copies * vectors * per_vector;
+  }
+  if (bytes <= request_.max_response_bytes) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "outputs: the response would carry about ", bytes, " bytes, above the bound; allowed [0, ",
+      request_.max_response_bytes,
+      "] (--max-response-bytes); ask for max_vectors, a FLOAT16 or INT8 "
+      "multi_vector_encoding, or fewer inputs"));
 }
 
 absl::Status EmbedJob::Liveness() const {
@@ -161,6 +203,12 @@ void EmbedJob::OnSequenceDone(size_t document, size_t sequence,
         doc.pooled[sequence] = std::move(output->pooled);
       }
       doc.hf_ratio[sequence] = output->high_frequency_ratio;
+      if (request_.params.sparse || request_.params.multi_vector) {
+        FoldTokenOutputs(&doc.token_outputs, doc.plan, doc.tokens.ids, sequence,
+                         TraitsOf(request_.params.strategy).needs_token_states,
+                         request_.model->special_prefix().size(), sparse_dropped_ids_,
+                         output->token_weights, output->token_vectors, multi_vector_dim_);
+      }
       if (batches_seen_.insert(output->batch_id).second) {
         inference_seconds_ += output->batch_seconds;
         first_batch_ = std::min(first_batch_, output->batch_start);
@@ -180,6 +228,12 @@ EmbedResult EmbedJob::Merge() const {
   EmbedResult result;
   for (const EncodedDocument& doc : documents_) {
     result.documents.push_back(MergeDocument(doc, request_.params, dim));
+    if (request_.params.sparse || request_.params.multi_vector) {
+      MergeTokenOutputs(doc.token_outputs, doc.plan, doc.tokens.ids,
+                        TraitsOf(request_.params.strategy).needs_token_states,
+                        sparse_dropped_ids_, request_.params, multi_vector_dim_,
+                        &result.documents.back());
+    }
     result.tokens += doc.tokens.ids.size();
     result.sequences += doc.plan.sequences.size();
     for (const auto& range : doc.plan.sequences) result.sequence_tokens += range.size() + specials;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -43,6 +44,7 @@ class EmbedJob : public std::enable_shared_from_this<EmbedJob> {
     EmbedInputs inputs;
     absl::Time deadline = absl::InfiniteFuture();
     uint32_t max_tokens_per_document = 0;
+    int64_t max_response_bytes = std::numeric_limits<int64_t>::max();
     AdmissionPermit permit;
   };
 
@@ -68,6 +70,9 @@ class EmbedJob : public std::enable_shared_from_this<EmbedJob> {
                                                          int64_t vocab_size);
   // The document's tokens: its text tokenised, or its given ids checked.
   absl::StatusOr<model_store::TokenizedText> DocumentTokens(size_t i, const std::string& field);
+  // INVALID_ARGUMENT naming `outputs` when what the planned documents would return exceeds
+  // --max-response-bytes.
+  absl::Status CheckResponseSize() const;
   // OK while the job wants results; otherwise why not.
   absl::Status Liveness() const;
   void OnSequenceDone(size_t document, size_t sequence, absl::StatusOr<SequenceOutput> output);
@@ -78,6 +83,8 @@ class EmbedJob : public std::enable_shared_from_this<EmbedJob> {
   Request request_;
   const absl::Time created_;
   std::vector<EncodedDocument> documents_;  // each (document, sequence) slot written once
+  const std::set<int32_t> sparse_dropped_ids_;
+  const size_t multi_vector_dim_;
 
   mutable std::mutex mu_;  // guards everything below
   bool done_ = false;

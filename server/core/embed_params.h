@@ -26,6 +26,13 @@ struct EmbedParams {
   bool auto_temperature = false;
   // Prepended to every input before tokenisation.
   std::string prompt;
+  // Which outputs; one forward pass gives all three.
+  bool dense = true;
+  bool sparse = false;
+  bool multi_vector = false;
+  v1::VectorEncoding multi_vector_encoding = v1::VECTOR_ENCODING_FLOAT32;
+  // Multi-vectors per document (and per chunk) at most; 0: one per token.
+  uint32_t max_vectors = 0;
 };
 
 }  // namespace embedding::server

@@ -10,12 +10,28 @@
 
 namespace embedding::server {
 
+// Lexical weights by ascending vocabulary id.
+struct SparseResult {
+  std::vector<int32_t> ids;
+  std::vector<float> weights;
+};
+
+// `count` unit vectors of `dim`, row-major, each with the content tokens it stands for.
+struct MultiVectorResult {
+  uint32_t dim = 0;
+  std::vector<float> values;
+  std::vector<Span> token_spans;
+  size_t count() const { return token_spans.size(); }
+};
+
 struct ChunkResult {
   std::vector<float> vector;
   Span tokens;  // content tokens of the document
   Span chars;   // code points of the input
   Span bytes;   // UTF-8 bytes of the input
   float temperature = 1.0f;  // of the sequence (window) it was encoded in
+  SparseResult sparse;             // when asked
+  MultiVectorResult multi_vector;  // when asked
 };
 
 struct DocumentResult {
@@ -30,6 +46,8 @@ struct DocumentResult {
   std::vector<float> sequence_temperatures;  // one per encoded sequence, in order
   std::string length_bucket;
   std::vector<ChunkResult> chunks;  // CHUNK_ALL and LATE_CHUNKING only
+  SparseResult sparse;              // when asked
+  MultiVectorResult multi_vector;   // when asked
 };
 
 // The mean of a document's per-sequence high-frequency ratios (0 when there are none).

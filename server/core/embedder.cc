@@ -58,6 +58,7 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartEmbed(EmbedCall call, E
   job.inputs = std::move(call.inputs);
   job.deadline = call.deadline;
   job.max_tokens_per_document = limits_.max_tokens_per_document;
+  job.max_response_bytes = limits_.max_response_bytes;
   job.permit = std::move(permit);
   return EmbedJob::Start(
       std::move(job), pool_,

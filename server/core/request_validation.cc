@@ -97,6 +97,61 @@ absl::Status ValidateTemperature(const EmbedRequestOptions& request, const Reque
   return absl::OkStatus();
 }
 
+std::vector<v1::EmbeddingOutput> OfferedOutputs(const model_store::Model& model) {
+  std::vector<v1::EmbeddingOutput> offers = {v1::EMBEDDING_OUTPUT_DENSE};
+  if (model.encoder().has_sparse_head()) offers.push_back(v1::EMBEDDING_OUTPUT_SPARSE);
+  if (model.encoder().multi_vector_dim() > 0) offers.push_back(v1::EMBEDDING_OUTPUT_MULTI_VECTOR);
+  return offers;
+}
+
+// Which outputs, each at most once and each one the model offers; how multi-vectors travel.
+absl::Status ValidateOutputs(const EmbedRequestOptions& request, const model_store::Model& model,
+                             EmbedParams* params) {
+  const std::vector<v1::EmbeddingOutput> offers = OfferedOutputs(model);
+  const std::string offered =
+      absl::StrJoin(offers, ", ", [](std::string* out, v1::EmbeddingOutput o) {
+        out->append(v1::EmbeddingOutput_Name(o));
+      });
+  params->dense = request.outputs.empty();
+  for (size_t i = 0; i < request.outputs.size(); ++i) {
+    const std::string field = absl::StrCat("outputs[", i, "]");
+    RETURN_IF_ERROR(CheckEnum(v1::EmbeddingOutput_descriptor(), request.outputs[i], field));
+    const v1::EmbeddingOutput output =
+        request.outputs[i] == v1::EMBEDDING_OUTPUT_UNSPECIFIED ? v1::EMBEDDING_OUTPUT_DENSE
+                                                                : request.outputs[i];
+    bool* wanted = output == v1::EMBEDDING_OUTPUT_SPARSE         ? &params->sparse
+                   : output == v1::EMBEDDING_OUTPUT_MULTI_VECTOR ? &params->multi_vector
+                                                                 : &params->dense;
+    if (*wanted) {
+      return Invalid(absl::StrCat(field, ": ", v1::EmbeddingOutput_Name(output),
+                                  " is asked for twice; each output at most once"));
+    }
+    if (std::find(offers.begin(), offers.end(), output) == offers.end()) {
+      return Invalid(absl::StrCat(field, ": ", v1::EmbeddingOutput_Name(output),
+                                  " needs a head this model lacks (",
+                                  output == v1::EMBEDDING_OUTPUT_SPARSE ? "sparse_linear"
+                                                                        : "colbert_linear",
+                                  "); it offers [", offered, "]"));
+    }
+    *wanted = true;
+  }
+  RETURN_IF_ERROR(CheckEnum(v1::VectorEncoding_descriptor(), request.multi_vector_encoding,
+                            "multi_vector_encoding"));
+  if (!params->multi_vector && (request.multi_vector_encoding != v1::VECTOR_ENCODING_UNSPECIFIED ||
+                                request.max_vectors.has_value())) {
+    return Invalid(absl::StrCat(request.max_vectors ? "max_vectors" : "multi_vector_encoding",
+                                ": applies only when outputs include MULTI_VECTOR"));
+  }
+  if (request.multi_vector_encoding != v1::VECTOR_ENCODING_UNSPECIFIED)
+    params->multi_vector_encoding = request.multi_vector_encoding;
+  if (request.max_vectors.has_value()) {
+    if (*request.max_vectors < 1)
+      return Invalid("max_vectors: 0 is not allowed; allowed [1, 4294967295] (unset: every token)");
+    params->max_vectors = *request.max_vectors;
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<EmbedParams> ValidateEmbedCall(const EmbedCall& call,
                                               const model_store::Model& model,
                                               const RequestLimits& limits) {
@@ -131,6 +186,7 @@ absl::StatusOr<EmbedParams> ValidateEmbedCall(const EmbedCall& call,
     }
     params.overlap_tokens = *request.chunk_overlap_tokens;
   }
+  RETURN_IF_ERROR(ValidateOutputs(request, model, &params));
   params.normalize = request.normalize.value_or(true);
   const auto hidden = static_cast<uint32_t>(model.config().hidden_size);
   if (request.dimensions.has_value()) {

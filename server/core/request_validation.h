@@ -20,6 +20,9 @@ absl::StatusOr<EmbedParams> ValidateEmbedCall(const EmbedCall& call,
                                               const model_store::Model& model,
                                               const RequestLimits& limits);
 
+// What a model can give: DENSE always, SPARSE and MULTI_VECTOR when it has bge-m3's heads.
+std::vector<v1::EmbeddingOutput> OfferedOutputs(const model_store::Model& model);
+
 // `count` inputs is between 1 and --max-inputs-per-request; INVALID_ARGUMENT otherwise.
 absl::Status ValidateInputCount(size_t count, const RequestLimits& limits);
 

@@ -12,6 +12,8 @@
 #include "google/protobuf/wire_format_lite.h"
 #include "model_store/architecture.h"
 #include "model_store/unicode_text.h"
+#include "server/core/request_validation.h"
+#include "server/core/vector_encoding.h"
 #include "server/grpc/unchecked_requests.pb.h"
 
 namespace embedding::server {
@@ -182,6 +184,10 @@ EmbedCall ToEmbedCall(v1::EmbedRequest* request, absl::Time deadline) {
   if (request->has_dimensions()) options.dimensions = request->dimensions();
   options.prompt = std::move(*request->mutable_prompt());
   options.prompt_name = std::move(*request->mutable_prompt_name());
+  for (int output : request->outputs())
+    options.outputs.push_back(static_cast<v1::EmbeddingOutput>(output));
+  options.multi_vector_encoding = request->multi_vector_encoding();
+  if (request->has_max_vectors()) options.max_vectors = request->max_vectors();
   TextInputs texts;
   texts.reserve(static_cast<size_t>(request->inputs_size()));
   for (std::string& input : *request->mutable_inputs()) texts.push_back(std::move(input));
@@ -199,7 +205,43 @@ TokenizeCall ToTokenizeCall(v1::TokenizeRequest* request) {
   return call;
 }
 
+namespace {
+
+void FillSparse(const SparseResult& sparse, const model_store::Tokenizer& tokenizer,
+                v1::SparseEmbedding* out) {
+  out->mutable_weights()->Assign(sparse.weights.begin(), sparse.weights.end());
+  for (int32_t id : sparse.ids) {
+    out->add_token_ids(static_cast<uint32_t>(id));
+    out->add_tokens(tokenizer.IdToToken(id));
+  }
+}
+
+void FillMultiVector(const MultiVectorResult& vectors, v1::VectorEncoding encoding,
+                     v1::MultiVector* out) {
+  out->set_count(static_cast<uint32_t>(vectors.count()));
+  out->set_dimensions(vectors.dim);
+  out->set_encoding(encoding);
+  switch (encoding) {
+    case v1::VECTOR_ENCODING_FLOAT16:
+      out->set_data(EncodeFloat16(vectors.values));
+      break;
+    case v1::VECTOR_ENCODING_INT8: {
+      std::vector<float> scales;
+      out->set_data(EncodeInt8(vectors.values, vectors.dim, &scales));
+      out->mutable_scales()->Assign(scales.begin(), scales.end());
+      break;
+    }
+    default:
+      out->mutable_values()->Assign(vectors.values.begin(), vectors.values.end());
+  }
+  for (const Span& span : vectors.token_spans) SetSpan(span, out->add_token_spans());
+}
+
+}  // namespace
+
 void FillEmbedResponse(const EmbedAnswer& answer, v1::EmbedResponse* response) {
+  const EmbedParams& params = answer.params;
+  const model_store::Tokenizer& tokenizer = answer.model->model->tokenizer();
   const EmbedResult& result = answer.result;
   response->set_model(answer.model->name);
   response->set_model_version(answer.model->version);
@@ -208,7 +250,11 @@ void FillEmbedResponse(const EmbedAnswer& answer, v1::EmbedResponse* response) {
                                                                 : v1::TEMPERATURE_MODE_FIXED);
   for (const DocumentResult& doc : result.documents) {
     v1::DocumentEmbedding* out = response->add_documents();
-    out->mutable_vector()->Assign(doc.vector.begin(), doc.vector.end());
+    if (params.dense) out->mutable_vector()->Assign(doc.vector.begin(), doc.vector.end());
+    if (params.sparse) FillSparse(doc.sparse, tokenizer, out->mutable_sparse());
+    if (params.multi_vector) {
+      FillMultiVector(doc.multi_vector, params.multi_vector_encoding, out->mutable_multi_vector());
+    }
     out->set_token_count(doc.token_count);
     out->set_chunk_count(doc.chunk_count);
     out->set_truncated(doc.truncated);
@@ -219,7 +265,12 @@ void FillEmbedResponse(const EmbedAnswer& answer, v1::EmbedResponse* response) {
                                                  doc.sequence_temperatures.end());
     for (const ChunkResult& chunk : doc.chunks) {
       v1::ChunkEmbedding* c = out->add_chunks();
-      c->mutable_vector()->Assign(chunk.vector.begin(), chunk.vector.end());
+      if (params.dense) c->mutable_vector()->Assign(chunk.vector.begin(), chunk.vector.end());
+      if (params.sparse) FillSparse(chunk.sparse, tokenizer, c->mutable_sparse());
+      if (params.multi_vector) {
+        FillMultiVector(chunk.multi_vector, params.multi_vector_encoding,
+                        c->mutable_multi_vector());
+      }
       SetSpan(chunk.tokens, c->mutable_token_span());
       SetSpan(chunk.chars, c->mutable_char_span());
       SetSpan(chunk.bytes, c->mutable_byte_span());
@@ -258,6 +309,8 @@ void FillModelInfo(const ServedModel& served, const RequestLimits& limits, v1::M
   for (const auto& [name, text] : model.sentence_transformers().prompts)
     info->add_prompt_names(name);
   info->set_demo(model.is_demo());
+  for (v1::EmbeddingOutput output : OfferedOutputs(model)) info->add_outputs(output);
+  info->set_multi_vector_dimensions(static_cast<uint32_t>(model.encoder().multi_vector_dim()));
   if (served.hub) {
     info->set_repository(served.hub->repository);
     info->set_revision(served.hub->revision);

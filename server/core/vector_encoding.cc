@@ -1,0 +1,47 @@
+#include "server/core/vector_encoding.h"
+
+#include <fp16.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace embedding::server {
+
+int64_t BytesPerValue(v1::VectorEncoding encoding) {
+  switch (encoding) {
+    case v1::VECTOR_ENCODING_FLOAT16:
+      return 2;
+    case v1::VECTOR_ENCODING_INT8:
+      return 1;
+    default:
+      return 4;
+  }
+}
+
+std::string EncodeFloat16(const std::vector<float>& values) {
+  std::string out(values.size() * 2, '\0');
+  for (size_t i = 0; i < values.size(); ++i) {
+    const uint16_t h = fp16_ieee_from_fp32_value(values[i]);
+    out[2 * i] = static_cast<char>(h & 0xff);
+    out[2 * i + 1] = static_cast<char>(h >> 8);
+  }
+  return out;
+}
+
+std::string EncodeInt8(const std::vector<float>& values, size_t dim, std::vector<float>* scales) {
+  std::string out(values.size(), '\0');
+  for (size_t row = 0; dim > 0 && row * dim < values.size(); ++row) {
+    const float* v = values.data() + row * dim;
+    float max_abs = 0;
+    for (size_t d = 0; d < dim; ++d) max_abs = std::max(max_abs, std::fabs(v[d]));
+    const float scale = max_abs / 127.0f;
+    scales->push_back(scale);
+    for (size_t d = 0; d < dim && scale > 0; ++d) {
+      const float q = std::clamp(std::nearbyint(v[d] / scale), -127.0f, 127.0f);
+      out[row * dim + d] = static_cast<char>(static_cast<int8_t>(q));
+    }
+  }
+  return out;
+}
+
+}  // namespace embedding::server
