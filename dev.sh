@@ -85,6 +85,7 @@ node_setup() {
   npm_setup tests/reference
   npm_setup tests/e2e/openai
   npm_setup tests/e2e/hub
+  npm_setup tests/e2e/tei
 }
 
 # Extra arguments are CMake cache settings, applied on every call (a re-configure).

@@ -29,6 +29,7 @@ struct EncodedDocument {
   std::vector<float> hf_ratio;                  // per sequence
   std::vector<float> sequence_tau;              // per sequence: the tau it is encoded at
   TokenOutputState token_outputs;               // sparse and multi-vector outputs, when asked
+  std::vector<float> token_states;              // the one window's hidden states, when asked
 };
 
 // Each planned sequence's tau: the request's, or under AUTO the schedule's at the sequence's

@@ -36,6 +36,9 @@ struct EmbedRequestOptions {
   std::vector<v1::EmbeddingOutput> outputs;  // empty: dense
   v1::VectorEncoding multi_vector_encoding = v1::VECTOR_ENCODING_UNSPECIFIED;
   std::optional<uint32_t> max_vectors;
+  // Every token's final hidden state, special tokens included (TEI's /embed_all); needs a
+  // one-window strategy (REJECT or TRUNCATE).
+  bool token_states = false;
 };
 
 // Inputs are texts (tokenised by the model's tokenizer) or content token ids (checked against

@@ -110,7 +110,7 @@ void EmbedJob::Prepare() {
       BatchTask task;
       task.ids = model.tokenizer().AddSpecialTokens(content);
       task.temperature = doc.sequence_tau[s];
-      task.want_hidden_states = late;
+      task.want_hidden_states = late || request_.params.token_states;
       task.token_outputs = {request_.params.sparse, request_.params.multi_vector};
       task.liveness = [self] { return self->Liveness(); };
       task.done = [self, d, s](absl::StatusOr<SequenceOutput> output) {
@@ -158,6 +158,7 @@ absl::Status EmbedJob::CheckResponseSize() const {
     if (params.dense) bytes += dim * 4 * (chunks ? 1 + static_cast<int64_t>(doc.plan.chunks.size()) : 1);
     if (params.sparse) bytes += copies * kept * kPerSparseEntry;
     if (params.multi_vector) bytes += copies * vectors * per_vector;
+    if (params.token_states) bytes += (kept + request_.model->tokenizer().num_special_tokens()) * dim * 4;
   }
   if (bytes <= request_.max_response_bytes) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
@@ -201,6 +202,7 @@ void EmbedJob::OnSequenceDone(size_t document, size_t sequence,
                            request_.model->special_prefix().size());
       } else {
         doc.pooled[sequence] = std::move(output->pooled);
+        if (request_.params.token_states) doc.token_states = std::move(output->hidden_states);
       }
       doc.hf_ratio[sequence] = output->high_frequency_ratio;
       if (request_.params.sparse || request_.params.multi_vector) {
@@ -228,6 +230,7 @@ EmbedResult EmbedJob::Merge() const {
   EmbedResult result;
   for (const EncodedDocument& doc : documents_) {
     result.documents.push_back(MergeDocument(doc, request_.params, dim));
+    result.documents.back().token_states = doc.token_states;
     if (request_.params.sparse || request_.params.multi_vector) {
       MergeTokenOutputs(doc.token_outputs, doc.plan, doc.tokens.ids,
                         TraitsOf(request_.params.strategy).needs_token_states,

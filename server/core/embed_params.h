@@ -33,6 +33,8 @@ struct EmbedParams {
   v1::VectorEncoding multi_vector_encoding = v1::VECTOR_ENCODING_FLOAT32;
   // Multi-vectors per document (and per chunk) at most; 0: one per token.
   uint32_t max_vectors = 0;
+  // Every token's final hidden state (one window: REJECT or TRUNCATE).
+  bool token_states = false;
 };
 
 }  // namespace embedding::server

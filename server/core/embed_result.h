@@ -48,6 +48,8 @@ struct DocumentResult {
   std::vector<ChunkResult> chunks;  // CHUNK_ALL and LATE_CHUNKING only
   SparseResult sparse;              // when asked
   MultiVectorResult multi_vector;   // when asked
+  // Row-major [sequence tokens x hidden], special tokens included; when asked.
+  std::vector<float> token_states;
 };
 
 // The mean of a document's per-sequence high-frequency ratios (0 when there are none).

@@ -187,6 +187,11 @@ absl::StatusOr<EmbedParams> ValidateEmbedCall(const EmbedCall& call,
     params.overlap_tokens = *request.chunk_overlap_tokens;
   }
   RETURN_IF_ERROR(ValidateOutputs(request, model, &params));
+  params.token_states = request.token_states;
+  if (params.token_states && TraitsOf(params.strategy).plan != PlanRule::kReject &&
+      TraitsOf(params.strategy).plan != PlanRule::kTruncate) {
+    return Invalid("strategy: token states come from one window; allowed REJECT or TRUNCATE");
+  }
   params.normalize = request.normalize.value_or(true);
   const auto hidden = static_cast<uint32_t>(model.config().hidden_size);
   if (request.dimensions.has_value()) {

@@ -12,7 +12,9 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "server/core/request_validation.h"
 #include "server/core/strategy.h"
+#include "server/http/token_outputs_json.h"
 
 namespace embedding::server {
 namespace {
@@ -170,11 +172,28 @@ absl::Status ReadField(const std::string& key, const Json& value, const RequestL
     request.normalize = value.get<bool>();
   } else if (key == "prompt_name") {
     ASSIGN_OR_RETURN(request.prompt_name, ReadString(value, "prompt_name"));
+  } else if (key == "outputs") {
+    if (!value.is_array() || value.size() > 3)
+      return Invalid("outputs", "must be an array of at most 3 of \"dense\", \"sparse\", "
+                                "\"multi_vector\"");
+    for (size_t i = 0; i < value.size(); ++i) {
+      const std::string param = absl::StrCat("outputs[", i, "]");
+      ASSIGN_OR_RETURN(std::string name, ReadString(value[i], param.c_str()));
+      ASSIGN_OR_RETURN(v1::EmbeddingOutput output, ParseOutputName(name, param));
+      request.outputs.push_back(output);
+    }
+  } else if (key == "multi_vector_encoding") {
+    ASSIGN_OR_RETURN(std::string name, ReadString(value, "multi_vector_encoding"));
+    ASSIGN_OR_RETURN(request.multi_vector_encoding, ParseVectorEncoding(name));
+  } else if (key == "max_vectors") {
+    ASSIGN_OR_RETURN(uint32_t count, ReadCount(value, "max_vectors"));
+    request.max_vectors = count;
   } else {
     return Invalid(key.size() > 64 ? key.substr(0, 64) + "..." : key,
                    "unknown field; allowed: model, input, encoding_format, dimensions, user, "
                    "temperature, temperature_mode, strategy, truncation_side, chunk_tokens, "
-                   "chunk_overlap_tokens, normalize, prompt_name");
+                   "chunk_overlap_tokens, normalize, prompt_name, outputs, "
+                   "multi_vector_encoding, max_vectors");
   }
   return absl::OkStatus();
 }
@@ -220,7 +239,9 @@ Json Vector(const std::vector<float>& values, bool base64) {
 
 Json SpanOf(const Span& span) { return Json::array({span.begin, span.end}); }
 
-Json Details(const DocumentResult& doc, bool base64) {
+Json Details(const DocumentResult& doc, const EmbedAnswer& answer, bool base64) {
+  const EmbedParams& params = answer.params;
+  const model_store::Tokenizer& tokenizer = answer.model->model->tokenizer();
   Json details = {{"token_count", doc.token_count},
                   {"chunk_count", doc.chunk_count},
                   {"truncated", doc.truncated},
@@ -228,18 +249,36 @@ Json Details(const DocumentResult& doc, bool base64) {
                   {"length_bucket", doc.length_bucket},
                   {"high_frequency_ratio", MeanHighFrequencyRatio(doc)},
                   {"sequence_temperatures", doc.sequence_temperatures}};
+  if (params.sparse) details["sparse"] = SparseJson(doc.sparse, tokenizer);
+  if (params.multi_vector)
+    details["multi_vector"] = MultiVectorJson(doc.multi_vector, params.multi_vector_encoding);
   if (!doc.chunks.empty()) {
     Json chunks = Json::array();
     for (const ChunkResult& chunk : doc.chunks) {
-      chunks.push_back({{"embedding", Vector(chunk.vector, base64)},
-                        {"token_span", SpanOf(chunk.tokens)},
-                        {"char_span", SpanOf(chunk.chars)},
-                        {"byte_span", SpanOf(chunk.bytes)},
-                        {"temperature", chunk.temperature}});
+      Json item = {{"embedding", Vector(params.dense ? chunk.vector : std::vector<float>{}, base64)},
+                   {"token_span", SpanOf(chunk.tokens)},
+                   {"char_span", SpanOf(chunk.chars)},
+                   {"byte_span", SpanOf(chunk.bytes)},
+                   {"temperature", chunk.temperature}};
+      if (params.sparse) item["sparse"] = SparseJson(chunk.sparse, tokenizer);
+      if (params.multi_vector)
+        item["multi_vector"] = MultiVectorJson(chunk.multi_vector, params.multi_vector_encoding);
+      chunks.push_back(std::move(item));
     }
     details["chunks"] = std::move(chunks);
   }
   return details;
+}
+
+// What the model offers, as OpenAI requests name it: "dense", "sparse", "multi_vector".
+Json OutputNames(const model_store::Model& model) {
+  Json names = Json::array();
+  for (v1::EmbeddingOutput output : OfferedOutputs(model)) {
+    names.push_back(output == v1::EMBEDDING_OUTPUT_SPARSE         ? "sparse"
+                    : output == v1::EMBEDDING_OUTPUT_MULTI_VECTOR ? "multi_vector"
+                                                                  : "dense");
+  }
+  return names;
 }
 
 // What AUTO applies, as ModelInfo.tempscale_schedule says it over gRPC.
@@ -291,8 +330,10 @@ std::string OpenAiEmbeddingsBody(const EmbedAnswer& answer, bool base64) {
   for (size_t i = 0; i < documents.size(); ++i) {
     data.push_back({{"object", "embedding"},
                     {"index", i},
-                    {"embedding", Vector(documents[i].vector, base64)},
-                    {"details", Details(documents[i], base64)}});
+                    {"embedding", Vector(answer.params.dense ? documents[i].vector
+                                                             : std::vector<float>{},
+                                         base64)},
+                    {"details", Details(documents[i], answer, base64)}});
   }
   const uint64_t tokens = answer.result.tokens;
   Json body = {{"object", "list"},
@@ -311,7 +352,9 @@ std::string OpenAiModelsBody(const std::vector<std::shared_ptr<const ServedModel
                  {"owned_by", "embedding-server"},
                  {"version", model->version},
                  {"dtype", model_store::ComputeDTypeName(model->model->encoder().dtype())},
-                 {"tempscale_schedule", ScheduleJson(model->model->tempscale())}};
+                 {"tempscale_schedule", ScheduleJson(model->model->tempscale())},
+                 {"outputs", OutputNames(*model->model)},
+                 {"multi_vector_dimensions", model->model->encoder().multi_vector_dim()}};
     if (model->hub) {
       item["repository"] = model->hub->repository;
       item["revision"] = model->hub->revision;

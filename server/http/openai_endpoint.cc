@@ -2,12 +2,11 @@
 
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "server/http/api_call.h"
 #include "server/http/openai_api.h"
-#include "server/observability/request_log.h"
+#include "server/http/tei_endpoint.h"
 
 namespace embedding::server {
 namespace {
@@ -29,69 +28,33 @@ HttpResponse ErrorResponse(const absl::Status& status) {
   return response;
 }
 
-// The request's deadline: X-Request-Timeout (seconds, > 0) or the server's default.
-absl::StatusOr<absl::Time> Deadline(const HttpExchange& exchange, absl::Duration fallback) {
-  const std::string header = exchange.Header("X-Request-Timeout");
-  if (header.empty()) return absl::Now() + fallback;
-  double seconds = 0;
-  if (!absl::SimpleAtod(header, &seconds) || !(seconds > 0 && seconds <= 86400)) {
-    return absl::InvalidArgumentError(
-        "X-Request-Timeout: must be a number of seconds in (0, 86400]");
-  }
-  return absl::Now() + absl::Milliseconds(static_cast<int64_t>(seconds * 1000));
-}
-
-// Answers the exchange and reports the finished call to the Embedder, once.
-class EmbeddingsCall {
- public:
-  EmbeddingsCall(Embedder* embedder, std::shared_ptr<HttpExchange> exchange)
-      : embedder_(embedder),
-        exchange_(std::move(exchange)),
-        record_{"OpenAI/Embeddings", AcceptRequestId(exchange_->Header("X-Request-Id"))},
-        started_(absl::Now()) {
-    embedder_->CallStarted();
-  }
-
-  void Finish(const absl::StatusOr<EmbedAnswer>& answer, bool base64) {
-    HttpResponse response =
-        answer.ok() ? HttpResponse{200, kJson, OpenAiEmbeddingsBody(*answer, base64), {}}
-                    : ErrorResponse(answer.status());
-    response.headers.emplace_back("X-Request-Id", record_.request_id);
-    exchange_->Respond(std::move(response));
-    record_.code = answer.status().code();
-    record_.message = std::string(answer.status().message());
-    record_.seconds = absl::ToDoubleSeconds(absl::Now() - started_);
-    embedder_->CallDone(record_);  // after Respond: a drained server has posted every answer
-  }
-
-  HttpExchange& exchange() { return *exchange_; }
-
- private:
-  Embedder* const embedder_;
-  const std::shared_ptr<HttpExchange> exchange_;
-  CallRecord record_;
-  const absl::Time started_;
-};
-
 // One POST /v1/embeddings: parse, start the job, and answer when it completes. A client that
 // goes away cancels the job, which frees its slot and tokens at once.
 void Embeddings(const OpenAiEndpointOptions& options, std::shared_ptr<HttpExchange> exchange) {
-  auto call = std::make_shared<EmbeddingsCall>(options.embedder, std::move(exchange));
+  auto call =
+      std::make_shared<ApiCall>(options.embedder, std::move(exchange), "OpenAI/Embeddings");
+  auto fail = [&call](const absl::Status& status) {
+    call->Finish(ErrorResponse(status), status);
+  };
   HttpExchange& ex = call->exchange();
   if (options.auth != nullptr) {
     if (absl::Status allowed = options.auth->Check(ex.Header("Authorization")); !allowed.ok())
-      return call->Finish(allowed, false);
+      return fail(allowed);
   }
   auto parsed = ParseOpenAiEmbeddingsRequest(ex.body(), options.embedder->limits());
-  if (!parsed.ok()) return call->Finish(parsed.status(), false);
-  auto deadline = Deadline(ex, options.default_timeout);
-  if (!deadline.ok()) return call->Finish(deadline.status(), false);
+  if (!parsed.ok()) return fail(parsed.status());
+  auto deadline = RequestDeadline(ex, options.default_timeout);
+  if (!deadline.ok()) return fail(deadline.status());
   parsed->call.deadline = *deadline;
   const bool base64 = parsed->base64;
   auto job = options.embedder->StartEmbed(
-      std::move(parsed->call),
-      [call, base64](absl::StatusOr<EmbedAnswer> answer) { call->Finish(answer, base64); });
-  if (!job.ok()) return call->Finish(job.status(), false);
+      std::move(parsed->call), [call, base64](absl::StatusOr<EmbedAnswer> answer) {
+        call->Finish(answer.ok() ? HttpResponse{200, kJson, OpenAiEmbeddingsBody(*answer, base64),
+                                                {}}
+                                 : ErrorResponse(answer.status()),
+                     answer.status());
+      });
+  if (!job.ok()) return fail(job.status());
   ex.OnDisconnect([job = *std::move(job)] { job->Cancel(); });
 }
 
@@ -106,7 +69,8 @@ HttpResponse Refusal(size_t max_body, int status, const HttpExchange& request) {
     error = absl::NotFoundError(absl::StrCat("no route ", request.method(), " ",
                                              request.path().substr(0, 128),
                                              "; this listener serves POST /v1/embeddings and "
-                                             "GET /v1/models"));
+                                             "GET /v1/models, and TEI's POST /embed, /, "
+                                             "/embed_sparse, /embed_all, /tokenize and GET /info"));
   }
   HttpResponse response = ErrorResponse(error);
   response.status = status;
@@ -141,6 +105,7 @@ absl::StatusOr<std::unique_ptr<OpenAiEndpoint>> OpenAiEndpoint::Start(
     if (!models.ok()) return ex->Respond(ErrorResponse(models.status()));
     ex->Respond({200, kJson, OpenAiModelsBody(*models), {}});
   });
+  AddTeiRoutes(&server, shared);
   server.SetErrorResponder([max_body = listen.max_body_bytes](int status, const HttpExchange& r) {
     return Refusal(max_body, status, r);
   });

@@ -1,7 +1,8 @@
 // The OpenAI-compatible door, on a listener of its own (--openai-listen):
 //   POST /v1/embeddings → ParseOpenAiEmbeddingsRequest → Embedder::StartEmbed
 //   … done(EmbedAnswer) → OpenAiEmbeddingsBody,
-//   and GET /v1/models. Errors are OpenAI error objects with HTTP statuses.
+//   and GET /v1/models. Errors are OpenAI error objects with HTTP statuses. TEI's routes
+//   share the listener (tei_endpoint.h).
 #pragma once
 
 #include <memory>

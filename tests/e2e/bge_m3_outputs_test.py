@@ -5,17 +5,14 @@ demo writer's checkpoint plus head files written by torch.save (and safetensors 
 
 usage: bge_m3_outputs_test.py SERVER_BINARY WRITE_DEMO_MODEL
 """
-import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
 import time
 import unittest
 import urllib.request
-import zipfile
 
 import torch
 from torch import nn
@@ -25,71 +22,20 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "client", "python"))
 sys.path.insert(0, os.path.join(HERE, "..", "reference"))
 sys.path.insert(0, HERE)
 import grpc  # noqa: E402
-from compare_encoder import ReferenceBert, read_safetensors  # noqa: E402
+from bge_m3_model import (Reference, add_heads, make_heads, write_base_model,  # noqa: E402
+                          write_safetensors)
 from embedding_client import (EmbeddingClient, colbert_score, hybrid_score,  # noqa: E402
                               lexical_score, multi_vector_rows, sparse_weights)
 from server_runner import ServerRunner  # noqa: E402
 
 BINARY, WRITER = sys.argv[1], sys.argv[2]
 TOLERANCE = 1e-5
-WINDOW = 64  # content tokens: --max_positions=66 less <s> and </s>
+WINDOW = 64  # content tokens of write_base_model's window
 # With a literal </s>, an id the sparse map must drop (and a character only bytes spell).
 TEXT = ("The river bank was flooded after the storm \U0001F989, and the old bank on Main "
         "Street closed its doors for the week.</s>")
 LONG_TEXT = " ".join(
     ["Deep in the forest an owl watched the moonlit clearing while foxes hunted mice."] * 14)
-
-
-def write_safetensors(path, tensors):
-    header, data = {}, b""
-    for name, t in tensors.items():
-        raw = t.contiguous().numpy().astype("<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(t.shape),
-                        "data_offsets": [len(data), len(data) + len(raw)]}
-        data += raw
-    blob = json.dumps(header).encode()
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(blob)) + blob + data)
-
-
-def make_heads(hidden, seed=7):
-    torch.manual_seed(seed)
-    sparse, colbert = nn.Linear(hidden, 1), nn.Linear(hidden, hidden)
-    with torch.no_grad():
-        sparse.bias.fill_(0.05)  # most tokens get a weight > 0, some do not
-    return sparse, colbert
-
-
-# The reference: FlagEmbedding's BGEM3 heads on torch.nn's encoder.
-class Reference:
-    def __init__(self, model_dir, sparse, colbert, dropped):
-        with open(os.path.join(model_dir, "config.json")) as f:
-            self.config = json.load(f)
-        self.weights = read_safetensors(os.path.join(model_dir, "model.safetensors"))
-        self.sparse, self.colbert, self.dropped = sparse, colbert, set(dropped)
-        self.nets = {}
-
-    def states(self, ids, tau):
-        if tau not in self.nets:
-            self.nets[tau] = ReferenceBert(self.config, self.weights, tau)
-        return self.nets[tau](ids)
-
-    @torch.no_grad()
-    def sequence(self, content, prefix, suffix, tau):
-        """(dense CLS vector, per-token sparse weights, per-row colbert vectors) of one window."""
-        h = self.states(prefix + content + suffix, tau)
-        dense = torch.nn.functional.normalize(h[0], dim=-1)
-        weights = torch.relu(self.sparse(h)).squeeze(-1)
-        vectors = torch.nn.functional.normalize(self.colbert(h), dim=-1)
-        return dense, weights, vectors
-
-    def sparse_map(self, ids, weights):
-        out = {}
-        for i, w in zip(ids, weights.tolist()):
-            if i in self.dropped or w <= 0:
-                continue
-            out[i] = max(out.get(i, 0.0), w)
-        return out
 
 
 def split_ranges(tokens, size, overlap):
@@ -136,21 +82,12 @@ class BgeM3OutputsTest(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="bge-m3-")
         base = os.path.join(cls.tmp, "base")
-        subprocess.run([WRITER, f"--out={base}", "--architecture=xlm-roberta", "--layers=2",
-                        "--hidden=64", "--heads=4", "--max_positions=66", "--pooling=cls"],
-                       check=True, capture_output=True)
-        hidden = 64
-        cls.sparse, cls.colbert = make_heads(hidden)
-        cls.pt_dir = os.path.join(cls.tmp, "m3-pt")
-        cls.st_dir = os.path.join(cls.tmp, "m3-st")
-        shutil.copytree(base, cls.pt_dir)
-        shutil.copytree(base, cls.st_dir)
-        torch.save(cls.sparse.state_dict(), os.path.join(cls.pt_dir, "sparse_linear.pt"))
-        torch.save(cls.colbert.state_dict(), os.path.join(cls.pt_dir, "colbert_linear.pt"))
-        write_safetensors(os.path.join(cls.st_dir, "sparse_linear.safetensors"),
-                          dict(cls.sparse.state_dict()))
-        write_safetensors(os.path.join(cls.st_dir, "colbert_linear.safetensors"),
-                          dict(cls.colbert.state_dict()))
+        write_base_model(WRITER, base)
+        cls.sparse, cls.colbert = make_heads(64)
+        cls.pt_dir = add_heads(base, os.path.join(cls.tmp, "m3-pt"), cls.sparse, cls.colbert,
+                               "pt")
+        cls.st_dir = add_heads(base, os.path.join(cls.tmp, "m3-st"), cls.sparse, cls.colbert,
+                               "safetensors")
         cls.server = ServerRunner(BINARY, [f"--model=m3={cls.pt_dir}",
                                            f"--model=m3st={cls.st_dir}",
                                            f"--model=plain={base}",
@@ -159,7 +96,7 @@ class BgeM3OutputsTest(unittest.TestCase):
         with_specials = cls.client.tokenize([""], model="m3").inputs[0].tokens
         cls.prefix, cls.suffix = [with_specials[0].id], [with_specials[-1].id]
         # <s>, </s>, <pad>, <unk>: the ids FlagEmbedding drops from the sparse map.
-        cls.reference = Reference(cls.pt_dir, cls.sparse, cls.colbert, [0, 1, 2, 3])
+        cls.reference = Reference(cls.pt_dir, cls.sparse, cls.colbert)
 
     @classmethod
     def tearDownClass(cls):
@@ -399,9 +336,7 @@ class HostileHeadsTest(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="bge-m3-hostile-")
         cls.base = os.path.join(cls.tmp, "base")
-        subprocess.run([WRITER, f"--out={cls.base}", "--architecture=xlm-roberta", "--layers=1",
-                        "--hidden=32", "--heads=2", "--max_positions=66", "--pooling=cls"],
-                       check=True, capture_output=True)
+        write_base_model(WRITER, cls.base, hidden=32, layers=1, heads=2)
 
     @classmethod
     def tearDownClass(cls):

@@ -1,0 +1,251 @@
+#include "server/http/tei_api.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "model_store/encoder.h"
+#include "nlohmann/json.hpp"
+#include "server/http/openai_api.h"
+
+namespace embedding::server {
+namespace {
+
+using Json = nlohmann::json;
+
+absl::Status Invalid(absl::string_view field, absl::string_view reason) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", reason));
+}
+
+// The body as a JSON object, nesting bounded as for the OpenAI route.
+absl::StatusOr<Json> ParseObject(std::string_view body) {
+  struct TooDeep {};
+  Json json;
+  try {
+    json = Json::parse(body, [](int depth, Json::parse_event_t, Json&) {
+      if (depth > kMaxJsonDepth) throw TooDeep{};
+      return true;
+    });
+  } catch (const TooDeep&) {
+    return Invalid("body", absl::StrCat("JSON nests deeper than ", kMaxJsonDepth, " levels"));
+  } catch (const Json::exception& e) {
+    return Invalid("body", absl::StrCat("not valid JSON: ", e.what()));
+  }
+  if (!json.is_object()) return Invalid("body", "must be a JSON object");
+  return json;
+}
+
+absl::StatusOr<TextInputs> ReadInputs(const Json& body, const RequestLimits& limits) {
+  auto it = body.find("inputs");
+  if (it == body.end()) return Invalid("inputs", "is required");
+  if (it->is_string()) return TextInputs{it->get<std::string>()};
+  if (!it->is_array() || it->empty())
+    return Invalid("inputs", "must be a string or a non-empty array of strings");
+  if (it->size() > limits.max_inputs_per_request) {
+    return Invalid("inputs", absl::StrCat(it->size(), " inputs; allowed [1, ",
+                                          limits.max_inputs_per_request,
+                                          "] (--max-inputs-per-request)"));
+  }
+  TextInputs texts;
+  texts.reserve(it->size());
+  for (size_t i = 0; i < it->size(); ++i) {
+    if (!(*it)[i].is_string()) return Invalid(absl::StrCat("inputs[", i, "]"), "must be a string");
+    texts.push_back((*it)[i].get<std::string>());
+  }
+  return texts;
+}
+
+// A field that may be absent or null; present, it must have the type `check` accepts.
+template <typename T, typename Check>
+absl::StatusOr<std::optional<T>> Optional(const Json& body, const char* field, Check check,
+                                          const char* type) {
+  auto it = body.find(field);
+  if (it == body.end() || it->is_null()) return std::optional<T>();
+  if (!check(*it)) return Invalid(field, absl::StrCat("must be ", type));
+  return std::optional<T>(it->get<T>());
+}
+
+absl::StatusOr<std::optional<bool>> OptionalBool(const Json& body, const char* field) {
+  return Optional<bool>(body, field, [](const Json& v) { return v.is_boolean(); }, "true or false");
+}
+
+absl::StatusOr<std::optional<std::string>> OptionalString(const Json& body, const char* field) {
+  return Optional<std::string>(body, field, [](const Json& v) { return v.is_string(); },
+                               "a string");
+}
+
+}  // namespace
+
+absl::StatusOr<EmbedCall> ParseTeiEmbedRequest(std::string_view body, TeiRoute route,
+                                               const RequestLimits& limits) {
+  ASSIGN_OR_RETURN(Json json, ParseObject(body));
+  EmbedCall call;
+  ASSIGN_OR_RETURN(TextInputs texts, ReadInputs(json, limits));
+  call.inputs = std::move(texts);
+  EmbedRequestOptions& options = call.options;
+  ASSIGN_OR_RETURN(std::optional<bool> truncate, OptionalBool(json, "truncate"));
+  options.strategy = truncate.value_or(false) ? v1::LONG_TEXT_STRATEGY_TRUNCATE
+                                              : v1::LONG_TEXT_STRATEGY_REJECT;
+  ASSIGN_OR_RETURN(std::optional<std::string> direction,
+                   OptionalString(json, "truncation_direction"));
+  if (direction.has_value()) {
+    const std::string d = absl::AsciiStrToLower(*direction);
+    if (d != "left" && d != "right")
+      return Invalid("truncation_direction", "must be \"Left\" or \"Right\"");
+    options.truncation_side =
+        d == "left" ? v1::TRUNCATION_SIDE_KEEP_END : v1::TRUNCATION_SIDE_KEEP_START;
+  }
+  ASSIGN_OR_RETURN(std::optional<std::string> prompt_name, OptionalString(json, "prompt_name"));
+  options.prompt_name = prompt_name.value_or("");
+  switch (route) {
+    case TeiRoute::kEmbed: {
+      ASSIGN_OR_RETURN(std::optional<bool> normalize, OptionalBool(json, "normalize"));
+      options.normalize = normalize;
+      auto dims = json.find("dimensions");
+      if (dims != json.end() && !dims->is_null()) {
+        if (!dims->is_number_unsigned() || dims->get<uint64_t>() > UINT32_MAX)
+          return Invalid("dimensions", "must be a non-negative integer");
+        options.dimensions = static_cast<uint32_t>(dims->get<uint64_t>());
+      }
+      break;
+    }
+    case TeiRoute::kEmbedSparse:
+      options.outputs = {v1::EMBEDDING_OUTPUT_SPARSE};
+      break;
+    case TeiRoute::kEmbedAll:
+      options.token_states = true;
+      break;
+  }
+  return call;
+}
+
+absl::StatusOr<TokenizeCall> ParseTeiTokenizeRequest(std::string_view body,
+                                                     const RequestLimits& limits) {
+  ASSIGN_OR_RETURN(Json json, ParseObject(body));
+  TokenizeCall call;
+  ASSIGN_OR_RETURN(call.inputs, ReadInputs(json, limits));
+  ASSIGN_OR_RETURN(std::optional<bool> special, OptionalBool(json, "add_special_tokens"));
+  call.add_special_tokens = special.value_or(true);
+  return call;
+}
+
+std::string TeiEmbedBody(const EmbedAnswer& answer, TeiRoute route) {
+  Json out = Json::array();
+  const size_t hidden = static_cast<size_t>(answer.model->model->config().hidden_size);
+  for (const DocumentResult& doc : answer.result.documents) {
+    switch (route) {
+      case TeiRoute::kEmbed:
+        out.push_back(doc.vector);
+        break;
+      case TeiRoute::kEmbedSparse: {
+        Json values = Json::array();
+        for (size_t i = 0; i < doc.sparse.ids.size(); ++i)
+          values.push_back({{"index", doc.sparse.ids[i]}, {"value", doc.sparse.weights[i]}});
+        out.push_back(std::move(values));
+        break;
+      }
+      case TeiRoute::kEmbedAll: {
+        Json rows = Json::array();
+        for (size_t r = 0; r * hidden < doc.token_states.size(); ++r) {
+          rows.push_back(std::vector<float>(doc.token_states.begin() + r * hidden,
+                                            doc.token_states.begin() + (r + 1) * hidden));
+        }
+        out.push_back(std::move(rows));
+        break;
+      }
+    }
+  }
+  return out.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+std::string TeiTokenizeBody(const TokenizeAnswer& answer) {
+  const model_store::Model& model = *answer.model->model;
+  Json out = Json::array();
+  for (size_t i = 0; i < answer.tokens.size(); ++i) {
+    Json tokens = Json::array();
+    auto special = [&](int32_t id) {
+      tokens.push_back({{"id", id},
+                        {"text", model.tokenizer().IdToToken(id)},
+                        {"special", true},
+                        {"start", nullptr},
+                        {"stop", nullptr}});
+    };
+    if (answer.add_special_tokens)
+      for (int32_t id : model.special_prefix()) special(id);
+    const std::string& text = answer.inputs[i];
+    const model_store::TokenizedText& t = answer.tokens[i];
+    for (size_t k = 0; k < t.ids.size(); ++k) {
+      // As TEI: the input's bytes the token covers, and their byte offsets.
+      tokens.push_back({{"id", t.ids[k]},
+                        {"text", text.substr(t.spans[k].begin, t.spans[k].size())},
+                        {"special", false},
+                        {"start", t.spans[k].begin},
+                        {"stop", t.spans[k].end}});
+    }
+    if (answer.add_special_tokens)
+      for (int32_t id : model.special_suffix()) special(id);
+    out.push_back(std::move(tokens));
+  }
+  return out.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+std::string TeiInfoBody(const ServedModel& served, const RequestLimits& limits) {
+  const model_store::Model& model = *served.model;
+  static const std::map<model_store::ComputeDType, const char*> kDtypes = {
+      {model_store::ComputeDType::kFloat32, "float32"},
+      {model_store::ComputeDType::kBFloat16, "bfloat16"},
+      {model_store::ComputeDType::kInt8, "int8"}};
+  auto dtype = kDtypes.find(model.encoder().dtype());
+  Json info = {
+      {"model_id", served.hub ? served.hub->repository : served.name},
+      {"model_sha", served.hub ? Json(served.hub->commit) : Json(nullptr)},
+      {"model_dtype", dtype != kDtypes.end() ? dtype->second : "float32"},
+      {"model_type", {{"embedding", {{"pooling", model_store::PoolingModeName(model.pooling())}}}}},
+      {"max_concurrent_requests", limits.max_concurrent_requests},
+      {"max_input_length", model.encoder().max_sequence_length()},
+      {"max_client_batch_size", limits.max_inputs_per_request},
+      {"auto_truncate", false},
+      {"version", served.version}};
+  return info.dump();
+}
+
+int TeiHttpStatus(const absl::Status& status, bool body_error) {
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+      return body_error ? 422 : 413;
+    case absl::StatusCode::kUnauthenticated:
+      return 401;
+    case absl::StatusCode::kNotFound:
+      return 404;
+    case absl::StatusCode::kResourceExhausted:
+      return 429;
+    case absl::StatusCode::kUnavailable:
+      return 503;
+    case absl::StatusCode::kDeadlineExceeded:
+      return 504;
+    default:
+      return 424;
+  }
+}
+
+std::string TeiErrorBody(const absl::Status& status) {
+  const char* type = "Backend";
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kUnauthenticated:
+      type = "Validation";
+      break;
+    case absl::StatusCode::kResourceExhausted:
+      type = "Overloaded";
+      break;
+    case absl::StatusCode::kUnavailable:
+      type = "Unhealthy";
+      break;
+    default:
+      break;
+  }
+  return Json({{"error", std::string(status.message())}, {"error_type", type}})
+      .dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+}  // namespace embedding::server

@@ -1,0 +1,48 @@
+// Hugging Face text-embeddings-inference's HTTP wire format, both ways, so a TEI client changes
+// only its URL: request bodies of /embed (and POST /), /embed_sparse, /embed_all and /tokenize
+// read into the core's calls, and TEI's answers and error object built from the core's. Pure:
+// no model, no I/O.
+//   /embed         {inputs, truncate, truncation_direction, normalize, prompt_name, dimensions}
+//                  -> [[float]]
+//   /embed_sparse  {inputs, truncate, truncation_direction, prompt_name} -> [[{index, value}]]
+//   /embed_all     {inputs, truncate, truncation_direction, prompt_name} -> [[[float]]]
+//   /tokenize      {inputs, add_special_tokens} -> [[{id, text, special, start, stop}]]
+//   errors         {"error": message, "error_type": "Validation" | "Overloaded" | ...}
+// `inputs` is a string or an array of strings. Fields TEI does not define are ignored, as TEI
+// ignores them. TEI serves one model: these routes serve the default model.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "server/core/core_options.h"
+#include "server/core/embedder.h"
+
+namespace embedding::server {
+
+enum class TeiRoute { kEmbed, kEmbedSparse, kEmbedAll };
+
+// INVALID_ARGUMENT "field: reason" for a body that is not such an object, and for more inputs
+// than --max-inputs-per-request. truncate false is strategy REJECT (a text longer than the
+// window is refused, as TEI does); true is TRUNCATE, keeping the start unless
+// truncation_direction is "Left".
+absl::StatusOr<EmbedCall> ParseTeiEmbedRequest(std::string_view body, TeiRoute route,
+                                               const RequestLimits& limits);
+absl::StatusOr<TokenizeCall> ParseTeiTokenizeRequest(std::string_view body,
+                                                     const RequestLimits& limits);
+
+std::string TeiEmbedBody(const EmbedAnswer& answer, TeiRoute route);
+std::string TeiTokenizeBody(const TokenizeAnswer& answer);
+// GET /info: model_id (the Hub repository, else the served name), model_sha, model_dtype,
+// model_type {embedding: {pooling}}, max_input_length and the request bounds.
+std::string TeiInfoBody(const ServedModel& model, const RequestLimits& limits);
+
+// TEI's statuses: 413 for a request the core refuses (Validation), 422 for a body that does
+// not parse (`body_error`), 401, 404, 429 (Overloaded), 503 (Unhealthy), 504, 424 (Backend).
+int TeiHttpStatus(const absl::Status& status, bool body_error);
+std::string TeiErrorBody(const absl::Status& status);
+
+}  // namespace embedding::server

@@ -1,0 +1,24 @@
+// bge-m3's sparse and multi-vector outputs as JSON, shared by the HTTP doors:
+//   sparse:       {"token_ids": [...], "weights": [...], "tokens": [...]}
+//   multi_vector: {"count", "dimensions", "encoding": "float32" | "float16" | "int8",
+//                  "values": [...] (float32) or "data": base64 (float16 / int8) with "scales",
+//                  "token_spans": [[start, end], ...]}
+#pragma once
+
+#include "model_store/tokenizer.h"
+#include "nlohmann/json.hpp"
+#include "server/core/embed_params.h"
+#include "server/core/embed_result.h"
+
+namespace embedding::server {
+
+nlohmann::json SparseJson(const SparseResult& sparse, const model_store::Tokenizer& tokenizer);
+nlohmann::json MultiVectorJson(const MultiVectorResult& vectors, v1::VectorEncoding encoding);
+
+// "float32", "float16", "int8" -> the encoding; INVALID_ARGUMENT naming multi_vector_encoding.
+absl::StatusOr<v1::VectorEncoding> ParseVectorEncoding(const std::string& name);
+// "dense", "sparse", "multi_vector" -> the output; INVALID_ARGUMENT naming `field`.
+absl::StatusOr<v1::EmbeddingOutput> ParseOutputName(const std::string& name,
+                                                    const std::string& field);
+
+}  // namespace embedding::server
