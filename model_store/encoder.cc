@@ -130,9 +130,9 @@ absl::Status Encoder::ValidateBatch(const EncodeBatch& batch) const {
     if (b < batch.token_outputs.size()) {
       const TokenOutputs& wants = batch.token_outputs[b];
       if ((wants.sparse && !has_sparse_head()) || (wants.multi_vector && multi_vector_dim() == 0)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "token_outputs[", b, "]: the model has no ", wants.sparse ? "sparse" : "multi-vector",
-            " head"));
+        return absl::InvalidArgumentError(absl::StrCat("token_outputs[", b, "]: the model has no ",
+                                                       wants.sparse ? "sparse" : "multi-vector",
+                                                       " head"));
       }
     }
     const float tau = batch.temperatures[b];

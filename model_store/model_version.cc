@@ -77,9 +77,8 @@ std::string ComputeModelVersion(const std::string& model_dir) {
     const std::string name = entry.path().filename().string();
     // Everything Model::Load reads that changes what a model computes, bge-m3's heads included.
     if (name == "config.json" || name == "tokenizer.json" || name == "vocab.txt" ||
-        name == "tokenizer_config.json" || name == "tempscale.json" ||
-        name == "sparse_linear.pt" || name == "colbert_linear.pt" ||
-        entry.path().extension() == ".safetensors") {
+        name == "tokenizer_config.json" || name == "tempscale.json" || name == "sparse_linear.pt" ||
+        name == "colbert_linear.pt" || entry.path().extension() == ".safetensors") {
       names.push_back(name);
     }
   }

@@ -47,8 +47,9 @@ absl::Status LoadLinearHead(const std::string& path, int64_t hidden, int64_t out
   std::error_code error;
   const uintmax_t size = std::filesystem::file_size(path, error);
   if (error || size > kMaxHeadFileBytes) {
-    return absl::DataLossError(absl::StrCat(path, ": ", error ? error.message() : "larger than ",
-                                            error ? "" : absl::StrCat(kMaxHeadFileBytes >> 20, " MiB")));
+    return absl::DataLossError(
+        absl::StrCat(path, ": ", error ? error.message() : "larger than ",
+                     error ? "" : absl::StrCat(kMaxHeadFileBytes >> 20, " MiB")));
   }
   std::map<std::string, torch::Tensor> tensors;
   if (path.size() > 3 && path.compare(path.size() - 3, 3, ".pt") == 0) {
@@ -78,8 +79,8 @@ absl::Status LoadLinearHead(const std::string& path, int64_t hidden, int64_t out
   }
   if (b.dim() != 1 || b.size(0) != rows) {
     return absl::DataLossError(absl::StrCat(path, ": tensor 'bias' has shape [",
-                                            absl::StrJoin(b.sizes(), ", "), "]; expected [",
-                                            rows, "]"));
+                                            absl::StrJoin(b.sizes(), ", "), "]; expected [", rows,
+                                            "]"));
   }
   *weight = w.to(torch::kFloat32).contiguous();
   *bias = b.to(torch::kFloat32).contiguous();
@@ -97,8 +98,7 @@ absl::Status LoadLinearHead(const std::string& path, int64_t hidden, int64_t out
 absl::StatusOr<TokenHeads> LoadTokenHeads(const std::string& model_dir, int64_t hidden_size) {
   TokenHeads heads;
   if (std::string path = HeadFile(model_dir, "sparse_linear"); !path.empty()) {
-    RETURN_IF_ERROR(
-        LoadLinearHead(path, hidden_size, 1, &heads.sparse_weight, &heads.sparse_bias));
+    RETURN_IF_ERROR(LoadLinearHead(path, hidden_size, 1, &heads.sparse_weight, &heads.sparse_bias));
   }
   if (std::string path = HeadFile(model_dir, "colbert_linear"); !path.empty()) {
     RETURN_IF_ERROR(

@@ -51,8 +51,7 @@ class PickleReader {
       const auto op = static_cast<uint8_t>(in_[pos_++]);
       absl::Status step = Step(op);
       if (!step.ok()) {
-        return absl::DataLossError(
-            absl::StrCat(path_, ": pickle byte ", at, ": ", step.message()));
+        return absl::DataLossError(absl::StrCat(path_, ": pickle byte ", at, ": ", step.message()));
       }
       if (result_) return result_;
     }
@@ -62,36 +61,67 @@ class PickleReader {
  private:
   absl::Status Step(uint8_t op) {
     switch (op) {
-      case 0x80: return Skip(1);  // PROTO
-      case 0x95: return Skip(8);  // FRAME
-      case 'c': return Global();
-      case 'q': return Put(Unsigned(1));
-      case 'r': return Put(Unsigned(4));
-      case 0x94: return Put(memo_.size());  // MEMOIZE
-      case 'h': return Get(Unsigned(1));
-      case 'j': return Get(Unsigned(4));
-      case '(': marks_.push_back(stack_.size()); return absl::OkStatus();
-      case ')': return Push(Make(Tuple{}));
-      case 't': return TupleFromMark();
-      case 0x85: return TupleOf(1);
-      case 0x86: return TupleOf(2);
-      case 0x87: return TupleOf(3);
-      case '}': return Push(Make(Dict{}));
-      case 's': return SetItems(stack_.size() - 2);
-      case 'u': return SetItemsFromMark();
-      case 'X': return String(Unsigned(4));
-      case 0x8c: return String(Unsigned(1));
-      case 'K': return Push(Make(static_cast<int64_t>(Unsigned(1))));
-      case 'M': return Push(Make(static_cast<int64_t>(Unsigned(2))));
-      case 'J': return Push(Make(static_cast<int64_t>(static_cast<int32_t>(Unsigned(4)))));
-      case 0x8a: return Long1();
-      case 'N': return Push(Make(std::monostate{}));
-      case 0x88: return Push(Make(true));
-      case 0x89: return Push(Make(false));
-      case 'Q': return PersistentId();
-      case 'R': return Reduce();
-      case 'b': return Build();
-      case '.': return Stop();
+      case 0x80:
+        return Skip(1);  // PROTO
+      case 0x95:
+        return Skip(8);  // FRAME
+      case 'c':
+        return Global();
+      case 'q':
+        return Put(Unsigned(1));
+      case 'r':
+        return Put(Unsigned(4));
+      case 0x94:
+        return Put(memo_.size());  // MEMOIZE
+      case 'h':
+        return Get(Unsigned(1));
+      case 'j':
+        return Get(Unsigned(4));
+      case '(':
+        marks_.push_back(stack_.size());
+        return absl::OkStatus();
+      case ')':
+        return Push(Make(Tuple{}));
+      case 't':
+        return TupleFromMark();
+      case 0x85:
+        return TupleOf(1);
+      case 0x86:
+        return TupleOf(2);
+      case 0x87:
+        return TupleOf(3);
+      case '}':
+        return Push(Make(Dict{}));
+      case 's':
+        return SetItems(stack_.size() - 2);
+      case 'u':
+        return SetItemsFromMark();
+      case 'X':
+        return String(Unsigned(4));
+      case 0x8c:
+        return String(Unsigned(1));
+      case 'K':
+        return Push(Make(static_cast<int64_t>(Unsigned(1))));
+      case 'M':
+        return Push(Make(static_cast<int64_t>(Unsigned(2))));
+      case 'J':
+        return Push(Make(static_cast<int64_t>(static_cast<int32_t>(Unsigned(4)))));
+      case 0x8a:
+        return Long1();
+      case 'N':
+        return Push(Make(std::monostate{}));
+      case 0x88:
+        return Push(Make(true));
+      case 0x89:
+        return Push(Make(false));
+      case 'Q':
+        return PersistentId();
+      case 'R':
+        return Reduce();
+      case 'b':
+        return Build();
+      case '.':
+        return Stop();
       default:
         return absl::InvalidArgumentError(absl::StrFormat("opcode 0x%02x is not allowed", op));
     }
@@ -182,7 +212,8 @@ class PickleReader {
       return absl::InvalidArgumentError("bad SETITEMS");
     auto* dict = std::get_if<Dict>(&stack_[first - 1]->v);
     if (dict == nullptr) return absl::InvalidArgumentError("SETITEMS on a value that is no dict");
-    for (size_t i = first; i < stack_.size(); i += 2) dict->items.emplace_back(stack_[i], stack_[i + 1]);
+    for (size_t i = first; i < stack_.size(); i += 2)
+      dict->items.emplace_back(stack_[i], stack_[i + 1]);
     stack_.resize(first);
     return absl::OkStatus();
   }
@@ -194,7 +225,8 @@ class PickleReader {
   }
   absl::Status Global() {
     const size_t module_end = in_.find('\n', pos_);
-    const size_t name_end = module_end == std::string::npos ? module_end : in_.find('\n', module_end + 1);
+    const size_t name_end =
+        module_end == std::string::npos ? module_end : in_.find('\n', module_end + 1);
     if (name_end == std::string::npos) return Truncated();
     const std::string module = in_.substr(pos_, module_end - pos_);
     const std::string name = in_.substr(module_end + 1, name_end - module_end - 1);
@@ -204,8 +236,10 @@ class PickleReader {
       return Push(Make(Callable::kRebuildTensor));
     if (module == "torch") {
       static const std::map<std::string, torch::ScalarType> kStorages = {
-          {"FloatStorage", torch::kFloat32}, {"HalfStorage", torch::kFloat16},
-          {"BFloat16Storage", torch::kBFloat16}, {"DoubleStorage", torch::kFloat64}};
+          {"FloatStorage", torch::kFloat32},
+          {"HalfStorage", torch::kFloat16},
+          {"BFloat16Storage", torch::kBFloat16},
+          {"DoubleStorage", torch::kFloat64}};
       if (auto it = kStorages.find(name); it != kStorages.end())
         return Push(Make(StorageType{it->second}));
     }
@@ -272,7 +306,8 @@ class PickleReader {
       return absl::InvalidArgumentError(absl::StrCat("storage '", record, "' holds ", bytes,
                                                      " bytes, not ", storage->numel,
                                                      " elements of ", element));
-    torch::Tensor flat = torch::empty({storage->numel}, torch::TensorOptions().dtype(storage->dtype));
+    torch::Tensor flat =
+        torch::empty({storage->numel}, torch::TensorOptions().dtype(storage->dtype));
     std::memcpy(flat.data_ptr(), data.get(), bytes);
     return flat.as_strided(sizes, strides, *offset).contiguous();
   }

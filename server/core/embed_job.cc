@@ -155,17 +155,19 @@ absl::Status EmbedJob::CheckResponseSize() const {
     int64_t vectors = kept + ends;
     if (params.max_vectors > 0) vectors = std::min<int64_t>(vectors, params.max_vectors);
     const int64_t copies = chunks ? 2 : 1;  // the document's and its chunks'
-    if (params.dense) bytes += dim * 4 * (chunks ? 1 + static_cast<int64_t>(doc.plan.chunks.size()) : 1);
+    if (params.dense)
+      bytes += dim * 4 * (chunks ? 1 + static_cast<int64_t>(doc.plan.chunks.size()) : 1);
     if (params.sparse) bytes += copies * kept * kPerSparseEntry;
     if (params.multi_vector) bytes += copies * vectors * per_vector;
-    if (params.token_states) bytes += (kept + request_.model->tokenizer().num_special_tokens()) * dim * 4;
+    if (params.token_states)
+      bytes += (kept + request_.model->tokenizer().num_special_tokens()) * dim * 4;
   }
   if (bytes <= request_.max_response_bytes) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "outputs: the response would carry about ", bytes, " bytes, above the bound; allowed [0, ",
-      request_.max_response_bytes,
-      "] (--max-response-bytes); ask for max_vectors, a FLOAT16 or INT8 "
-      "multi_vector_encoding, or fewer inputs"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("outputs: the response would carry about ", bytes,
+                   " bytes, above the bound; allowed [0, ", request_.max_response_bytes,
+                   "] (--max-response-bytes); ask for max_vectors, a FLOAT16 or INT8 "
+                   "multi_vector_encoding, or fewer inputs"));
 }
 
 absl::Status EmbedJob::Liveness() const {
@@ -233,9 +235,8 @@ EmbedResult EmbedJob::Merge() const {
     result.documents.back().token_states = doc.token_states;
     if (request_.params.sparse || request_.params.multi_vector) {
       MergeTokenOutputs(doc.token_outputs, doc.plan, doc.tokens.ids,
-                        TraitsOf(request_.params.strategy).needs_token_states,
-                        sparse_dropped_ids_, request_.params, multi_vector_dim_,
-                        &result.documents.back());
+                        TraitsOf(request_.params.strategy).needs_token_states, sparse_dropped_ids_,
+                        request_.params, multi_vector_dim_, &result.documents.back());
     }
     result.tokens += doc.tokens.ids.size();
     result.sequences += doc.plan.sequences.size();

@@ -30,7 +30,7 @@ struct ChunkResult {
   Span chars;   // code points of the input
   Span bytes;   // UTF-8 bytes of the input
   float temperature = 1.0f;  // of the sequence (window) it was encoded in
-  SparseResult sparse;             // when asked
+  SparseResult sparse;       // when asked
   MultiVectorResult multi_vector;  // when asked
 };
 

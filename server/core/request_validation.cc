@@ -108,17 +108,16 @@ std::vector<v1::EmbeddingOutput> OfferedOutputs(const model_store::Model& model)
 absl::Status ValidateOutputs(const EmbedRequestOptions& request, const model_store::Model& model,
                              EmbedParams* params) {
   const std::vector<v1::EmbeddingOutput> offers = OfferedOutputs(model);
-  const std::string offered =
-      absl::StrJoin(offers, ", ", [](std::string* out, v1::EmbeddingOutput o) {
-        out->append(v1::EmbeddingOutput_Name(o));
-      });
+  const std::string offered = absl::StrJoin(
+      offers, ", ",
+      [](std::string* out, v1::EmbeddingOutput o) { out->append(v1::EmbeddingOutput_Name(o)); });
   params->dense = request.outputs.empty();
   for (size_t i = 0; i < request.outputs.size(); ++i) {
     const std::string field = absl::StrCat("outputs[", i, "]");
     RETURN_IF_ERROR(CheckEnum(v1::EmbeddingOutput_descriptor(), request.outputs[i], field));
-    const v1::EmbeddingOutput output =
-        request.outputs[i] == v1::EMBEDDING_OUTPUT_UNSPECIFIED ? v1::EMBEDDING_OUTPUT_DENSE
-                                                                : request.outputs[i];
+    const v1::EmbeddingOutput output = request.outputs[i] == v1::EMBEDDING_OUTPUT_UNSPECIFIED
+                                           ? v1::EMBEDDING_OUTPUT_DENSE
+                                           : request.outputs[i];
     bool* wanted = output == v1::EMBEDDING_OUTPUT_SPARSE         ? &params->sparse
                    : output == v1::EMBEDDING_OUTPUT_MULTI_VECTOR ? &params->multi_vector
                                                                  : &params->dense;
@@ -127,11 +126,10 @@ absl::Status ValidateOutputs(const EmbedRequestOptions& request, const model_sto
                                   " is asked for twice; each output at most once"));
     }
     if (std::find(offers.begin(), offers.end(), output) == offers.end()) {
-      return Invalid(absl::StrCat(field, ": ", v1::EmbeddingOutput_Name(output),
-                                  " needs a head this model lacks (",
-                                  output == v1::EMBEDDING_OUTPUT_SPARSE ? "sparse_linear"
-                                                                        : "colbert_linear",
-                                  "); it offers [", offered, "]"));
+      return Invalid(absl::StrCat(
+          field, ": ", v1::EmbeddingOutput_Name(output), " needs a head this model lacks (",
+          output == v1::EMBEDDING_OUTPUT_SPARSE ? "sparse_linear" : "colbert_linear",
+          "); it offers [", offered, "]"));
     }
     *wanted = true;
   }

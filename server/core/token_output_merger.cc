@@ -25,7 +25,8 @@ SparseResult ToSparse(const std::map<int32_t, float>& weights) {
 
 // Late chunking: the max per id over content tokens [begin, end), each from its own window.
 std::map<int32_t, float> LateSparse(const TokenOutputState& state, const std::vector<int32_t>& ids,
-                                    uint32_t begin, uint32_t end, const std::set<int32_t>& dropped) {
+                                    uint32_t begin, uint32_t end,
+                                    const std::set<int32_t>& dropped) {
   std::map<int32_t, float> out;
   for (uint32_t t = begin; t < end; ++t) {
     if (dropped.count(ids[t]) == 0) MaxInto(&out, ids[t], state.token_weights[t]);
@@ -70,8 +71,8 @@ std::set<int32_t> SparseDroppedIds(const model_store::Model& model) {
   return ids;
 }
 
-void PrepareTokenOutputs(TokenOutputState* state, const ChunkPlan& plan, size_t tokens,
-                         bool late, const EmbedParams& params, size_t dim) {
+void PrepareTokenOutputs(TokenOutputState* state, const ChunkPlan& plan, size_t tokens, bool late,
+                         const EmbedParams& params, size_t dim) {
   if (late) {
     if (params.sparse) state->token_weights.assign(tokens, 0.0f);
     if (params.multi_vector) state->token_vectors.assign(tokens * dim, 0.0f);
@@ -81,10 +82,10 @@ void PrepareTokenOutputs(TokenOutputState* state, const ChunkPlan& plan, size_t 
   }
 }
 
-void FoldTokenOutputs(TokenOutputState* state, const ChunkPlan& plan, const std::vector<int32_t>& ids,
-                      size_t s, bool late, size_t prefix, const std::set<int32_t>& dropped,
-                      const std::vector<float>& weights, const std::vector<float>& vectors,
-                      size_t dim) {
+void FoldTokenOutputs(TokenOutputState* state, const ChunkPlan& plan,
+                      const std::vector<int32_t>& ids, size_t s, bool late, size_t prefix,
+                      const std::set<int32_t>& dropped, const std::vector<float>& weights,
+                      const std::vector<float>& vectors, size_t dim) {
   const Span& range = plan.sequences[s];
   if (!late) {
     for (size_t i = 0; i < range.size() && !weights.empty(); ++i) {
@@ -154,10 +155,10 @@ void MergeTokenOutputs(const TokenOutputState& state, const ChunkPlan& plan,
                                    : state.sequence_sparse[c]);
     }
     if (params.multi_vector) {
-      chunk.multi_vector = PoolMultiVectors(
-          late ? LateVectors(state, range.begin, range.end, dim)
-               : SequenceVectors(state.sequence_vectors[c], range, dim),
-          params.max_vectors);
+      chunk.multi_vector =
+          PoolMultiVectors(late ? LateVectors(state, range.begin, range.end, dim)
+                                : SequenceVectors(state.sequence_vectors[c], range, dim),
+                           params.max_vectors);
     }
   }
 }

@@ -26,24 +26,24 @@ namespace embedding::server {
 struct TokenOutputState {
   std::vector<std::map<int32_t, float>> sequence_sparse;  // per sequence: id -> max weight
   std::vector<std::vector<float>> sequence_vectors;       // per sequence: rows after the prefix
-  std::vector<float> token_weights;  // late: per content token
-  std::vector<float> token_vectors;  // late: [tokens x dim]
-  std::vector<float> end_vectors;    // late: the last window's suffix rows
+  std::vector<float> token_weights;                       // late: per content token
+  std::vector<float> token_vectors;                       // late: [tokens x dim]
+  std::vector<float> end_vectors;                         // late: the last window's suffix rows
 };
 
 // The ids a sparse map never holds: the special tokens, padding and the unknown token.
 std::set<int32_t> SparseDroppedIds(const model_store::Model& model);
 
 // Sizes the state for a plan of `tokens` content tokens.
-void PrepareTokenOutputs(TokenOutputState* state, const ChunkPlan& plan, size_t tokens,
-                         bool late, const EmbedParams& params, size_t dim);
+void PrepareTokenOutputs(TokenOutputState* state, const ChunkPlan& plan, size_t tokens, bool late,
+                         const EmbedParams& params, size_t dim);
 
 // Folds sequence `s`'s outputs (rows: `prefix` special tokens, its content, the suffix) in.
 // `ids` are the document's content token ids.
-void FoldTokenOutputs(TokenOutputState* state, const ChunkPlan& plan, const std::vector<int32_t>& ids,
-                      size_t s, bool late, size_t prefix, const std::set<int32_t>& dropped,
-                      const std::vector<float>& weights, const std::vector<float>& vectors,
-                      size_t dim);
+void FoldTokenOutputs(TokenOutputState* state, const ChunkPlan& plan,
+                      const std::vector<int32_t>& ids, size_t s, bool late, size_t prefix,
+                      const std::set<int32_t>& dropped, const std::vector<float>& weights,
+                      const std::vector<float>& vectors, size_t dim);
 
 // The document's outputs, and each chunk's when the strategy returns chunks; max_vectors
 // applied.

@@ -174,8 +174,9 @@ absl::Status ReadField(const std::string& key, const Json& value, const RequestL
     ASSIGN_OR_RETURN(request.prompt_name, ReadString(value, "prompt_name"));
   } else if (key == "outputs") {
     if (!value.is_array() || value.size() > 3)
-      return Invalid("outputs", "must be an array of at most 3 of \"dense\", \"sparse\", "
-                                "\"multi_vector\"");
+      return Invalid("outputs",
+                     "must be an array of at most 3 of \"dense\", \"sparse\", "
+                     "\"multi_vector\"");
     for (size_t i = 0; i < value.size(); ++i) {
       const std::string param = absl::StrCat("outputs[", i, "]");
       ASSIGN_OR_RETURN(std::string name, ReadString(value[i], param.c_str()));
@@ -255,11 +256,12 @@ Json Details(const DocumentResult& doc, const EmbedAnswer& answer, bool base64) 
   if (!doc.chunks.empty()) {
     Json chunks = Json::array();
     for (const ChunkResult& chunk : doc.chunks) {
-      Json item = {{"embedding", Vector(params.dense ? chunk.vector : std::vector<float>{}, base64)},
-                   {"token_span", SpanOf(chunk.tokens)},
-                   {"char_span", SpanOf(chunk.chars)},
-                   {"byte_span", SpanOf(chunk.bytes)},
-                   {"temperature", chunk.temperature}};
+      Json item = {
+          {"embedding", Vector(params.dense ? chunk.vector : std::vector<float>{}, base64)},
+          {"token_span", SpanOf(chunk.tokens)},
+          {"char_span", SpanOf(chunk.chars)},
+          {"byte_span", SpanOf(chunk.bytes)},
+          {"temperature", chunk.temperature}};
       if (params.sparse) item["sparse"] = SparseJson(chunk.sparse, tokenizer);
       if (params.multi_vector)
         item["multi_vector"] = MultiVectorJson(chunk.multi_vector, params.multi_vector_encoding);
@@ -328,12 +330,12 @@ std::string OpenAiEmbeddingsBody(const EmbedAnswer& answer, bool base64) {
   Json data = Json::array();
   const auto& documents = answer.result.documents;
   for (size_t i = 0; i < documents.size(); ++i) {
-    data.push_back({{"object", "embedding"},
-                    {"index", i},
-                    {"embedding", Vector(answer.params.dense ? documents[i].vector
-                                                             : std::vector<float>{},
-                                         base64)},
-                    {"details", Details(documents[i], answer, base64)}});
+    data.push_back(
+        {{"object", "embedding"},
+         {"index", i},
+         {"embedding",
+          Vector(answer.params.dense ? documents[i].vector : std::vector<float>{}, base64)},
+         {"details", Details(documents[i], answer, base64)}});
   }
   const uint64_t tokens = answer.result.tokens;
   Json body = {{"object", "list"},

@@ -31,11 +31,8 @@ HttpResponse ErrorResponse(const absl::Status& status) {
 // One POST /v1/embeddings: parse, start the job, and answer when it completes. A client that
 // goes away cancels the job, which frees its slot and tokens at once.
 void Embeddings(const OpenAiEndpointOptions& options, std::shared_ptr<HttpExchange> exchange) {
-  auto call =
-      std::make_shared<ApiCall>(options.embedder, std::move(exchange), "OpenAI/Embeddings");
-  auto fail = [&call](const absl::Status& status) {
-    call->Finish(ErrorResponse(status), status);
-  };
+  auto call = std::make_shared<ApiCall>(options.embedder, std::move(exchange), "OpenAI/Embeddings");
+  auto fail = [&call](const absl::Status& status) { call->Finish(ErrorResponse(status), status); };
   HttpExchange& ex = call->exchange();
   if (options.auth != nullptr) {
     if (absl::Status allowed = options.auth->Check(ex.Header("Authorization")); !allowed.ok())
@@ -49,9 +46,9 @@ void Embeddings(const OpenAiEndpointOptions& options, std::shared_ptr<HttpExchan
   const bool base64 = parsed->base64;
   auto job = options.embedder->StartEmbed(
       std::move(parsed->call), [call, base64](absl::StatusOr<EmbedAnswer> answer) {
-        call->Finish(answer.ok() ? HttpResponse{200, kJson, OpenAiEmbeddingsBody(*answer, base64),
-                                                {}}
-                                 : ErrorResponse(answer.status()),
+        call->Finish(answer.ok()
+                         ? HttpResponse{200, kJson, OpenAiEmbeddingsBody(*answer, base64), {}}
+                         : ErrorResponse(answer.status()),
                      answer.status());
       });
   if (!job.ok()) return fail(job.status());

@@ -41,9 +41,9 @@ absl::StatusOr<TextInputs> ReadInputs(const Json& body, const RequestLimits& lim
   if (!it->is_array() || it->empty())
     return Invalid("inputs", "must be a string or a non-empty array of strings");
   if (it->size() > limits.max_inputs_per_request) {
-    return Invalid("inputs", absl::StrCat(it->size(), " inputs; allowed [1, ",
-                                          limits.max_inputs_per_request,
-                                          "] (--max-inputs-per-request)"));
+    return Invalid("inputs",
+                   absl::StrCat(it->size(), " inputs; allowed [1, ", limits.max_inputs_per_request,
+                                "] (--max-inputs-per-request)"));
   }
   TextInputs texts;
   texts.reserve(it->size());
@@ -65,12 +65,13 @@ absl::StatusOr<std::optional<T>> Optional(const Json& body, const char* field, C
 }
 
 absl::StatusOr<std::optional<bool>> OptionalBool(const Json& body, const char* field) {
-  return Optional<bool>(body, field, [](const Json& v) { return v.is_boolean(); }, "true or false");
+  return Optional<bool>(
+      body, field, [](const Json& v) { return v.is_boolean(); }, "true or false");
 }
 
 absl::StatusOr<std::optional<std::string>> OptionalString(const Json& body, const char* field) {
-  return Optional<std::string>(body, field, [](const Json& v) { return v.is_string(); },
-                               "a string");
+  return Optional<std::string>(
+      body, field, [](const Json& v) { return v.is_string(); }, "a string");
 }
 
 }  // namespace
@@ -83,8 +84,8 @@ absl::StatusOr<EmbedCall> ParseTeiEmbedRequest(std::string_view body, TeiRoute r
   call.inputs = std::move(texts);
   EmbedRequestOptions& options = call.options;
   ASSIGN_OR_RETURN(std::optional<bool> truncate, OptionalBool(json, "truncate"));
-  options.strategy = truncate.value_or(false) ? v1::LONG_TEXT_STRATEGY_TRUNCATE
-                                              : v1::LONG_TEXT_STRATEGY_REJECT;
+  options.strategy =
+      truncate.value_or(false) ? v1::LONG_TEXT_STRATEGY_TRUNCATE : v1::LONG_TEXT_STRATEGY_REJECT;
   ASSIGN_OR_RETURN(std::optional<std::string> direction,
                    OptionalString(json, "truncation_direction"));
   if (direction.has_value()) {

@@ -85,10 +85,10 @@ void Info(const OpenAiEndpointOptions& options, HttpExchange& ex) {
 }  // namespace
 
 void AddTeiRoutes(HttpListener* listener, std::shared_ptr<const OpenAiEndpointOptions> options) {
-  for (const auto& [path, route] : {std::pair{"/embed", TeiRoute::kEmbed},
-                                    std::pair{"/", TeiRoute::kEmbed},
-                                    std::pair{"/embed_sparse", TeiRoute::kEmbedSparse},
-                                    std::pair{"/embed_all", TeiRoute::kEmbedAll}}) {
+  for (const auto& [path, route] :
+       {std::pair{"/embed", TeiRoute::kEmbed}, std::pair{"/", TeiRoute::kEmbed},
+        std::pair{"/embed_sparse", TeiRoute::kEmbedSparse},
+        std::pair{"/embed_all", TeiRoute::kEmbedAll}}) {
     listener->Route("POST", path, [options, route = route](std::shared_ptr<HttpExchange> ex) {
       Embed(*options, route, std::move(ex));
     });

@@ -73,7 +73,8 @@ Metrics::Metrics(size_t collapse_window)
                      .Register(*registry_)),
       temperature_(BuildHistogram()
                        .Name("embedding_temperature")
-                       .Help("Attention temperature tau applied, per encoded sequence (AUTO varies it by length)")
+                       .Help("Attention temperature tau applied, per encoded sequence (AUTO varies "
+                             "it by length)")
                        .Register(*registry_)),
       requests_(BuildCounter()
                     .Name("embedding_requests_total")
@@ -91,6 +92,15 @@ Metrics::Metrics(size_t collapse_window)
                      .Name("embedding_truncated_documents_total")
                      .Help("Documents whose tokens TRUNCATE dropped")
                      .Register(*registry_)),
+      // Their _sum / _count per length bucket is the mean per document.
+      sparse_weights_(BuildHistogram()
+                          .Name("embedding_sparse_weights_per_document")
+                          .Help("Non-zero lexical weights in a document's sparse output")
+                          .Register(*registry_)),
+      multi_vectors_(BuildHistogram()
+                         .Name("embedding_multi_vectors_per_document")
+                         .Help("Vectors in a document's multi-vector output")
+                         .Register(*registry_)),
       request_duration_(BuildHistogram()
                             .Name("embedding_request_duration_seconds")
                             .Help("RPC duration, by method")
@@ -273,6 +283,11 @@ void Metrics::ObserveEmbedded(const ServedModel& model, const EmbedParams& param
     tokens_.Add({{"model", name}}).Increment(doc.token_count);
     chunks_.Add({{"model", name}}).Increment(doc.chunk_count);
     if (doc.truncated) truncated_.Add({{"model", name}}).Increment();
+    const prometheus::Labels bucket = {{"model", name}, {"length_bucket", doc.length_bucket}};
+    if (params.sparse)
+      sparse_weights_.Add(bucket, PowersOfTwo(1, 16384)).Observe(doc.sparse.ids.size());
+    if (params.multi_vector)
+      multi_vectors_.Add(bucket, PowersOfTwo(1, 131072)).Observe(doc.multi_vector.count());
   }
   queue_duration_.Add({{"model", name}}, SecondsBuckets()).Observe(result.queue_seconds);
   tokenize_duration_.Add({{"model", name}}, SecondsBuckets()).Observe(result.tokenize_seconds);

@@ -83,6 +83,8 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& tokens_;
   prometheus::Family<prometheus::Counter>& chunks_;
   prometheus::Family<prometheus::Counter>& truncated_;
+  prometheus::Family<prometheus::Histogram>& sparse_weights_;
+  prometheus::Family<prometheus::Histogram>& multi_vectors_;
   prometheus::Family<prometheus::Histogram>& request_duration_;
   prometheus::Family<prometheus::Histogram>& queue_duration_;
   prometheus::Family<prometheus::Histogram>& tokenize_duration_;

@@ -5,6 +5,7 @@ demo writer's checkpoint plus head files written by torch.save (and safetensors 
 
 usage: bge_m3_outputs_test.py SERVER_BINARY WRITE_DEMO_MODEL
 """
+import json
 import os
 import shutil
 import subprocess
@@ -29,6 +30,7 @@ from embedding_client import (EmbeddingClient, colbert_score, hybrid_score,  # n
 from server_runner import ServerRunner  # noqa: E402
 
 BINARY, WRITER = sys.argv[1], sys.argv[2]
+NODE_EXAMPLE = os.path.join(HERE, "..", "..", "client", "node", "hybrid_search_example.js")
 TOLERANCE = 1e-5
 WINDOW = 64  # content tokens of write_base_model's window
 # With a literal </s>, an id the sparse map must drop (and a character only bytes spell).
@@ -277,12 +279,29 @@ class BgeM3OutputsTest(unittest.TestCase):
         self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
         self.assertTrue(caught.exception.details().startswith("outputs[0]: unknown value 9"))
 
-    def batches(self):
+    def metric(self, prefix):
+        """The value of the first /metrics sample whose line starts with `prefix` (0 if none)."""
         with urllib.request.urlopen(f"http://{self.server.http_address}/metrics") as r:
             for line in r.read().decode().splitlines():
-                if line.startswith("embedding_batches_total"):
+                if line.startswith(prefix):
                     return float(line.split()[-1])
         return 0.0
+
+    def batches(self):
+        return self.metric("embedding_batches_total")
+
+    def test_metrics_count_sparse_weights_and_vectors_per_length_bucket(self):
+        labels = '{length_bucket="0-63",model="m3st"}'
+        names = ("embedding_sparse_weights_per_document_sum" + labels,
+                 "embedding_sparse_weights_per_document_count" + labels,
+                 "embedding_multi_vectors_per_document_sum" + labels)
+        before = [self.metric(n) for n in names]
+        docs = self.client.embed([TEXT, "owls"], model="m3st",
+                                 outputs=["sparse", "multi_vector"]).documents
+        after = [self.metric(n) for n in names]
+        self.assertEqual(after[0] - before[0], sum(len(d.sparse.token_ids) for d in docs))
+        self.assertEqual(after[1] - before[1], 2)
+        self.assertEqual(after[2] - before[2], sum(d.multi_vector.count for d in docs))
 
     def test_oversized_response_is_refused_before_any_forward_pass(self):
         before = self.batches()
@@ -326,6 +345,31 @@ class BgeM3OutputsTest(unittest.TestCase):
         # "interest", "rates" appear only in the first document.
         scores = [lexical_score(q.sparse, doc.sparse) for doc in d]
         self.assertEqual(scores.index(max(scores)), 0)
+
+    def test_node_hybrid_search_example_scores_as_python_does(self):
+        docs = ["the bank raised interest rates on savings accounts",
+                "owls hunt mice in the forest at night",
+                "rivers flood their banks after heavy rain"]
+        query = "interest rates at the bank"
+        for encoding in ("float32", "float16", "int8"):
+            with self.subTest(encoding=encoding):
+                ranked = json.loads(subprocess.run(
+                    ["node", NODE_EXAMPLE, self.server.grpc_address, "m3", encoding, query,
+                     *docs], check=True, capture_output=True, text=True, timeout=120).stdout)
+                response = self.client.embed([query] + docs, model="m3",
+                                             outputs=["dense", "sparse", "multi_vector"],
+                                             multi_vector_encoding=encoding)
+                q, *d = response.documents
+                self.assertEqual([r["index"] for r in ranked],
+                                 sorted(range(3), key=lambda i: -hybrid_score(q, d[i])))
+                for r in ranked:
+                    doc = d[r["index"]]
+                    self.assertAlmostEqual(r["lexical"], lexical_score(q.sparse, doc.sparse),
+                                           places=6)
+                    self.assertAlmostEqual(r["colbert"],
+                                           colbert_score(q.multi_vector, doc.multi_vector),
+                                           places=6)
+                    self.assertAlmostEqual(r["hybrid"], hybrid_score(q, doc), places=6)
 
 
 class HostileHeadsTest(unittest.TestCase):
