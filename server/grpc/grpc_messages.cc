@@ -241,7 +241,9 @@ void FillMultiVector(const MultiVectorResult& vectors, v1::VectorEncoding encodi
 
 void FillEmbedResponse(const EmbedAnswer& answer, v1::EmbedResponse* response) {
   const EmbedParams& params = answer.params;
-  const model_store::Tokenizer& tokenizer = answer.model->model->tokenizer();
+  // Only sparse output names tokens (and a model is there whenever it was asked for).
+  const model_store::Tokenizer* tokenizer =
+      params.sparse ? &answer.model->model->tokenizer() : nullptr;
   const EmbedResult& result = answer.result;
   response->set_model(answer.model->name);
   response->set_model_version(answer.model->version);
@@ -251,7 +253,7 @@ void FillEmbedResponse(const EmbedAnswer& answer, v1::EmbedResponse* response) {
   for (const DocumentResult& doc : result.documents) {
     v1::DocumentEmbedding* out = response->add_documents();
     if (params.dense) out->mutable_vector()->Assign(doc.vector.begin(), doc.vector.end());
-    if (params.sparse) FillSparse(doc.sparse, tokenizer, out->mutable_sparse());
+    if (params.sparse) FillSparse(doc.sparse, *tokenizer, out->mutable_sparse());
     if (params.multi_vector) {
       FillMultiVector(doc.multi_vector, params.multi_vector_encoding, out->mutable_multi_vector());
     }
@@ -266,7 +268,7 @@ void FillEmbedResponse(const EmbedAnswer& answer, v1::EmbedResponse* response) {
     for (const ChunkResult& chunk : doc.chunks) {
       v1::ChunkEmbedding* c = out->add_chunks();
       if (params.dense) c->mutable_vector()->Assign(chunk.vector.begin(), chunk.vector.end());
-      if (params.sparse) FillSparse(chunk.sparse, tokenizer, c->mutable_sparse());
+      if (params.sparse) FillSparse(chunk.sparse, *tokenizer, c->mutable_sparse());
       if (params.multi_vector) {
         FillMultiVector(chunk.multi_vector, params.multi_vector_encoding,
                         c->mutable_multi_vector());

@@ -242,7 +242,9 @@ Json SpanOf(const Span& span) { return Json::array({span.begin, span.end}); }
 
 Json Details(const DocumentResult& doc, const EmbedAnswer& answer, bool base64) {
   const EmbedParams& params = answer.params;
-  const model_store::Tokenizer& tokenizer = answer.model->model->tokenizer();
+  // Only sparse output names tokens (and a model is there whenever it was asked for).
+  const model_store::Tokenizer* tokenizer =
+      params.sparse ? &answer.model->model->tokenizer() : nullptr;
   Json details = {{"token_count", doc.token_count},
                   {"chunk_count", doc.chunk_count},
                   {"truncated", doc.truncated},
@@ -250,7 +252,7 @@ Json Details(const DocumentResult& doc, const EmbedAnswer& answer, bool base64) 
                   {"length_bucket", doc.length_bucket},
                   {"high_frequency_ratio", MeanHighFrequencyRatio(doc)},
                   {"sequence_temperatures", doc.sequence_temperatures}};
-  if (params.sparse) details["sparse"] = SparseJson(doc.sparse, tokenizer);
+  if (params.sparse) details["sparse"] = SparseJson(doc.sparse, *tokenizer);
   if (params.multi_vector)
     details["multi_vector"] = MultiVectorJson(doc.multi_vector, params.multi_vector_encoding);
   if (!doc.chunks.empty()) {
@@ -262,7 +264,7 @@ Json Details(const DocumentResult& doc, const EmbedAnswer& answer, bool base64) 
           {"char_span", SpanOf(chunk.chars)},
           {"byte_span", SpanOf(chunk.bytes)},
           {"temperature", chunk.temperature}};
-      if (params.sparse) item["sparse"] = SparseJson(chunk.sparse, tokenizer);
+      if (params.sparse) item["sparse"] = SparseJson(chunk.sparse, *tokenizer);
       if (params.multi_vector)
         item["multi_vector"] = MultiVectorJson(chunk.multi_vector, params.multi_vector_encoding);
       chunks.push_back(std::move(item));
