@@ -176,8 +176,11 @@ void Batcher::Loop() {
       if (stopping_) return;
       batch = CutBatchLocked(dropped.get());
     }
+    // Tasks leave this thread with their completions and never come back: a task can hold the
+    // last reference to the model version that owns this batcher, and ~Batcher on its own
+    // thread would join itself.
     if (!dropped->empty()) {
-      completions_([dropped] {
+      completions_([dropped = std::move(dropped)] {
         for (auto& [task, reason] : *dropped) task.done(reason);
       });
     }
@@ -206,8 +209,9 @@ void Batcher::Run(std::vector<BatchTask> batch) {
   stats.seconds = absl::ToDoubleSeconds(absl::Now() - start);
   if (observer_) observer_(stats);
 
-  auto tasks = std::make_shared<std::vector<BatchTask>>(std::move(batch));
-  completions_([tasks, result, start, seconds = stats.seconds, id = ++batches_] {
+  // Moved, not copied, into the completion: see Loop.
+  completions_([tasks = std::make_shared<std::vector<BatchTask>>(std::move(batch)), result, start,
+                seconds = stats.seconds, id = ++batches_] {
     for (size_t i = 0; i < tasks->size(); ++i) {
       BatchTask& task = (*tasks)[i];
       if (!result->ok()) {
