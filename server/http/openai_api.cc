@@ -14,6 +14,7 @@
 #include "nlohmann/json.hpp"
 #include "server/core/request_validation.h"
 #include "server/core/strategy.h"
+#include "server/http/json_body.h"
 #include "server/http/token_outputs_json.h"
 
 namespace embedding::server {
@@ -203,21 +204,7 @@ absl::Status ReadField(const std::string& key, const Json& value, const RequestL
 
 absl::StatusOr<OpenAiEmbeddingsRequest> ParseOpenAiEmbeddingsRequest(std::string_view body,
                                                                      const RequestLimits& limits) {
-  struct TooDeep {};
-  Json json;
-  try {
-    // The callback sees every value as it is parsed: a nesting bomb stops at the limit.
-    json = Json::parse(body, [](int depth, Json::parse_event_t, Json&) {
-      if (depth > kMaxJsonDepth) throw TooDeep{};
-      return true;
-    });
-  } catch (const TooDeep&) {
-    return Invalid("body", absl::StrCat("JSON nests deeper than ", kMaxJsonDepth, " levels"));
-  } catch (const Json::exception& e) {
-    return Invalid("body", absl::StrCat("not valid JSON: ", e.what()));
-  }
-  if (!json.is_object())
-    return Invalid("body", absl::StrCat("must be a JSON object, not ", TypeName(json)));
+  ASSIGN_OR_RETURN(Json json, ParseJsonObject(body));
   if (!json.contains("input")) return Invalid("input", "is required");
   OpenAiEmbeddingsRequest out;
   for (const auto& [key, value] : json.items()) {

@@ -23,9 +23,6 @@ struct OpenAiEmbeddingsRequest {
   bool base64 = false;  // encoding_format "base64": little-endian float32, base64
 };
 
-// JSON nested deeper than this is refused before it is built.
-inline constexpr int kMaxJsonDepth = 16;
-
 // Reads `body`. INVALID_ARGUMENT "PARAM: reason" (PARAM is the field: "input[3]",
 // "temperature", or "body" for JSON that does not parse, nests too deep or is not an object)
 // for malformed JSON, wrong types, unknown fields, and more inputs or token ids than `limits`

@@ -5,6 +5,7 @@
 #include "common/status_macros.h"
 #include "model_store/encoder.h"
 #include "nlohmann/json.hpp"
+#include "server/http/json_body.h"
 #include "server/http/openai_api.h"
 
 namespace embedding::server {
@@ -14,24 +15,6 @@ using Json = nlohmann::json;
 
 absl::Status Invalid(absl::string_view field, absl::string_view reason) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", reason));
-}
-
-// The body as a JSON object, nesting bounded as for the OpenAI route.
-absl::StatusOr<Json> ParseObject(std::string_view body) {
-  struct TooDeep {};
-  Json json;
-  try {
-    json = Json::parse(body, [](int depth, Json::parse_event_t, Json&) {
-      if (depth > kMaxJsonDepth) throw TooDeep{};
-      return true;
-    });
-  } catch (const TooDeep&) {
-    return Invalid("body", absl::StrCat("JSON nests deeper than ", kMaxJsonDepth, " levels"));
-  } catch (const Json::exception& e) {
-    return Invalid("body", absl::StrCat("not valid JSON: ", e.what()));
-  }
-  if (!json.is_object()) return Invalid("body", "must be a JSON object");
-  return json;
 }
 
 absl::StatusOr<TextInputs> ReadInputs(const Json& body, const RequestLimits& limits) {
@@ -78,7 +61,7 @@ absl::StatusOr<std::optional<std::string>> OptionalString(const Json& body, cons
 
 absl::StatusOr<EmbedCall> ParseTeiEmbedRequest(std::string_view body, TeiRoute route,
                                                const RequestLimits& limits) {
-  ASSIGN_OR_RETURN(Json json, ParseObject(body));
+  ASSIGN_OR_RETURN(Json json, ParseJsonObject(body));
   EmbedCall call;
   ASSIGN_OR_RETURN(TextInputs texts, ReadInputs(json, limits));
   call.inputs = std::move(texts);
@@ -121,7 +104,7 @@ absl::StatusOr<EmbedCall> ParseTeiEmbedRequest(std::string_view body, TeiRoute r
 
 absl::StatusOr<TokenizeCall> ParseTeiTokenizeRequest(std::string_view body,
                                                      const RequestLimits& limits) {
-  ASSIGN_OR_RETURN(Json json, ParseObject(body));
+  ASSIGN_OR_RETURN(Json json, ParseJsonObject(body));
   TokenizeCall call;
   ASSIGN_OR_RETURN(call.inputs, ReadInputs(json, limits));
   ASSIGN_OR_RETURN(std::optional<bool> special, OptionalBool(json, "add_special_tokens"));
@@ -210,22 +193,9 @@ std::string TeiInfoBody(const ServedModel& served, const RequestLimits& limits) 
 }
 
 int TeiHttpStatus(const absl::Status& status, bool body_error) {
-  switch (status.code()) {
-    case absl::StatusCode::kInvalidArgument:
-      return body_error ? 422 : 413;
-    case absl::StatusCode::kUnauthenticated:
-      return 401;
-    case absl::StatusCode::kNotFound:
-      return 404;
-    case absl::StatusCode::kResourceExhausted:
-      return 429;
-    case absl::StatusCode::kUnavailable:
-      return 503;
-    case absl::StatusCode::kDeadlineExceeded:
-      return 504;
-    default:
-      return 424;
-  }
+  if (status.code() == absl::StatusCode::kInvalidArgument) return body_error ? 422 : 413;
+  const int http = OpenAiHttpStatus(status);  // 401, 404, 429, 503 and 504 as there
+  return http == 500 ? 424 : http;            // TEI's "Backend" failure
 }
 
 std::string TeiErrorBody(const absl::Status& status) {

@@ -244,6 +244,31 @@ class BgeM3OutputsTest(unittest.TestCase):
             self.assertEqual(pooled.token_spans[g].end,
                              full.multi_vector.token_spans[(g + 1) * n // k - 1].end)
 
+    def test_multi_vectors_stream_on_embed_stream(self):
+        messages, enums = self.client.messages, self.client.enums
+        items = []
+        for i, encoding in enumerate(("VECTOR_ENCODING_FLOAT32", "VECTOR_ENCODING_INT8")):
+            request = messages["embedding.v1.EmbedRequest"](
+                model="m3", inputs=[TEXT, "owls"], multi_vector_encoding=enums[encoding],
+                outputs=[enums["EMBEDDING_OUTPUT_SPARSE"], enums["EMBEDDING_OUTPUT_MULTI_VECTOR"]])
+            items.append(messages["embedding.v1.EmbedStreamRequest"](request_id=str(i),
+                                                                     request=request))
+        stream = self.client.channel.stream_stream(
+            "/embedding.v1.EmbeddingService/EmbedStream",
+            request_serializer=lambda m: m.SerializeToString(),
+            response_deserializer=messages["embedding.v1.EmbedStreamResponse"].FromString)
+        answers = {a.request_id: a.response for a in stream(iter(items), timeout=60)}
+        unary = self.client.embed([TEXT, "owls"], model="m3", outputs=["sparse", "multi_vector"])
+        for request_id in ("0", "1"):
+            for got, want in zip(answers[request_id].documents, unary.documents):
+                self.assertEqual(list(got.sparse.token_ids), list(want.sparse.token_ids))
+                rows, expected = multi_vector_rows(got.multi_vector), multi_vector_rows(
+                    want.multi_vector)
+                self.assertEqual(len(rows), len(expected))
+                tolerance = 1e-7 if request_id == "0" else max(got.multi_vector.scales) / 2 + 1e-7
+                for a, b in zip(rows, expected):
+                    self.assertLessEqual(max(abs(x - y) for x, y in zip(a, b)), tolerance)
+
     def test_model_info_lists_outputs(self):
         models = {m.name: m for m in self.client.list_models().models}
         enums = self.client.enums

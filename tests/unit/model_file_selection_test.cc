@@ -47,6 +47,17 @@ TEST(ModelFileSelectionTest, SentenceTransformersRepositoryTakesOnlyWhatTheServe
   EXPECT_THAT(repo.read, ElementsAre("modules.json"));
 }
 
+TEST(ModelFileSelectionTest, BgeM3HeadsComeAlongPreferringSafetensorsCopies) {
+  // BAAI/bge-m3's layout: the heads as torch.save files beside the checkpoint.
+  FakeRepo repo{{"config.json", "tokenizer.json", "model.safetensors", "pytorch_model.bin",
+                 "sparse_linear.pt", "colbert_linear.pt", "colbert_linear.safetensors",
+                 "onnx/model.onnx"}};
+  auto files = SelectModelFiles("BAAI/bge-m3", repo.listing, repo.Reader());
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_THAT(*files, ElementsAre("config.json", "tokenizer.json", "sparse_linear.pt",
+                                  "colbert_linear.safetensors", "model.safetensors"));
+}
+
 TEST(ModelFileSelectionTest, ShardsComeFromTheIndexOnceEach) {
   FakeRepo repo{{"config.json", "vocab.txt", "model.safetensors.index.json",
                  "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
