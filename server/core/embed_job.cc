@@ -88,15 +88,17 @@ void EmbedJob::Prepare() {
     if (!plan.ok()) return Complete(plan.status());
     doc.plan = *std::move(plan);
     PrepareSlots(&doc, late, static_cast<size_t>(model.config().hidden_size));
-    PrepareTokenOutputs(&doc.token_outputs, doc.plan, count, late, request_.params,
-                        multi_vector_dim_);
     doc.sequence_tau = SequenceTemperatures(doc.plan, request_.params, model.tempscale());
     for (const auto& range : doc.plan.sequences) total_tokens += range.size() + specials;
     sequences += doc.plan.sequences.size();
   }
 
-  // Before any token state is kept or any forward pass runs.
+  // Before any token output is allocated or any forward pass runs.
   if (absl::Status size = CheckResponseSize(); !size.ok()) return Complete(size);
+  for (EncodedDocument& doc : documents_) {
+    PrepareTokenOutputs(&doc.token_outputs, doc.plan, doc.tokens.ids.size(), late,
+                        request_.params, multi_vector_dim_);
+  }
 
   std::vector<BatchTask> tasks;
   tasks.reserve(sequences);

@@ -15,7 +15,9 @@ namespace embedding::server {
 // INVALID_ARGUMENT naming the field and its allowed range: no inputs, too many inputs, bytes or
 // token ids, temperature NaN/infinite/out of range, unknown enum values, chunk_tokens above the
 // window, overlap >= chunk, dimensions 0 or above the hidden size, prompt and prompt_name
-// together, or an unknown prompt_name.
+// together, an unknown prompt_name, an output asked twice or one the model has no head for
+// ("outputs[i]"), multi_vector_encoding or max_vectors without MULTI_VECTOR, max_vectors 0,
+// or token states under a strategy that encodes more than one window.
 absl::StatusOr<EmbedParams> ValidateEmbedCall(const EmbedCall& call,
                                               const model_store::Model& model,
                                               const RequestLimits& limits);

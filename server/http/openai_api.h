@@ -31,15 +31,19 @@ struct OpenAiEmbeddingsRequest {
 //
 // Fields: model, input (a string, strings, token ids, or lists of token ids), encoding_format
 // (float | base64), dimensions, user; the extensions temperature, strategy (a strategy name),
-// truncation_side (start | end), chunk_tokens, chunk_overlap_tokens, normalize, prompt_name.
+// truncation_side (start | end), chunk_tokens, chunk_overlap_tokens, normalize, prompt_name,
+// outputs (dense | sparse | multi_vector), multi_vector_encoding (float32 | float16 | int8),
+// max_vectors.
 absl::StatusOr<OpenAiEmbeddingsRequest> ParseOpenAiEmbeddingsRequest(std::string_view body,
                                                                      const RequestLimits& limits);
 
 // {object: "list", data: [{object: "embedding", index, embedding, details}], model, usage}.
 // `embedding` is floats, or with `base64` the little-endian float32 bytes in base64. `details`
 // (ignored by OpenAI clients) carries what gRPC's DocumentEmbedding adds: token_count,
-// chunk_count, truncated, temperature, length_bucket, high_frequency_ratio, and for CHUNK_ALL
-// and late chunking the chunks with their embedding and token, char and byte spans.
+// chunk_count, truncated, temperature, length_bucket, high_frequency_ratio, sparse and
+// multi_vector when asked (token_outputs_json.h), and for CHUNK_ALL and late chunking the
+// chunks with their embedding and token, char and byte spans. `embedding` is [] when dense
+// output was not asked for.
 std::string OpenAiEmbeddingsBody(const EmbedAnswer& answer, bool base64);
 
 // {object: "list", data: [{id, object: "model", created, owned_by}]}, current versions.
