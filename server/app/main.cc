@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   }
   int signal = 0;
   sigwait(&stop_signals, &signal);
-  ServerLog(LogLevel::kInfo, absl::StrCat("signal ", signal, ", draining"));
+  ServerLog(LogLevel::kInfo, absl::StrCat("signal ", signal));
   (*server)->Drain();
   server->reset();
   ServerLog(LogLevel::kInfo, "stopped");

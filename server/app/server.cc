@@ -129,6 +129,8 @@ void Server::Drain() {
   if (grpc_) grpc_->SetServing(false);
   serving_.store(false);
   embedder_->StartDraining();
+  // Logged after the switch, so a call sent after this line's time is refused.
+  ServerLog(LogLevel::kInfo, "draining: new calls are refused");
   const absl::Time give_up = absl::Now() + options_.drain_timeout;
   while (embedder_->active_calls() > 0 && absl::Now() < give_up)
     absl::SleepFor(absl::Milliseconds(20));
