@@ -2,6 +2,8 @@
 # Builds the image and runs it with no network: the server must come up on its demo model,
 # answer health and Embed from inside the container, expose /metrics, and stop cleanly on
 # SIGTERM. Prints "1 passed, 0 failed" on success.
+# With PREBUILT_BUILD_DIR set (the test suite sets it to its build), the image takes that
+# build's binaries instead of compiling them again (BINARIES=prebuilt in the Dockerfile).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . docker/docker_env.sh
@@ -9,7 +11,18 @@ IMAGE=${IMAGE:-embedding-server:dev}
 
 ensure_docker
 ensure_base_image
-docker build --network host --build-arg BASE_IMAGE="$BASE_IMAGE" -f docker/Dockerfile -t "$IMAGE" .
+if [ -n "${PREBUILT_BUILD_DIR:-}" ]; then
+  context=$(mktemp -d)
+  trap 'rm -rf "$context"' EXIT
+  cp dev.sh "$context/"
+  docker/stage_runtime.sh "$PREBUILT_BUILD_DIR" "$context/runtime"
+  docker build --network host --build-arg BASE_IMAGE="$BASE_IMAGE" --build-arg BINARIES=prebuilt \
+    -f docker/Dockerfile -t "$IMAGE" "$context"
+  rm -rf "$context"
+  trap - EXIT
+else
+  docker build --network host --build-arg BASE_IMAGE="$BASE_IMAGE" -f docker/Dockerfile -t "$IMAGE" .
+fi
 
 # The runtime stage carries no compiler and no headers.
 docker run --rm --network none --entrypoint sh "$IMAGE" -c \

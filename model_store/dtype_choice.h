@@ -45,6 +45,7 @@ struct DTypeTrial {
 struct DTypeChoice {
   std::unique_ptr<Encoder> encoder;  // built with the chosen dtype
   std::vector<DTypeTrial> trials;    // fp32, bf16, int8 in that order
+  std::string source;                // "measured now", or the cache file (Model::Load)
 };
 
 // Builds fp32, bf16 and int8 encoders one after another (at most three alive at once), guards

@@ -1,5 +1,7 @@
 #include "model_store/model.h"
 
+#include <malloc.h>
+
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -7,9 +9,47 @@
 #include "model_store/architecture.h"
 #include "model_store/checkpoint.h"
 #include "model_store/dtype_choice.h"
+#include "model_store/dtype_choice_cache.h"
 #include "model_store/token_heads.h"
 
 namespace embedding::model_store {
+namespace {
+
+// --dtype=auto: the cached choice when there is one (only that dtype is built), else a
+// measurement, whose losing candidates' memory goes back to the system before serving.
+absl::StatusOr<DTypeChoice> LoadAutoEncoder(const EncoderConfig& config, const ArchitectureSpec& spec,
+                const Checkpoint& checkpoint, const ModelOptions& options, PoolingMode pooling,
+                const Tokenizer& tokenizer) {
+  const DTypeChoiceCache cache(options.content_version.empty() ? "" : options.dtype_cache_dir);
+  const int threads = options.encoder.intra_op_threads;
+  if (auto cached = cache.Lookup(options.content_version, threads)) {
+    EncoderOptions chosen = options.encoder;
+    chosen.dtype = cached->chosen;
+    // A choice this machine can no longer build (a library changed under the same version)
+    // is measured again rather than refused.
+    if (auto encoder = Encoder::Create(config, spec, checkpoint, chosen); encoder.ok())
+      return DTypeChoice{*std::move(encoder), std::move(cached->trials), cached->path};
+  }
+  ASSIGN_OR_RETURN(DTypeChoice choice, ChooseComputeDType(config, spec, checkpoint,
+                                                          options.encoder, pooling, tokenizer));
+  // The candidates were freed, but glibc keeps freed heap pages (and raises its mmap threshold
+  // after large frees, so weights of the next size land on the heap): without this the
+  // process idles at the sum of every candidate's peak.
+  malloc_trim(0);
+  choice.source = "measured now";
+  if (!cache.enabled()) {
+    choice.source += "; not cached (no --dtype-cache-dir)";
+  } else if (absl::Status stored = cache.Store(options.content_version, threads,
+                                               choice.encoder->dtype(), choice.trials);
+             !stored.ok()) {
+    choice.source += absl::StrCat("; not cached: ", stored.message());
+  } else {
+    choice.source += absl::StrCat(", cached in ", cache.PathFor(options.content_version, threads));
+  }
+  return choice;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
                                                    const ModelOptions& options) {
@@ -32,11 +72,11 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
   model->pooling_ =
       options.pooling_override.value_or(model->st_config_.pooling.value_or(PoolingMode::kCls));
   if (options.encoder.dtype == ComputeDType::kAuto) {
-    ASSIGN_OR_RETURN(DTypeChoice choice, ChooseComputeDType(config, *spec, *checkpoint,
-                                                            options.encoder, model->pooling_,
-                                                            *model->tokenizer_));
+    ASSIGN_OR_RETURN(DTypeChoice choice, LoadAutoEncoder(config, *spec, *checkpoint, options,
+                                                         model->pooling_, *model->tokenizer_));
     model->encoder_ = std::move(choice.encoder);
     model->dtype_trials_ = std::move(choice.trials);
+    model->dtype_choice_source_ = std::move(choice.source);
   } else {
     ASSIGN_OR_RETURN(model->encoder_,
                      Encoder::Create(config, *spec, *checkpoint, options.encoder));

@@ -18,6 +18,10 @@ namespace embedding::model_store {
 
 struct ModelOptions {
   EncoderOptions encoder;
+  // For dtype kAuto: where the choice is kept (see dtype_choice_cache.h; empty: measure on
+  // every load) and the model's content hash it is kept under (ComputeModelVersion).
+  std::string dtype_cache_dir;
+  std::string content_version;
   // The serving configuration's pooling, overriding what the checkpoint declares.
   std::optional<PoolingMode> pooling_override;
 };
@@ -27,8 +31,9 @@ class Model {
   // Loads the directory in Hugging Face layout. Errors name the file (and tensor or field):
   // NOT_FOUND for missing files, DATA_LOSS for corrupt ones, INVALID_ARGUMENT for an
   // unsupported model_type (listing the supported ones) or a bad tempscale.json (naming the
-  // field), FAILED_PRECONDITION for bf16 on a CPU without native support (or int8 without oneDNN). dtype kAuto measures every dtype
-  // and keeps the fastest that passes its accuracy guard (see dtype_choice.h).
+  // field), FAILED_PRECONDITION for bf16 on a CPU without native support (or int8 without
+  // oneDNN). dtype kAuto takes the choice cached for this content and CPU, or measures every
+  // dtype, keeps the fastest that passes its accuracy guard (see dtype_choice.h) and caches it.
   static absl::StatusOr<std::unique_ptr<Model>> Load(const std::string& model_dir,
                                                      const ModelOptions& options);
 
@@ -46,6 +51,9 @@ class Model {
   const TempScaleSchedule& tempscale() const { return tempscale_; }
   // What --dtype=auto measured, one entry per dtype; empty when a dtype was named.
   const std::vector<DTypeTrial>& dtype_trials() const { return dtype_trials_; }
+  // Where auto's choice came from: "measured now", or the cache file it was read from, with
+  // what happened to the cache ("; not cached: ..."); empty when a dtype was named.
+  const std::string& dtype_choice_source() const { return dtype_choice_source_; }
   // Content tokens one window holds: the position table less the special tokens.
   int64_t max_content_tokens() const {
     return encoder_->max_sequence_length() - tokenizer_->num_special_tokens();
@@ -60,6 +68,7 @@ class Model {
   PoolingMode pooling_ = PoolingMode::kCls;
   TempScaleSchedule tempscale_;
   std::vector<DTypeTrial> dtype_trials_;
+  std::string dtype_choice_source_;
 };
 
 }  // namespace embedding::model_store

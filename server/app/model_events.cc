@@ -1,6 +1,7 @@
 #include "server/app/model_events.h"
 
 #include "absl/strings/str_cat.h"
+#include "model_store/cpu_features.h"
 #include "server/observability/server_log.h"
 
 namespace embedding::server {
@@ -33,6 +34,12 @@ void LogServing(const ServedModel& served) {
     ServerLog(LogLevel::kInfo,
               absl::StrCat("model '", served.name, "' --dtype=auto tried ",
                            model_store::ComputeDTypeName(trial.dtype), ": ", figures));
+  }
+  if (!model.dtype_trials().empty()) {
+    ServerLog(LogLevel::kInfo,
+              absl::StrCat("model '", served.name, "' --dtype=auto chose ",
+                           model_store::ComputeDTypeName(model.encoder().dtype()), " on ",
+                           model_store::CpuIsa(), " (", model.dtype_choice_source(), ")"));
   }
 }
 

@@ -28,7 +28,9 @@ struct ModelOptions {
   std::vector<ModelSource> sources;  // --model NAME=DIR (repeatable) and --model-store DIR
   std::string store;          // --model-store: subdirectories that appear later are served too
   std::string default_model;  // empty: the first model
-  model_store::ComputeDType dtype = model_store::ComputeDType::kFloat32;
+  model_store::ComputeDType dtype = model_store::ComputeDType::kAuto;
+  // Where --dtype=auto keeps its choice per model content and CPU; empty: measure every load.
+  std::string dtype_cache_dir;
   int intra_op_threads = 0;  // 0: all cores
   // Loaded versions per model after a reload: the current one and those before it, for
   // "name@version" (--model-versions-kept).

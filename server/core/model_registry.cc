@@ -74,6 +74,15 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::LoadVersion(
   model_store::ModelOptions load_options;
   load_options.encoder.dtype = options_.dtype;
   load_options.encoder.intra_op_threads = options_.intra_op_threads;
+  // The content hash names a flat directory's version, and keys auto's cached choice (a
+  // versioned directory's name does not say what is in it).
+  std::string content_version;
+  if (source.located.version.empty() || options_.dtype == model_store::ComputeDType::kAuto)
+    content_version = model_store::ComputeModelVersion(directory);
+  if (options_.dtype == model_store::ComputeDType::kAuto) {
+    load_options.dtype_cache_dir = options_.dtype_cache_dir;
+    load_options.content_version = content_version;
+  }
   // On a thread of its own that then exits: LibTorch's OpenMP gives every thread that starts
   // parallel work a pool of its own, and while those pools outnumber the CPUs libgomp cuts
   // spin-waits, which tripled forward-pass times when the main thread loaded and a batcher
@@ -87,8 +96,7 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::LoadVersion(
   }
   auto served = std::make_shared<ServedModel>();
   served->name = name;
-  served->version = source.located.version.empty() ? model_store::ComputeModelVersion(directory)
-                                                   : source.located.version;
+  served->version = source.located.version.empty() ? content_version : source.located.version;
   served->hub = source.hub;
   served->model = *std::move(model);
   const model_store::Encoder* encoder = &served->model->encoder();

@@ -9,8 +9,13 @@ import time
 
 class ServerRunner:
     def __init__(self, binary, args, timeout=60, env=None):
+        # Vectors are compared with fp32 references: pin the exact dtype (the server's default,
+        # auto, may pick bf16 or int8 on this CPU) and keep nothing in the user's cache.
+        pins = [f for f, name in (("--dtype=fp32", "--dtype="),
+                                  ("--dtype-cache-dir=off", "--dtype-cache-dir"))
+                if not any(a.startswith(name) for a in args)]
         self.process = subprocess.Popen(
-            [binary, "--listen=127.0.0.1:0", "--http-listen=127.0.0.1:0", *args],
+            [binary, "--listen=127.0.0.1:0", "--http-listen=127.0.0.1:0", *pins, *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", env=env)
         self.stderr_text = ""
         self.grpc_address = self.http_address = self.openai_address = None

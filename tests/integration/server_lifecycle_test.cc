@@ -180,10 +180,13 @@ TEST(ServerLifecycle, ServesSeveralModelsByName) {
 }
 
 // --dtype reaches the model: int8 is served (and is not fp32 in disguise), auto logs what it
-// measured and serves one of the dtypes it tried.
+// measured and serves one of the dtypes it tried; a second start reads that choice back from
+// --dtype-cache-dir instead of measuring, and serves the same dtype.
 TEST(ServerLifecycle, DTypeFlagChoosesTheEncoder) {
-  auto embed = [](const std::string& dtype, std::string* served, std::string* log) {
-    testing::ServerProcess server({"--model=tiny=" + testing::TinyModelDir(), "--dtype=" + dtype});
+  const std::string cache_dir = ::testing::TempDir() + "/dtype_cache_" + std::to_string(getpid());
+  auto embed = [&](const std::string& dtype, std::string* served, std::string* log) {
+    testing::ServerProcess server({"--model=tiny=" + testing::TinyModelDir(), "--dtype=" + dtype,
+                                   "--dtype-cache-dir=" + cache_dir});
     EXPECT_TRUE(server.ok()) << server.Log();
     auto client = client::EmbeddingClient::Connect({{server.grpc_address()}}).value();
     *served = client->GetModelInfo("tiny").value().dtype();
@@ -206,6 +209,15 @@ TEST(ServerLifecycle, DTypeFlagChoosesTheEncoder) {
   EXPECT_THAT(served, ::testing::AnyOf("fp32", "bf16", "int8"));
   EXPECT_THAT(log, HasSubstr("--dtype=auto tried int8: cosine to fp32"));
   EXPECT_THAT(log, HasSubstr(", " + served + ")"));
+  EXPECT_THAT(log, HasSubstr("--dtype=auto chose " + served + " on "));
+  EXPECT_THAT(log, HasSubstr("(measured now, cached in " + cache_dir + "/dtype-choices/"));
+  const std::string measured = served;
+  embed("auto", &served, &log);
+  EXPECT_EQ(served, measured);
+  EXPECT_THAT(log, HasSubstr("--dtype=auto chose " + served + " on "));
+  EXPECT_THAT(log, ::testing::Not(HasSubstr("measured now")));
+  EXPECT_THAT(log, HasSubstr("(" + cache_dir + "/dtype-choices/"));
+  std::filesystem::remove_all(cache_dir);
 }
 
 TEST(ServerLifecycle, BadFlagsAndModelsExitNonZeroNamingTheProblem) {

@@ -36,13 +36,19 @@ bool SaysReady(const std::string& output) {
 ServerProcess::ServerProcess(std::vector<std::string> args, absl::Duration startup_timeout) {
   const char* binary = std::getenv("EMBEDDING_SERVER_BIN");
   if (binary == nullptr) binary = EMB_SERVER_BIN;
-  bool has_listen = false, has_http = false;
+  bool has_listen = false, has_http = false, has_dtype = false, has_dtype_cache = false;
   for (const auto& a : args) {
     has_listen |= absl::StartsWith(a, "--listen");
     has_http |= absl::StartsWith(a, "--http-listen") || absl::StartsWith(a, "--http_listen");
+    has_dtype |= absl::StartsWith(a, "--dtype=");
+    has_dtype_cache |= absl::StartsWith(a, "--dtype-cache-dir");
   }
   if (!has_listen) args.push_back("--listen=127.0.0.1:0");
   if (!has_http) args.push_back("--http-listen=127.0.0.1:0");
+  // Tests compare vectors with fp32 references, so they pin the exact dtype (the server's
+  // default, auto, may pick bf16 or int8 on this CPU), and keep nothing in the user's cache.
+  if (!has_dtype) args.push_back("--dtype=fp32");
+  if (!has_dtype_cache) args.push_back("--dtype-cache-dir=off");
   char log_template[] = "/tmp/embedding_server_log_XXXXXX";
   const int log_fd = mkstemp(log_template);
   log_path_ = log_template;

@@ -13,8 +13,9 @@ namespace embedding::testing {
 
 class ServerProcess {
  public:
-  // Starts the server with `args` (plus --listen=127.0.0.1:0 --http-listen=127.0.0.1:0 unless
-  // given) and waits until it prints "ready" or exits. Check ok() afterwards.
+  // Starts the server with `args` (plus --listen=127.0.0.1:0 --http-listen=127.0.0.1:0
+  // --dtype=fp32 --dtype-cache-dir=off unless given) and waits until it prints "ready" or
+  // exits. Check ok() afterwards.
   explicit ServerProcess(std::vector<std::string> args,
                          absl::Duration startup_timeout = absl::Seconds(60));
   // Stops the server if still running.

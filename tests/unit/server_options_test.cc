@@ -40,6 +40,29 @@ TEST(ServerOptions, DefaultsAndRepeatedModels) {
   EXPECT_EQ(options->drain_timeout, absl::Seconds(30));
 }
 
+// auto is the default dtype; its choice is kept in the user's cache directory unless the flag
+// names another or turns it off.
+TEST(ServerOptions, AutoIsTheDefaultDTypeAndKeepsItsChoiceInTheUsersCache) {
+  const std::string saved_xdg = getenv("XDG_CACHE_HOME") ? getenv("XDG_CACHE_HOME") : "";
+  const std::string saved_home = getenv("HOME") ? getenv("HOME") : "";
+  setenv("HOME", "/home/u", 1);
+  unsetenv("XDG_CACHE_HOME");
+  auto options = Parse({"--model=a=/models/a"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->models.dtype, model_store::ComputeDType::kAuto);
+  EXPECT_EQ(options->models.dtype_cache_dir, "/home/u/.cache/embedding-server");
+  setenv("XDG_CACHE_HOME", "/xdg", 1);
+  EXPECT_EQ(Parse({"--model=a=/models/a"})->models.dtype_cache_dir, "/xdg/embedding-server");
+  EXPECT_EQ(Parse({"--model=a=/models/a", "--dtype-cache-dir=/c"})->models.dtype_cache_dir,
+            "/c");
+  EXPECT_EQ(Parse({"--model=a=/models/a", "--dtype-cache-dir=off"})->models.dtype_cache_dir,
+            "");
+  EXPECT_EQ(Parse({"--model=a=/models/a", "--dtype=fp32"})->models.dtype,
+            model_store::ComputeDType::kFloat32);
+  if (saved_xdg.empty()) unsetenv("XDG_CACHE_HOME"); else setenv("XDG_CACHE_HOME", saved_xdg.c_str(), 1);
+  setenv("HOME", saved_home.c_str(), 1);
+}
+
 TEST(ServerOptions, HubRepositoryIdsAreServedFromTheCache) {
   auto options = Parse({"--model=BAAI/bge-m3@v1.0", "--model=e5=intfloat/e5-base-v2",
                         "--model=/models/a", "--hub-cache-dir=/cache", "--hub-offline",
