@@ -24,7 +24,8 @@ class DTypeChoiceCache {
   explicit DTypeChoiceCache(std::string directory) : directory_(std::move(directory)) {}
 
   // The file for `model_version` (a content hash) on this CPU (CpuIsa()), with this LibTorch
-  // and `threads` intra-op threads (0: every core): a different CPU, library or thread count measures again.
+  // and `threads` intra-op threads (0: every core): a different CPU, library or thread count
+  // measures again.
   std::string PathFor(const std::string& model_version, int threads) const;
 
   // nullopt when disabled, absent, or unreadable (a damaged file is measured again and

@@ -17,9 +17,11 @@ namespace {
 
 // --dtype=auto: the cached choice when there is one (only that dtype is built), else a
 // measurement, whose losing candidates' memory goes back to the system before serving.
-absl::StatusOr<DTypeChoice> LoadAutoEncoder(const EncoderConfig& config, const ArchitectureSpec& spec,
-                const Checkpoint& checkpoint, const ModelOptions& options, PoolingMode pooling,
-                const Tokenizer& tokenizer) {
+absl::StatusOr<DTypeChoice> LoadAutoEncoder(const EncoderConfig& config,
+                                            const ArchitectureSpec& spec,
+                                            const Checkpoint& checkpoint,
+                                            const ModelOptions& options, PoolingMode pooling,
+                                            const Tokenizer& tokenizer) {
   const DTypeChoiceCache cache(options.content_version.empty() ? "" : options.dtype_cache_dir);
   const int threads = options.encoder.intra_op_threads;
   if (auto cached = cache.Lookup(options.content_version, threads)) {
@@ -30,11 +32,11 @@ absl::StatusOr<DTypeChoice> LoadAutoEncoder(const EncoderConfig& config, const A
     if (auto encoder = Encoder::Create(config, spec, checkpoint, chosen); encoder.ok())
       return DTypeChoice{*std::move(encoder), std::move(cached->trials), cached->path};
   }
-  ASSIGN_OR_RETURN(DTypeChoice choice, ChooseComputeDType(config, spec, checkpoint,
-                                                          options.encoder, pooling, tokenizer));
-  // The candidates were freed, but glibc keeps freed heap pages (and raises its mmap threshold
-  // after large frees, so weights of the next size land on the heap): without this the
-  // process idles at the sum of every candidate's peak.
+  ASSIGN_OR_RETURN(DTypeChoice choice, ChooseComputeDType(config, spec, checkpoint, options.encoder,
+                                                          pooling, tokenizer));
+  // The losing candidates are freed by now, but glibc keeps their pages in its heap: without
+  // this a BERT-base that chose bf16 (422 MiB alone) idled at 1,150 MiB; with it, 430 MiB
+  // (tests/bench/dtype_auto_startup_bench.py).
   malloc_trim(0);
   choice.source = "measured now";
   if (!cache.enabled()) {
@@ -78,8 +80,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
     model->dtype_trials_ = std::move(choice.trials);
     model->dtype_choice_source_ = std::move(choice.source);
   } else {
-    ASSIGN_OR_RETURN(model->encoder_,
-                     Encoder::Create(config, *spec, *checkpoint, options.encoder));
+    ASSIGN_OR_RETURN(model->encoder_, Encoder::Create(config, *spec, *checkpoint, options.encoder));
   }
   // bge-m3's heads read the final states in fp32 whatever the dtype, so they join the encoder
   // after the dtype is chosen.

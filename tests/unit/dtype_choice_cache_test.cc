@@ -19,8 +19,8 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string FreshDir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("dtype_cache_" + name + "_" +
-                                                    std::to_string(getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("dtype_cache_" + name + "_" + std::to_string(getpid()));
   fs::remove_all(dir);
   return dir.string();
 }
@@ -72,7 +72,7 @@ TEST(DTypeChoiceCache, DamagedFilesAreMeasuredAgainNeverTrusted) {
   for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
            {"\"chosen\": \"bf16\"", "\"chosen\": \"fp64\""},
            {"\"chosen\": \"bf16\"", "\"chosen\": 3"},
-           {"; threads 2;", "; threads 3;"},           // written for another machine's threads
+           {"; threads 2;", "; threads 3;"},  // written for another machine's threads
            {"\"model_version\": \"00aa\"", "\"model_version\": \"00ab\""},
            {"\"dtype\": \"int8\"", "\"dtype\": \"int4\""},
            {"\"passed\": true", "\"passed\": \"yes\""}}) {

@@ -59,7 +59,11 @@ TEST(ServerOptions, AutoIsTheDefaultDTypeAndKeepsItsChoiceInTheUsersCache) {
             "");
   EXPECT_EQ(Parse({"--model=a=/models/a", "--dtype=fp32"})->models.dtype,
             model_store::ComputeDType::kFloat32);
-  if (saved_xdg.empty()) unsetenv("XDG_CACHE_HOME"); else setenv("XDG_CACHE_HOME", saved_xdg.c_str(), 1);
+  if (saved_xdg.empty()) {
+    unsetenv("XDG_CACHE_HOME");
+  } else {
+    setenv("XDG_CACHE_HOME", saved_xdg.c_str(), 1);
+  }
   setenv("HOME", saved_home.c_str(), 1);
 }
 
