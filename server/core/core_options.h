@@ -28,7 +28,8 @@ struct ModelOptions {
   std::vector<ModelSource> sources;  // --model NAME=DIR (repeatable) and --model-store DIR
   std::string store;          // --model-store: subdirectories that appear later are served too
   std::string default_model;  // empty: the first model
-  model_store::ComputeDType dtype = model_store::ComputeDType::kAuto;
+  // The exact model for in-process users; the server's --dtype flag defaults to auto.
+  model_store::ComputeDType dtype = model_store::ComputeDType::kFloat32;
   // Where --dtype=auto keeps its choice per model content and CPU; empty: measure every load.
   std::string dtype_cache_dir;
   int intra_op_threads = 0;  // 0: all cores
