@@ -82,7 +82,7 @@ absl::StatusOr<std::unique_ptr<Encoder>> Encoder::Create(const EncoderConfig& co
   // fp32 linear layers through oneDNN, not BLAS: on this CPU (Intel Xeon, avx512) 512 x 768 x
   // 3072 at 2 threads ran at 193 GFLOP/s through oneDNN against 36.5 through Debian's
   // OpenBLAS, conversions included. bf16 already goes through oneDNN.
-  const LinearKernel kernel = bf16 ? LinearKernel::kDefault
+  const LinearKernel kernel = bf16                                   ? LinearKernel::kDefault
                               : options.dtype == ComputeDType::kInt8 ? LinearKernel::kInt8
                                                                      : LinearKernel::kOneDnn;
   try {
@@ -99,6 +99,8 @@ absl::StatusOr<std::unique_ptr<Encoder>> Encoder::Create(const EncoderConfig& co
   } catch (const c10::Error& e) {
     return absl::InternalError(
         absl::StrCat("binding weights failed: ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {  // oneDNN's own errors (dnnl::error)
+    return absl::InternalError(absl::StrCat("binding weights failed: ", e.what()));
   }
   return encoder;
 }
@@ -197,6 +199,8 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
   } catch (const c10::Error& e) {
     return absl::InternalError(
         absl::StrCat("encoder forward failed: ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {  // oneDNN's own errors (dnnl::error)
+    return absl::InternalError(absl::StrCat("encoder forward failed: ", e.what()));
   }
 }
 

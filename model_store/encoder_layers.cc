@@ -70,7 +70,8 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
   // (0.9995 with fp32 attention), though bf16 linear layers with the same attention hold
   // 0.99997.
   const torch::Tensor qkv = ApplyLinear(x, layer.qkv).view({rows, 3, heads, head_dim});
-  torch::Tensor context = torch::zeros({rows, heads * head_dim}, qkv.options());
+  torch::Tensor context = torch::empty({rows, heads * head_dim}, qkv.options());
+  context.slice(0, batch.offsets.back()).zero_();  // the row bucket's idle rows
   for (int64_t b = 0; b < batch.size(); ++b) {
     const int64_t begin = batch.offsets[b], end = batch.offsets[b + 1];
     const torch::Tensor seq = qkv.slice(0, begin, end).permute({1, 2, 0, 3});  // [3, h, L, d]
@@ -79,11 +80,11 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
       q = rotary->Apply(q, batch.angles[b]);
       k = rotary->Apply(k, batch.angles[b]);
     }
-    const torch::Tensor attended =
-        BlockedSelfAttention(q.contiguous(), k.contiguous(), seq[2].contiguous(),
-                             base_scale / batch.temperatures[b], QueryBlock(end - begin));
-    context.slice(0, begin, end)
-        .copy_(attended.transpose(0, 1).reshape({end - begin, heads * head_dim}));
+    // Heads are read from the projection and written into the context where they lie.
+    torch::Tensor out =
+        context.slice(0, begin, end).view({end - begin, heads, head_dim}).transpose(0, 1);
+    BlockedSelfAttention(q, k, seq[2], base_scale / batch.temperatures[b], QueryBlock(end - begin),
+                         out);
   }
   return ApplyLinear(context, layer.attention_output);
 }
@@ -113,8 +114,8 @@ torch::Tensor TransformerLayer(const torch::Tensor& x, const LayerWeights& layer
                                const RotaryEmbedding* rotary) {
   const double eps = config.layer_norm_eps;
   if (config.prenorm) {
-    torch::Tensor h = x + SelfAttention(Norm(x, layer.attention_norm, eps), layer, batch,
-                                        config, rotary);
+    torch::Tensor h =
+        x + SelfAttention(Norm(x, layer.attention_norm, eps), layer, batch, config, rotary);
     return h + FeedForward(Norm(h, layer.output_norm, eps), layer, config);
   }
   torch::Tensor h =

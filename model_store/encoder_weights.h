@@ -11,15 +11,14 @@
 #include "model_store/architecture.h"
 #include "model_store/checkpoint.h"
 #include "model_store/encoder_config.h"
+#include "model_store/packed_linear.h"
 
 namespace embedding::model_store {
 
-class Int8Matmul;  // see int8_matmul.h
-
 struct LinearWeights {
-  torch::Tensor weight;  // [out, in]; undefined once quantised for int8
+  torch::Tensor weight;  // [out, in]; undefined once `packed` holds the layer
   torch::Tensor bias;    // [out]; zeros when the checkpoint has none
-  std::shared_ptr<const Int8Matmul> int8;  // set for int8 (see linear_layer.h)
+  std::shared_ptr<const PackedLinear> packed;  // fp32 and int8 (see linear_layer.h)
 };
 
 // Always fp32: LayerNorm in bf16 measured 8x slower than converting to fp32, normalising and

@@ -4,32 +4,31 @@
 // Why not LibTorch 1.13's quantized::linear_dynamic: it keeps its int8 weights transposed and
 // reorders a full copy of them on every call (DNNL_VERBOSE: 0.5-4 ms per call for BERT-base's
 // layers), and a 131,072-token document grew a BERT-base server by 454-547 MiB through it.
-// Here the weights stay in the layout the matmul reads, the activations are quantised by one
-// oneDNN reorder, and the scale and zero point are given at execution, so one primitive per
-// row count serves every call.
+// Here the weights are packed once, at load, in the layout the matmul reads (AMX's or VNNI's
+// blocks where the CPU has them), the activations are quantised by one oneDNN reorder, and
+// their scale and zero point are given at execution, so one primitive per row count serves
+// every call.
 #pragma once
 
 #include <torch/types.h>
 
-#include <map>
 #include <memory>
-#include <mutex>
+
+#include "model_store/packed_linear.h"
 
 namespace embedding::model_store {
 
-class Int8Matmul {
+class Int8Matmul final : public PackedLinear {
  public:
   // Quantises `weight` [out, in] to int8 symmetric per output row: per-row scales keep a row of
   // small weights from losing its precision to another row's outliers.
   Int8Matmul(const torch::Tensor& weight, const torch::Tensor& bias);
-  ~Int8Matmul();
+  ~Int8Matmul() override;
 
   // x [rows, in] fp32 -> x weight^T + bias, [rows, out] fp32. The activations are quantised to
-  // uint8 over the whole call (asymmetric, the range always holding 0). Thread-safe.
-  torch::Tensor Apply(const torch::Tensor& x) const;
-
-  // Row counts with a built primitive (each is built once, on first use).
-  size_t primitives() const;
+  // uint8 over the whole call (asymmetric, the range always holding 0).
+  torch::Tensor Apply(const torch::Tensor& x) const override;
+  size_t primitives() const override;
 
  private:
   struct State;

@@ -12,12 +12,12 @@ namespace embedding::model_store {
 
 enum class LinearKernel {
   kDefault,  // torch's own path (bf16 already goes through oneDNN)
-  kOneDnn,   // fp32 weights held in oneDNN's blocked layout
+  kOneDnn,   // fp32 on oneDNN's matmul, weights packed at load (fp32_matmul.h)
   kInt8,     // dynamic int8 (int8_matmul.h): weights per output channel, activations per call
 };
 
 // Converts every linear layer of `w` (which must hold fp32 weights for kOneDnn and kInt8) to
-// `kernel`. kOneDnn without oneDNN in LibTorch keeps torch's default path.
+// `kernel`.
 absl::Status PrepareLinearLayers(LinearKernel kernel, EncoderWeights* w);
 
 // x [tokens, in] -> [tokens, out], in x's dtype, through whatever PrepareLinearLayers chose.
