@@ -29,13 +29,19 @@ torch::Tensor Activate(const torch::Tensor& x, Activation act) {
 // in one forward before. A multiple of the encoder's row bucket (64), so block shapes repeat.
 constexpr int64_t kFeedForwardRows = 512;
 
-// Queries per attention block for a sequence of `length` tokens: the whole sequence up to
-// 512 tokens, then fewer, down to 128, so scores never exceed heads x max(512 x 512,
-// 128 x L) values (50 MB at 12 heads and 8,192 tokens in fp32, against 3.2 GB for full
-// scores). Measured on [12 heads, L, 64] in python3-torch, 2 threads: at L = 512 one block
-// took 7.1 ms in bf16 against 9.8 ms in blocks of 128 (fp32: 26.2 against 26.5); at L = 4,096
-// blocks of 128 took 477 ms in bf16 against 657 ms for one block.
-int64_t QueryBlock(int64_t length) {
+// Queries per attention block for a sequence of `length` tokens.
+// fp32 runs one head at a time (attention.cc), so a block's scores are [block, L]: 512 queries
+// hold 16 MB at 8,192 tokens. One 8,190-token NomicBert-base layer pair's attention (2 threads,
+// Xeon with AMX) took 4.1-4.2 s in blocks of 256 and 512 against 4.9-5.3 s in blocks of 128
+// and 6.5-8.3 s in blocks of 32: larger blocks reuse each key and value more per pass.
+// bf16 batches the heads, so its scores are [heads, block, L]: the whole sequence up to 512
+// tokens, then fewer, down to 128, so they never exceed heads x max(512 x 512, 128 x L)
+// values. Measured on [12 heads, L, 64] in python3-torch, 2 threads: at L = 512 one block
+// took 7.1 ms in bf16 against 9.8 ms in blocks of 128; at L = 4,096 blocks of 128 took 477 ms
+// against 657 ms for one block.
+int64_t QueryBlock(int64_t length, torch::ScalarType dtype) {
+  constexpr int64_t kBlock = 512;
+  if (dtype == torch::kFloat32) return std::min(length, kBlock);
   constexpr int64_t kScoresPerHead = 512 * 512;
   constexpr int64_t kMinBlock = 128;
   return std::max(kMinBlock, std::min(length, kScoresPerHead / length));
@@ -83,8 +89,8 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
     // Heads are read from the projection and written into the context where they lie.
     torch::Tensor out =
         context.slice(0, begin, end).view({end - begin, heads, head_dim}).transpose(0, 1);
-    BlockedSelfAttention(q, k, seq[2], base_scale / batch.temperatures[b], QueryBlock(end - begin),
-                         out);
+    BlockedSelfAttention(q, k, seq[2], base_scale / batch.temperatures[b],
+                         QueryBlock(end - begin, qkv.scalar_type()), out);
   }
   return ApplyLinear(context, layer.attention_output);
 }

@@ -1,5 +1,7 @@
 #include "model_store/linear_layer.h"
 
+#include <ATen/record_function.h>
+
 #include "model_store/fp32_matmul.h"
 #include "model_store/int8_matmul.h"
 
@@ -22,6 +24,8 @@ absl::Status PrepareLinearLayers(LinearKernel kernel, EncoderWeights* w) {
 }
 
 torch::Tensor ApplyLinear(const torch::Tensor& x, const LinearWeights& w) {
+  // Named in LibTorch's profiler (op_profile.py), which does not see oneDNN's own calls.
+  RECORD_FUNCTION("embedding::linear", std::vector<c10::IValue>());
   if (w.packed) return w.packed->Apply(x);
   return torch::linear(x, w.weight, w.bias);  // what torch::nn::functional::linear calls
 }

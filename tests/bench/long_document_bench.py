@@ -247,15 +247,49 @@ def measure_dtype(args, dtype, run, config, window, mixed_lengths, long_lengths,
         reset_peak_rss(server.process.pid)
         figures["idle_rss_mib"] = idle / 1024
         full = make_documents(client, [window] * 16, random.Random(window))
-        for name, docs, concurrency in [("window", full, 4)] + [
-                (str(n), make_documents(client, [n], random.Random(n)), 1) for n in long_lengths]:
+
+        def measure(name, docs, concurrency):
             report = run_service(args.build_dir, server, docs, workdir, concurrency)
             seqs = windows(client, docs, window)
-            figures[f"long_{name}_tps"] = sum(len(s) for s in seqs) / report["seconds"]
-            figures[f"long_{name}_gflops"] = forward_flops(config, seqs) / report["seconds"] / 1e9
-            figures[f"long_{name}_rss_growth_mib"] = (rss_kib(server.process.pid) - idle) / 1024
+            tps = sum(len(s) for s in seqs) / report["seconds"]
+            return tps, forward_flops(config, seqs) / report["seconds"] / 1e9
+
+        # One-window reference runs between the long ones: the host's speed drifts by up to
+        # 1.5x within minutes, so each long document is compared with the mean of the window
+        # runs just before and after it, and the drift cancels out of its ratio.
+        reference = [measure("window", full, 4)]
+        for n in long_lengths:
+            tps, gflops = measure(str(n), make_documents(client, [n], random.Random(n)), 1)
+            figures[f"long_{n}_tps"], figures[f"long_{n}_gflops"] = tps, gflops
+            figures[f"long_{n}_rss_growth_mib"] = (rss_kib(server.process.pid) - idle) / 1024
+            reference.append(measure("window", full, 4))
+            figures[f"long_{n}_window_tps"] = statistics.mean(t for t, _ in reference[-2:])
+        figures["long_window_tps"] = statistics.mean(t for t, _ in reference)
+        figures["long_window_gflops"] = statistics.mean(g for _, g in reference)
+        figures["long_window_rss_growth_mib"] = (rss_kib(server.process.pid) - idle) / 1024
         figures["peak_rss_mib"] = rss_kib(server.process.pid) / 1024
     return figures
+
+
+def cpu_isa():
+    """The ISA flags that decide which kernels run: what the figures depend on."""
+    flags = set(next(l for l in open("/proc/cpuinfo") if l.startswith("flags")).split()[2:])
+    wanted = ["avx2", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_bf16",
+              "amx_int8"]
+    return " ".join(f for f in wanted if f in flags) or "no avx2"
+
+
+def auto_choice(args, workdir):
+    """The dtype the server's default (--dtype=auto) picks here, measured afresh, and the seconds
+    that first, measuring start takes."""
+    binary = f"{args.build_dir}/server/embedding_server"
+    flags = [f"--model=m={args.model_dir}", "--dtype=auto", f"--threads={THREADS}",
+             f"--dtype-cache-dir={os.path.join(workdir, 'dtype-cache')}"]
+    start = time.monotonic()
+    with ServerRunner(binary, flags, timeout=600) as server:
+        seconds = time.monotonic() - start
+        models = EmbeddingClient(server.grpc_address).list_models().models
+        return models[0].dtype, seconds
 
 
 def main():
@@ -287,7 +321,11 @@ def main():
     dtypes = ["fp32"] + (["bf16"] if "avx512_bf16" in open("/proc/cpuinfo").read() else []) + ["int8"]
 
     cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
-    report = {"model": args.model_dir, "cpu": cpu, "threads": THREADS, "runs": []}
+    auto, auto_seconds = auto_choice(args, workdir)
+    report = {"model": args.model_dir, "cpu": cpu, "isa": cpu_isa(), "threads": THREADS,
+              "auto_dtype": auto, "auto_first_start_s": auto_seconds, "runs": []}
+    print(f"{cpu} ({cpu_isa()}), {THREADS} threads: --dtype=auto picks {auto} "
+          f"(first start, measuring: {auto_seconds:.1f} s)", file=sys.stderr)
     for run in range(args.runs):
         figures = {"gemm_fp32_gflops": gemm_peak(torch.float32),
                    "gemm_bf16_gflops": gemm_peak(torch.bfloat16)}
@@ -309,21 +347,24 @@ def main():
     median = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
     report["median"] = median
     ratio = lambda f: statistics.median(f(r) for r in runs)  # noqa: E731
-    print(f"{cpu}, {THREADS} threads, {args.model_dir}; medians of {args.runs} runs\n")
+    print(f"{cpu} ({report['isa']}), {THREADS} threads, {args.model_dir}; "
+          f"medians of {args.runs} runs; --dtype=auto (the default) picks {auto}\n")
     print(f"{'figure':44s} {'median':>12s}")
     for key, value in median.items():
         print(f"{key:44s} {value:12.4g}")
     print("\ntargets (each ratio from one run, then the median over runs)")
     rows = []
     for dtype in dtypes:
-        row = {"dtype": dtype, "mixed tok/s": median[f"{dtype}_mixed_tps"]}
+        row = {"dtype": dtype + (" (auto)" if dtype == auto else ""),
+               "mixed tok/s": median[f"{dtype}_mixed_tps"]}
         if peers["onnx"]:
             row["P1 vs ORT"] = ratio(lambda r: r[f"{dtype}_mixed_tps"] / r["onnxruntime_mixed_tps"])
         row["P2 % bf16 peak"] = 100 * ratio(
             lambda r: r[f"{dtype}_long_window_gflops"] / r["gemm_bf16_gflops"])
         row["P3 vs eager"] = ratio(lambda r: r[f"{dtype}_mixed_tps"] / r["baseline_mixed_tps"])
         for n in long_lengths:
-            row[f"P4 {n}"] = ratio(lambda r: r[f"{dtype}_long_{n}_tps"] / r[f"{dtype}_long_window_tps"])
+            row[f"P4 {n}"] = ratio(
+                lambda r: r[f"{dtype}_long_{n}_tps"] / r[f"{dtype}_long_{n}_window_tps"])
             row[f"RSS+ {n} MiB"] = median[f"{dtype}_long_{n}_rss_growth_mib"]
         if f"{dtype}_forward_1x128_s" in median:
             row["P5 p50/forward"] = ratio(lambda r: r[f"{dtype}_p50_128_s"] / r[f"{dtype}_forward_1x128_s"])
