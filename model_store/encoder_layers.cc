@@ -83,8 +83,8 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
     const torch::Tensor seq = qkv.slice(0, begin, end).permute({1, 2, 0, 3});  // [3, h, L, d]
     torch::Tensor q = seq[0], k = seq[1];
     if (rotary != nullptr) {
-      q = rotary->Apply(q, batch.angles[b]);
-      k = rotary->Apply(k, batch.angles[b]);
+      rotary->ApplyInPlace(q, batch.angles[b]);
+      rotary->ApplyInPlace(k, batch.angles[b]);
     }
     // Heads are read from the projection and written into the context where they lie.
     torch::Tensor out =

@@ -23,8 +23,10 @@ class RotaryEmbedding {
   // batch's longest: a sequence embeds the same alone or batched. Thread-safe.
   Angles For(int64_t length) const;
 
-  // x [heads, L, head_dim] with its first `dim` features rotated, in x's dtype; contiguous.
-  torch::Tensor Apply(const torch::Tensor& x, const Angles& angles) const;
+  // Rotates the first `dim` features of x [heads, L, head_dim] in place: x is a view into the
+  // layer's QKV projection, so a rotated copy of the queries and keys (2 x 25 MB at 8,192
+  // tokens and base width) never exists. Any strides.
+  void ApplyInPlace(torch::Tensor& x, const Angles& angles) const;
 
  private:
   // x [L, head_dim]; cos and sin already in x's dtype.
