@@ -70,23 +70,29 @@ def forward_flops(config, sequences):
 
 
 def make_documents(client, lengths, rng):
-    """Texts of the given content-token counts (one fewer where a cut word re-tokenises
-    longer), from the system's word list."""
+    """Texts of exactly the given content-token counts, from the system's word list.
+
+    Words are counted as they are drawn, each its own input, 512 to a Tokenize call (the most
+    inputs a request may hold), so no call holds more tokens than a document may: tokenizing a
+    whole draw at once exceeded the server's per-call limit (--max-tokens-per-document) for
+    the longest documents. The words are whitespace-separated, so their counts add up; the
+    final check holds the text to that."""
     words = [w.strip() for w in open("/usr/share/dict/words") if w.strip().isalpha()]
     docs = []
     for target in lengths:
-        text = " ".join(rng.choice(words) for _ in range(target)).encode()
-        tokens = client.tokenize([text.decode()], add_special_tokens=False).inputs[0].tokens
-        cut = min(target, len(tokens))
-        # Cut after the cut-th token. A cut inside a word can re-tokenise into one piece more,
-        # so cut one token earlier until the count fits (documents must stay within limits).
-        while True:
-            text = text[:tokens[cut - 1].byte_span.end]
-            tokens = client.tokenize([text.decode()], add_special_tokens=False).inputs[0].tokens
-            if len(tokens) <= target:
-                break
-            cut -= 1
-        docs.append(text.decode())
+        chosen, count = [], 0
+        while count < target:
+            draw = [rng.choice(words) for _ in range(512)]
+            counts = [len(t.tokens) for t in client.tokenize(draw, add_special_tokens=False).inputs]
+            for word, n in zip(draw, counts):
+                if count + n <= target:
+                    chosen.append(word)
+                    count += n
+        text = " ".join(chosen)
+        got = len(client.tokenize([text], add_special_tokens=False).inputs[0].tokens)
+        if got != target:
+            sys.exit(f"make_documents: {got} tokens where the words counted {target}")
+        docs.append(text)
     return docs
 
 
