@@ -36,6 +36,7 @@ class Model {
   // dtype, keeps the fastest that passes its accuracy guard (see dtype_choice.h) and caches it.
   static absl::StatusOr<std::unique_ptr<Model>> Load(const std::string& model_dir,
                                                      const ModelOptions& options);
+  ~Model();
 
   // Written by write_demo_model (config.json says "demo_model"): its vectors carry no meaning.
   bool is_demo() const { return config().demo_model; }

@@ -119,12 +119,12 @@ int ServerProcess::Wait(absl::Duration timeout) {
   return -1;
 }
 
-long ServerProcess::PeakRssKib() const {
+long ServerProcess::StatusKib(const std::string& field) const {
   std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
   std::string key;
   long value = -1;
   while (status >> key) {
-    if (key == "VmHWM:") {
+    if (key == field) {
       status >> value;
       break;
     }

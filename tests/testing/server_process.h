@@ -33,9 +33,14 @@ class ServerProcess {
   // Everything the server wrote to stderr so far (for failure messages).
   std::string Log() const;
   // The server's peak resident set so far (VmHWM), in KiB; -1 when unknown.
-  long PeakRssKib() const;
+  long PeakRssKib() const { return StatusKib("VmHWM:"); }
+  // Its resident set now (VmRSS), in KiB; -1 when unknown.
+  long RssKib() const { return StatusKib("VmRSS:"); }
 
  private:
+  // A field of /proc/PID/status, such as "VmRSS:".
+  long StatusKib(const std::string& field) const;
+
   pid_t pid_ = -1;
   int stdout_fd_ = -1;  // kept open: a closed pipe would kill the server on its next write
   bool ready_ = false;
