@@ -3,7 +3,9 @@
 #include <ATen/record_function.h>
 
 #include <algorithm>
+#include <optional>
 
+#include "model_store/fused_attention.h"
 #include "model_store/onednn_support.h"
 
 namespace embedding::model_store {
@@ -11,7 +13,7 @@ namespace {
 
 using dt = dnnl::memory::data_type;
 
-// The two products of fp32 attention, built once for every shape: with runtime dimensions and
+// The plain path's two products, built once for every shape: with runtime dimensions and
 // strides, one primitive reads any head of any sequence where it lies (gemm:jit; on a Xeon with
 // AMX, 2 threads, within noise of the per-shape brgemm kernels at 512 x 64 x 512 and
 // 128 x 4,096 x 64, and ~10x cheaper to build).
@@ -45,51 +47,56 @@ const AttentionMatmuls& Matmuls() {
   return *built;
 }
 
-// fp32 through oneDNN, one head and one block of queries at a time: the scores' product with
-// the scale as its output scale, softmax in place, the values' product written straight into
-// `out`. LibTorch 1.13 without MKL runs a batched fp32 matmul as a loop of BLAS calls, and
-// Debian's OpenBLAS 0.3.21 takes these CPUs for a Prescott (no AVX).
-void OneDnnPerHead(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                   double scale, int64_t query_block, torch::Tensor& out) {
-  const AttentionMatmuls& m = Matmuls();
-  const int64_t length = q.size(1);
-  const int64_t block_rows = std::min(length, query_block);
-  torch::Tensor scores = torch::empty({block_rows, length}, torch::kFloat32);
-  const torch::Tensor scores_scratch = Scratchpad(m.scores_pd);
-  const torch::Tensor context_scratch = Scratchpad(m.context_pd);
-  float output_scale = static_cast<float>(scale);
-  const dnnl::memory scale_memory({{1}, dt::f32, dnnl::memory::format_tag::a}, CpuEngine(),
-                                  &output_scale);
-  dnnl::stream stream(CpuEngine());
-  for (int64_t h = 0; h < q.size(0); ++h) {
-    const torch::Tensor keys_t = k[h].t();  // [d, L], read in place
-    for (int64_t begin = 0; begin < length; begin += query_block) {
-      const int64_t end = std::min(length, begin + query_block);
-      const torch::Tensor block_scores = scores.slice(0, 0, end - begin);
-      const torch::Tensor queries = q[h].slice(0, begin, end);
-      m.scores.execute(
-          stream, {{DNNL_ARG_SRC, AsMemory(MatrixDesc(queries), queries)},
-                   {DNNL_ARG_WEIGHTS, AsMemory(MatrixDesc(keys_t), keys_t)},
-                   {DNNL_ARG_DST, AsMemory(MatrixDesc(block_scores), block_scores)},
-                   {DNNL_ARG_ATTR_OUTPUT_SCALES, scale_memory},
-                   {DNNL_ARG_SCRATCHPAD, AsMemory(m.scores_pd.scratchpad_desc(), scores_scratch)}});
-      // Per shape, kept by oneDNN's primitive cache (a block shape repeats for every head).
-      const dnnl::memory::desc scores_desc = MatrixDesc(block_scores);
-      const dnnl::softmax_forward softmax(dnnl::softmax_forward::primitive_desc(
-          dnnl::softmax_forward::desc(dnnl::prop_kind::forward_inference, scores_desc, 1),
-          CpuEngine()));
-      const dnnl::memory scores_memory = AsMemory(scores_desc, block_scores);
-      softmax.execute(stream, {{DNNL_ARG_SRC, scores_memory}, {DNNL_ARG_DST, scores_memory}});
-      const torch::Tensor context = out[h].slice(0, begin, end);
-      m.context.execute(stream, {{DNNL_ARG_SRC, scores_memory},
-                                 {DNNL_ARG_WEIGHTS, AsMemory(MatrixDesc(v[h]), v[h])},
-                                 {DNNL_ARG_DST, AsMemory(MatrixDesc(context), context)},
-                                 {DNNL_ARG_SCRATCHPAD,
-                                  AsMemory(m.context_pd.scratchpad_desc(), context_scratch)}});
+// fp32 the plain way, one head's block of queries at a time: the scores' product with the
+// scale as its output scale, softmax in place, the values' product written straight into
+// `out`. Through oneDNN because LibTorch 1.13 without MKL runs a batched fp32 matmul as a loop
+// of BLAS calls, and Debian's OpenBLAS 0.3.21 takes these CPUs for a Prescott (no AVX).
+class PlainAttention {
+ public:
+  PlainAttention(int64_t length, int64_t query_block)
+      : length_(length), query_block_(query_block) {}
+
+  void Block(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+             int64_t begin, int64_t end, double scale, const torch::Tensor& out) {
+    const AttentionMatmuls& m = Matmuls();
+    if (!scores_.defined()) {  // on first use: beside FusedAttention it is seldom needed
+      scores_ = torch::empty({std::min(length_, query_block_), length_}, torch::kFloat32);
+      scores_scratch_ = Scratchpad(m.scores_pd);
+      context_scratch_ = Scratchpad(m.context_pd);
     }
+    const torch::Tensor scores = scores_.slice(0, 0, end - begin);
+    const torch::Tensor keys_t = k.t();  // [d, L], read in place
+    const torch::Tensor queries = q.slice(0, begin, end);
+    float output_scale = static_cast<float>(scale);
+    const dnnl::memory scale_memory({{1}, dt::f32, dnnl::memory::format_tag::a}, CpuEngine(),
+                                    &output_scale);
+    dnnl::stream stream(CpuEngine());
+    m.scores.execute(
+        stream, {{DNNL_ARG_SRC, AsMemory(MatrixDesc(queries), queries)},
+                 {DNNL_ARG_WEIGHTS, AsMemory(MatrixDesc(keys_t), keys_t)},
+                 {DNNL_ARG_DST, AsMemory(MatrixDesc(scores), scores)},
+                 {DNNL_ARG_ATTR_OUTPUT_SCALES, scale_memory},
+                 {DNNL_ARG_SCRATCHPAD, AsMemory(m.scores_pd.scratchpad_desc(), scores_scratch_)}});
+    // Per shape, kept by oneDNN's primitive cache (a block shape repeats for every head).
+    const dnnl::memory::desc scores_desc = MatrixDesc(scores);
+    const dnnl::softmax_forward softmax(dnnl::softmax_forward::primitive_desc(
+        dnnl::softmax_forward::desc(dnnl::prop_kind::forward_inference, scores_desc, 1),
+        CpuEngine()));
+    const dnnl::memory scores_memory = AsMemory(scores_desc, scores);
+    softmax.execute(stream, {{DNNL_ARG_SRC, scores_memory}, {DNNL_ARG_DST, scores_memory}});
+    const torch::Tensor context = out.slice(0, begin, end);
+    m.context.execute(stream, {{DNNL_ARG_SRC, scores_memory},
+                               {DNNL_ARG_WEIGHTS, AsMemory(MatrixDesc(v), v)},
+                               {DNNL_ARG_DST, AsMemory(MatrixDesc(context), context)},
+                               {DNNL_ARG_SCRATCHPAD,
+                                AsMemory(m.context_pd.scratchpad_desc(), context_scratch_)}});
+    stream.wait();
   }
-  stream.wait();
-}
+
+ private:
+  const int64_t length_, query_block_;
+  torch::Tensor scores_, scores_scratch_, context_scratch_;
+};
 
 }  // namespace
 
@@ -97,10 +104,24 @@ void BlockedSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const 
                           double scale, int64_t query_block, torch::Tensor& out) {
   // Named in LibTorch's profiler (op_profile.py), which does not see oneDNN's own calls.
   RECORD_FUNCTION("embedding::attention", std::vector<c10::IValue>());
-  if (q.scalar_type() == torch::kFloat32) return OneDnnPerHead(q, k, v, scale, query_block, out);
+  const int64_t length = q.size(1);
+  if (q.scalar_type() == torch::kFloat32) {
+    PlainAttention plain(length, query_block);
+    std::optional<FusedAttention> fused;
+    if (length >= kFusedAttentionFromKeys) fused.emplace(length, q.size(2), query_block);
+    for (int64_t h = 0; h < q.size(0); ++h) {
+      if (fused) fused->SetHead(k[h], v[h]);
+      for (int64_t begin = 0; begin < length; begin += query_block) {
+        const int64_t end = std::min(length, begin + query_block);
+        if (!fused || !fused->Block(q[h], begin, end, scale, out[h])) {
+          plain.Block(q[h], k[h], v[h], begin, end, scale, out[h]);
+        }
+      }
+    }
+    return;
+  }
   // bf16: batched over heads, which LibTorch sends to oneDNN whole (7.6 ms at L = 512 against
   // 10.8 ms one head at a time).
-  const int64_t length = q.size(1);
   const torch::Tensor keys_t = k.transpose(1, 2);  // [heads, d, L]
   for (int64_t begin = 0; begin < length; begin += query_block) {
     const int64_t end = std::min(length, begin + query_block);

@@ -15,7 +15,7 @@ struct Fp32Matmul::State {
     dnnl::matmul::primitive_desc pd;
     dnnl::matmul primitive;
   };
-  RowsKeyedPrimitives<Built> by_rows;
+  PrimitiveCache<Built> by_rows;
 
   dnnl::matmul::primitive_desc Describe(int64_t rows, const dnnl::memory::desc& weights) const {
     dnnl::primitive_attr attr;

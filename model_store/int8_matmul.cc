@@ -25,7 +25,7 @@ struct Int8Matmul::State {
     // quantize_per_tensor took 13.6 ms for 4,096 x 768 and 55 ms for 4,096 x 3,072.
     dnnl::reorder quantize;
   };
-  RowsKeyedPrimitives<Built> by_rows;
+  PrimitiveCache<Built> by_rows;
 
   // The weights' per-column scales are fixed in the primitive and the call's activation scale
   // comes in through a binary post-op: oneDNN 2.6 runs int8 on AMX (brg:avx512_core_amx_int8)

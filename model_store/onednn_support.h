@@ -48,27 +48,28 @@ using DescribeMatmul =
 MatmulWeights PackWeights(const DescribeMatmul& describe, const dnnl::memory::desc& plain,
                           const torch::Tensor& plain_data);
 
-// Primitives keyed by the number of rows they were built for, built on first use. The encoder
-// rounds its row counts to a bucket, so a few dozen entries serve every batch. Thread-safe;
-// an entry is never evicted, so references stay valid for the cache's life.
-template <typename Built>
-class RowsKeyedPrimitives {
+// Primitives keyed by the shape they were built for (a row count for the linear layers, which
+// the encoder rounds to a bucket; a padded pair of query and key counts for attention), built
+// on first use, so a few dozen entries serve every batch. Thread-safe; an entry is never
+// evicted, so references stay valid for the cache's life.
+template <typename Built, typename Key = int64_t>
+class PrimitiveCache {
  public:
   template <typename Build>
-  const Built& Get(int64_t rows, Build&& build) const {
+  const Built& Get(const Key& key, Build&& build) const {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = by_rows_.find(rows);
-    if (it == by_rows_.end()) it = by_rows_.emplace(rows, build(rows)).first;
+    auto it = built_.find(key);
+    if (it == built_.end()) it = built_.emplace(key, build(key)).first;
     return it->second;
   }
   size_t size() const {
     std::lock_guard<std::mutex> lock(mu_);
-    return by_rows_.size();
+    return built_.size();
   }
 
  private:
   mutable std::mutex mu_;
-  mutable std::map<int64_t, Built> by_rows_;
+  mutable std::map<Key, Built> built_;
 };
 
 }  // namespace embedding::model_store

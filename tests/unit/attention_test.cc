@@ -1,11 +1,13 @@
 // The blocked attention against the plain formula softmax((Q K^T / sqrt(d) + mask) / tau) V,
 // and its memory bound at 8,192 tokens.
 #include "model_store/attention.h"
+#include "model_store/fused_attention.h"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
 #include <cmath>
+#include <tuple>
 
 namespace embedding::model_store {
 namespace {
@@ -55,6 +57,88 @@ TEST(BlockedSelfAttention, EqualsThePlainFormulaForEveryBlockSizeAndTemperature)
               << dtype << " length " << length << " block " << block << " tau " << tau;
         }
       }
+    }
+  }
+}
+
+// One key far longer than the rest, along a direction no query has: a Cauchy-Schwarz bound on
+// every row's largest logit (|q| times the longest key) sits hundreds above the logits
+// themselves, which stay small enough for fp32 to compute exactly.
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> ExtremeHead(int64_t length, int64_t d) {
+  torch::manual_seed(11);
+  torch::Tensor q = torch::randn({length, d});
+  q.select(1, 0).zero_();
+  torch::Tensor k = torch::randn({length, d});
+  k[0].zero_();
+  k[0][0] = 1000;
+  return {q, k, torch::randn({length, d})};
+}
+
+// FusedAttention on its own: each block exact against the plain formula, written only into its
+// own rows; and a block it cannot hold in fp32 reported, with nothing written.
+TEST(FusedAttention, WritesEachBlockExactlyAndRefusesRowsOutOfRange) {
+  torch::manual_seed(5);
+  const int64_t length = 150, d = 16, block = 64;
+  const torch::Tensor q = torch::randn({length, d}), k = torch::randn({length, d}),
+                      v = torch::randn({length, d});
+  const torch::Tensor all_keys = torch::ones({1, 1, length}, torch::kBool);
+  for (double tau : {1.0, 0.3}) {
+    const double scale = 1.0 / (std::sqrt(double(d)) * tau);
+    const torch::Tensor expected = PlainAttention(q, k, v, all_keys.view({1, length}), tau);
+    FusedAttention fused(length, d, block);
+    fused.SetHead(k, v);
+    torch::Tensor out = torch::full({length, d}, NAN);
+    ASSERT_TRUE(fused.Block(q, 64, 128, scale, out));
+    EXPECT_LT((out.slice(0, 64, 128) - expected.slice(0, 64, 128)).abs().max().item<float>(), 1e-5)
+        << "tau " << tau;
+    EXPECT_TRUE(torch::isnan(out.slice(0, 0, 64)).all().item<bool>());
+    EXPECT_TRUE(torch::isnan(out.slice(0, 128)).all().item<bool>());
+  }
+  const auto [eq, ek, ev] = ExtremeHead(length, d);
+  FusedAttention fused(length, d, block);
+  fused.SetHead(ek, ev);
+  torch::Tensor out = torch::full({length, d}, NAN);
+  EXPECT_FALSE(fused.Block(eq, 0, 64, 1.0 / std::sqrt(double(d)), out));
+  EXPECT_TRUE(torch::isnan(out).all().item<bool>());
+}
+
+// Where FusedAttention refuses a block, the plain path computes it: still exact.
+TEST(BlockedSelfAttention, StaysExactWhereWeightsLeaveFp32sRange) {
+  const int64_t length = kFusedAttentionFromKeys + 5, d = 16;
+  const auto [q, k, v] = ExtremeHead(length, d);
+  const torch::Tensor rows = torch::tensor({0L, 1L, 63L, 64L, 2050L, length - 1});
+  for (double tau : {1.0, 0.5}) {
+    const torch::Tensor expected = PlainAttention(q.index_select(0, rows), k, v,
+                                                  torch::ones({1, length}, torch::kBool), tau);
+    torch::Tensor out = torch::full({1, length, d}, NAN);
+    BlockedSelfAttention(q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0),
+                         1.0 / (std::sqrt(double(d)) * tau), 64, out);
+    EXPECT_LT((out[0].index_select(0, rows) - expected).abs().max().item<float>(), 1e-5)
+        << "tau " << tau;
+  }
+}
+
+// The same from kFusedAttentionFromKeys keys on, where fp32 takes FusedAttention: a length that
+// is no multiple of its shape step, a last block of 5 queries, and every temperature. Checked
+// on query rows at the ends of blocks (the plain formula over all 4,101 rows takes seconds).
+TEST(BlockedSelfAttention, EqualsThePlainFormulaWhereTheSoftmaxIsFolded) {
+  torch::manual_seed(7);
+  const int64_t heads = 2, d = 16, length = kFusedAttentionFromKeys + 5;
+  const torch::Tensor packed = torch::randn({length, 3, heads, d});
+  auto head_view = [&](int64_t i) { return packed.select(1, i).transpose(0, 1); };
+  const torch::Tensor rows = torch::tensor({0L, 1L, 99L, 100L, 511L, 512L, 2050L, length - 6,
+                                            length - 5, length - 1});
+  for (double tau : {1.0, 0.7, 0.2, 2.5}) {
+    const torch::Tensor expected = PlainAttention(
+        head_view(0).index_select(1, rows), head_view(1).contiguous(),
+        head_view(2).contiguous(), torch::ones({1, 1, length}, torch::kBool), tau);
+    for (int64_t block : {512, 100}) {
+      torch::Tensor context = torch::full({length, heads * d}, NAN);
+      torch::Tensor out = context.view({length, heads, d}).transpose(0, 1);
+      BlockedSelfAttention(head_view(0), head_view(1), head_view(2),
+                           1.0 / (std::sqrt(double(d)) * tau), block, out);
+      EXPECT_LT((out.index_select(1, rows) - expected).abs().max().item<float>(), 1e-5)
+          << "block " << block << " tau " << tau;
     }
   }
 }

@@ -1,0 +1,51 @@
+// Internal to model_store: fp32 attention for one sequence with the softmax folded into its two
+// products, so a block's [queries x L] weights are written once and read once, with no pass of
+// their own (a separate softmax took a third of attention's time over an 8,192-token window).
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+
+namespace embedding::model_store {
+
+// How it stays exact. Softmax is unchanged by subtracting any constant from a row of logits.
+// Row i subtracts q_i . c (c: the mean key, which carries most of a key's length in trained
+// models) and b_i, a stand-in for the row's maximum, so its weights are
+// exp(scale q_i . (k_j - c) - b_i): the first product computes them with queries [scale q_i,
+// -b_i] against keys [k_j - c, 1], exponentiated in its epilogue; the second multiplies them by
+// the values, and each row is divided by its weights' sum. b_i is the larger of row i's own
+// logit with key i (no more than the maximum, so the largest weight is at least 1) and a
+// Cauchy-Schwarz bound on the maximum less a headroom (no weight above e^headroom). A row
+// whose weights still leave fp32's range (the bound far above the maximum: huge vectors, a
+// tiny tau) is reported, and the caller computes its block the plain way.
+class FusedAttention {
+ public:
+  // For one sequence of `length` tokens, heads of width `head_dim`, at most `query_block`
+  // queries at a time. Holds its buffers (one head's keys and values, one block's weights).
+  FusedAttention(int64_t length, int64_t head_dim, int64_t query_block);
+
+  // Takes one head's keys and values ([L, d] fp32 views, unit stride in the last dimension)
+  // for the blocks that follow.
+  void SetHead(const torch::Tensor& k, const torch::Tensor& v);
+
+  // Writes softmax(q[begin:end] K^T * scale) V into out[begin:end] ([L, d] fp32 views) and
+  // returns true; or returns false, with `out` untouched, when a row's weights left fp32's
+  // range. `end - begin` is at most `query_block`.
+  bool Block(const torch::Tensor& q, int64_t begin, int64_t end, double scale,
+             const torch::Tensor& out);
+
+  // Distinct shapes built since the process started (each a pair of oneDNN kernels).
+  static size_t primitives();
+
+ private:
+  int64_t length_, head_dim_, padded_length_;  // padded_length_: a multiple of the shape step
+  // Centred keys with a column of ones [padded_length_, d + 1], and values [padded_length_, d].
+  // Padding rows are zero: their weight is exp(0), left out of the sums, times a zero value.
+  torch::Tensor keys_, values_;
+  // One block: queries [rows, d + 1], weights [rows, padded_length_], context [rows, d].
+  torch::Tensor queries_, weights_, context_;
+  float key_radius_ = 0;  // max_j |k_j - c|
+};
+
+}  // namespace embedding::model_store
