@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Where a forward pass spends its time, op by op: runs encoder_profile (one forward under
 LibTorch's profiler) and prints each op's self time (its time less the ops it called), the
-largest first, with its share of the pass.
+largest first, with its share of the pass. Then attention's rate against this machine's fp32
+GEMM peak, measured in the same run (the host's speed drifts by up to 1.5x within minutes).
 
 usage: op_profile.py BUILD_DIR MODEL_DIR DTYPE [BATCH] [LENGTH]
 """
@@ -48,6 +49,25 @@ def main():
     print(f"{'op':36s} {'ms':>9s} {'share':>7s} {'calls':>7s}")
     for name, micros in totals.most_common(15):
         print(f"{name:36s} {micros / 1e3:9.1f} {micros / whole:7.1%} {calls[name]:7d}")
+    attention_rate(model, int(batch), int(length), totals["embedding::attention"])
+
+
+def attention_rate(model, batch, length, micros):
+    """Attention's GFLOP/s (Q K^T and P V: 4 L^2 hidden per layer and sequence) beside the
+    fp32 GEMM peak of long_document_bench.py, measured now."""
+    with open(os.path.join(model, "config.json")) as f:
+        config = json.load(f)
+    hidden = config.get("hidden_size", config.get("n_embd"))  # BERT's names or NomicBert's
+    layers = config.get("num_hidden_layers", config.get("n_layer"))
+    flop = 4 * length ** 2 * hidden * layers * batch
+    rate = flop / micros / 1e3
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from long_document_bench import gemm_peak
+    import torch
+    torch.set_num_threads(2)  # the server's intra-op threads in every benchmark here
+    peak = gemm_peak(torch.float32)
+    print(f"attention: {flop / 1e9:.0f} GFLOP in {micros / 1e3:.0f} ms = {rate:.0f} GFLOP/s; "
+          f"fp32 GEMM peak now {peak:.0f} GFLOP/s; attention at {rate / peak:.0%} of it")
 
 
 if __name__ == "__main__":
