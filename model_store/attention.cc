@@ -56,8 +56,8 @@ class PlainAttention {
   PlainAttention(int64_t length, int64_t query_block)
       : length_(length), query_block_(query_block) {}
 
-  void Block(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-             int64_t begin, int64_t end, double scale, const torch::Tensor& out) {
+  void Block(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, int64_t begin,
+             int64_t end, double scale, const torch::Tensor& out) {
     const AttentionMatmuls& m = Matmuls();
     if (!scores_.defined()) {  // on first use: beside FusedAttention it is seldom needed
       scores_ = torch::empty({std::min(length_, query_block_), length_}, torch::kFloat32);

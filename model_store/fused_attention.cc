@@ -16,13 +16,14 @@ using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
 // Queries and keys are padded to multiples of this, so one pair of kernels serves 64 lengths:
-// oneDNN 2.6's fast kernels (brgemm) are built per shape, ~8 ms a pair, while its runtime-shape
+// oneDNN 2.6's fast kernels (brgemm) are built per shape, ~15 ms a pair, while its runtime-shape
 // kernel (gemm:jit) ran these products with the exponential at half their speed.
 constexpr int64_t kShapeStep = 64;
 // No weight above e^50: a sum over 2^17 keys of values up to 1e11 stays finite in fp32.
 constexpr float kHeadroom = 50;
-// A row whose weights sum to less has lost terms to fp32's underflow (its largest weight may be
-// below 2^-77, where weights 2^-49 of it are already gone); e^-41.6.
+// A row whose weights sum to at least this (e^-41.6) lost nothing that fp32 could show: with up
+// to 2^17 keys its largest weight is at least 2^-77, and the weights flushed to zero (under
+// 2^-126) add less than 2^-32 of it. Below it, the plain path takes the row.
 constexpr float kSmallestSum = 0x1p-60f;
 // Rows per task when preparing keys and queries: a sequence this short stays on one thread.
 constexpr int64_t kRowsPerTask = 256;
@@ -58,7 +59,8 @@ const Kernels& KernelsFor(int64_t rows, int64_t keys, int64_t width) {
     Kernels k;
     // The [keys, width] rows of the keys read as the [width, keys] matrix.
     k.weights_pd = dnnl::matmul::primitive_desc(
-        dnnl::matmul::desc(RowMajor(rows, width), dnnl::memory::desc({width, keys}, dt::f32, tag::ba),
+        dnnl::matmul::desc(RowMajor(rows, width),
+                           dnnl::memory::desc({width, keys}, dt::f32, tag::ba),
                            RowMajor(rows, keys)),
         exponentiated, CpuEngine());
     // Values without a column of ones: with 65 columns this product took 45% longer.
@@ -90,7 +92,8 @@ void FusedAttention::SetHead(const torch::Tensor& k, const torch::Tensor& v) {
   const float* key = k.data_ptr<float>();
   const float* value = v.data_ptr<float>();
   // Summed in double: a mean over thousands of keys.
-  const torch::Tensor mean_keys = k.sum(0, false, torch::kFloat64).div_(length_).to(torch::kFloat32);
+  const torch::Tensor mean_keys =
+      k.sum(0, false, torch::kFloat64).div_(length_).to(torch::kFloat32);
   const float* mean = mean_keys.data_ptr<float>();
   float* keys = keys_.data_ptr<float>();
   float* values = values_.data_ptr<float>();
@@ -143,22 +146,19 @@ bool FusedAttention::Block(const torch::Tensor& q, int64_t begin, int64_t end, d
   const torch::Tensor context_scratch = Scratchpad(k.context_pd);
   dnnl::stream stream(CpuEngine());
   const dnnl::memory weights = AsMemory(k.weights_pd.dst_desc(), weights_);
-  k.weights.execute(stream,
-                    {{DNNL_ARG_SRC, AsMemory(k.weights_pd.src_desc(), queries_)},
-                     {DNNL_ARG_WEIGHTS, AsMemory(k.weights_pd.weights_desc(), keys_)},
-                     {DNNL_ARG_DST, weights},
-                     {DNNL_ARG_SCRATCHPAD, AsMemory(k.weights_pd.scratchpad_desc(), weights_scratch)}});
-  k.context.execute(stream,
-                    {{DNNL_ARG_SRC, weights},
-                     {DNNL_ARG_WEIGHTS, AsMemory(k.context_pd.weights_desc(), values_)},
-                     {DNNL_ARG_DST, AsMemory(k.context_pd.dst_desc(), context_)},
-                     {DNNL_ARG_SCRATCHPAD, AsMemory(k.context_pd.scratchpad_desc(), context_scratch)}});
+  k.weights.execute(
+      stream, {{DNNL_ARG_SRC, AsMemory(k.weights_pd.src_desc(), queries_)},
+               {DNNL_ARG_WEIGHTS, AsMemory(k.weights_pd.weights_desc(), keys_)},
+               {DNNL_ARG_DST, weights},
+               {DNNL_ARG_SCRATCHPAD, AsMemory(k.weights_pd.scratchpad_desc(), weights_scratch)}});
+  k.context.execute(
+      stream, {{DNNL_ARG_SRC, weights},
+               {DNNL_ARG_WEIGHTS, AsMemory(k.context_pd.weights_desc(), values_)},
+               {DNNL_ARG_DST, AsMemory(k.context_pd.dst_desc(), context_)},
+               {DNNL_ARG_SCRATCHPAD, AsMemory(k.context_pd.scratchpad_desc(), context_scratch)}});
   stream.wait();
   // Each row's sum over the real keys only: a padding key's weight is exp(0).
-  const torch::Tensor sums =
-      weights_.view({-1}).slice(0, 0, padded_rows * padded_length_).view({padded_rows, padded_length_})
-          .slice(0, 0, rows).slice(1, 0, length_).sum(1);
-
+  const torch::Tensor sums = weights_.slice(0, 0, rows).slice(1, 0, length_).sum(1);
   const float* sum = sums.data_ptr<float>();
   const float* context = context_.data_ptr<float>();
   for (int64_t i = 0; i < rows; ++i) {

@@ -1,13 +1,14 @@
 // The blocked attention against the plain formula softmax((Q K^T / sqrt(d) + mask) / tau) V,
 // and its memory bound at 8,192 tokens.
 #include "model_store/attention.h"
-#include "model_store/fused_attention.h"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
 #include <cmath>
 #include <tuple>
+
+#include "model_store/fused_attention.h"
 
 namespace embedding::model_store {
 namespace {
@@ -108,8 +109,8 @@ TEST(BlockedSelfAttention, StaysExactWhereWeightsLeaveFp32sRange) {
   const auto [q, k, v] = ExtremeHead(length, d);
   const torch::Tensor rows = torch::tensor({0L, 1L, 63L, 64L, 2050L, length - 1});
   for (double tau : {1.0, 0.5}) {
-    const torch::Tensor expected = PlainAttention(q.index_select(0, rows), k, v,
-                                                  torch::ones({1, length}, torch::kBool), tau);
+    const torch::Tensor expected =
+        PlainAttention(q.index_select(0, rows), k, v, torch::ones({1, length}, torch::kBool), tau);
     torch::Tensor out = torch::full({1, length, d}, NAN);
     BlockedSelfAttention(q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0),
                          1.0 / (std::sqrt(double(d)) * tau), 64, out);
@@ -126,12 +127,12 @@ TEST(BlockedSelfAttention, EqualsThePlainFormulaWhereTheSoftmaxIsFolded) {
   const int64_t heads = 2, d = 16, length = kFusedAttentionFromKeys + 5;
   const torch::Tensor packed = torch::randn({length, 3, heads, d});
   auto head_view = [&](int64_t i) { return packed.select(1, i).transpose(0, 1); };
-  const torch::Tensor rows = torch::tensor({0L, 1L, 99L, 100L, 511L, 512L, 2050L, length - 6,
-                                            length - 5, length - 1});
+  const torch::Tensor rows =
+      torch::tensor({0L, 1L, 99L, 100L, 511L, 512L, 2050L, length - 6, length - 5, length - 1});
   for (double tau : {1.0, 0.7, 0.2, 2.5}) {
-    const torch::Tensor expected = PlainAttention(
-        head_view(0).index_select(1, rows), head_view(1).contiguous(),
-        head_view(2).contiguous(), torch::ones({1, 1, length}, torch::kBool), tau);
+    const torch::Tensor expected =
+        PlainAttention(head_view(0).index_select(1, rows), head_view(1).contiguous(),
+                       head_view(2).contiguous(), torch::ones({1, 1, length}, torch::kBool), tau);
     for (int64_t block : {512, 100}) {
       torch::Tensor context = torch::full({length, heads * d}, NAN);
       torch::Tensor out = context.view({length, heads, d}).transpose(0, 1);
