@@ -144,6 +144,23 @@ TEST(BlockedSelfAttention, EqualsThePlainFormulaWhereTheSoftmaxIsFolded) {
   }
 }
 
+// Lengths within one shape step share their kernels, so a model builds a bounded number.
+TEST(BlockedSelfAttention, LengthsWithinAShapeStepShareTheFoldedKernels) {
+  const int64_t d = 16;
+  auto run = [&](int64_t length) {
+    const torch::Tensor x = torch::randn({1, length, d});
+    torch::Tensor out = torch::empty_like(x);
+    BlockedSelfAttention(x, x, x, 0.25, 512, out);
+  };
+  run(kFusedAttentionFromKeys + 4);
+  const size_t built = FusedAttention::primitives();
+  EXPECT_GT(built, 0u);
+  run(kFusedAttentionFromKeys + 24);  // the same padded length and padded last block
+  EXPECT_EQ(FusedAttention::primitives(), built);
+  run(kFusedAttentionFromKeys + 100);  // the next step
+  EXPECT_GT(FusedAttention::primitives(), built);
+}
+
 long PeakRssKb() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
