@@ -70,7 +70,7 @@ class PlainAttention {
     float output_scale = static_cast<float>(scale);
     const dnnl::memory scale_memory({{1}, dt::f32, dnnl::memory::format_tag::a}, CpuEngine(),
                                     &output_scale);
-    dnnl::stream stream(CpuEngine());
+    dnnl::stream& stream = stream_;
     m.scores.execute(
         stream, {{DNNL_ARG_SRC, AsMemory(MatrixDesc(queries), queries)},
                  {DNNL_ARG_WEIGHTS, AsMemory(MatrixDesc(keys_t), keys_t)},
@@ -95,6 +95,7 @@ class PlainAttention {
 
  private:
   const int64_t length_, query_block_;
+  dnnl::stream stream_{CpuEngine()};  // one per sequence, as every block runs on it
   torch::Tensor scores_, scores_scratch_, context_scratch_;
 };
 

@@ -77,7 +77,10 @@ const Kernels& KernelsFor(int64_t rows, int64_t keys, int64_t width) {
 }  // namespace
 
 FusedAttention::FusedAttention(int64_t length, int64_t head_dim, int64_t query_block)
-    : length_(length), head_dim_(head_dim), padded_length_(RoundUp(length, kShapeStep)) {
+    : length_(length),
+      head_dim_(head_dim),
+      padded_length_(RoundUp(length, kShapeStep)),
+      stream_(CpuEngine()) {
   const int64_t width = head_dim + 1;
   const int64_t rows = RoundUp(std::min(length, query_block), kShapeStep);
   keys_ = torch::zeros({padded_length_, width}, torch::kFloat32);
@@ -144,7 +147,7 @@ bool FusedAttention::Block(const torch::Tensor& q, int64_t begin, int64_t end, d
   const Kernels& k = KernelsFor(padded_rows, padded_length_, width);
   const torch::Tensor weights_scratch = Scratchpad(k.weights_pd);
   const torch::Tensor context_scratch = Scratchpad(k.context_pd);
-  dnnl::stream stream(CpuEngine());
+  dnnl::stream& stream = stream_;
   const dnnl::memory weights = AsMemory(k.weights_pd.dst_desc(), weights_);
   k.weights.execute(
       stream, {{DNNL_ARG_SRC, AsMemory(k.weights_pd.src_desc(), queries_)},

@@ -7,6 +7,7 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <oneapi/dnnl/dnnl.hpp>
 
 namespace embedding::model_store {
 
@@ -47,6 +48,7 @@ class FusedAttention {
   // One block: queries [rows, d + 1], weights [rows, padded_length_], context [rows, d].
   torch::Tensor queries_, weights_, context_;
   float key_radius_ = 0;  // max_j |k_j - c|
+  dnnl::stream stream_;   // one per sequence, as every block runs on it
 };
 
 }  // namespace embedding::model_store
