@@ -43,8 +43,8 @@ class Binder {
     std::memcpy(raw.data_ptr(), view->data, view->size_bytes);
     // A NaN or infinite weight once loaded and served NaN vectors with status OK.
     if (!torch::isfinite(raw).all().item<bool>()) {
-      return absl::DataLossError(absl::StrCat(view->file, ": tensor '", full,
-                                              "' holds NaN or infinite values"));
+      return absl::DataLossError(
+          absl::StrCat(view->file, ": tensor '", full, "' holds NaN or infinite values"));
     }
     return raw.to(dtype.value_or(dtype_)).contiguous();
   }
@@ -76,6 +76,15 @@ class Binder {
   std::string prefix_;
   torch::ScalarType dtype_;
 };
+
+// [all queries; all keys; all values] rows reordered head by head ([q, k, v] of head 0, then
+// head 1, ...), so that one head's projection is one slice of the weights.
+LinearWeights HeadMajor(LinearWeights qkv, int64_t heads) {
+  const int64_t in = qkv.weight.size(1);
+  qkv.weight = qkv.weight.view({3, heads, -1, in}).transpose(0, 1).reshape({-1, in}).contiguous();
+  qkv.bias = qkv.bias.view({3, heads, -1}).transpose(0, 1).reshape({-1}).contiguous();
+  return qkv;
+}
 
 }  // namespace
 
@@ -135,13 +144,14 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
                        bind.Linear(p + spec.value, h, h, config.attention_bias));
       layer.qkv = stack({query, key, value});
     }
+    layer.qkv = HeadMajor(std::move(layer.qkv), config.num_attention_heads);
     ASSIGN_OR_RETURN(layer.attention_output,
                      bind.Linear(p + spec.attention_output, h, h, config.attention_bias));
     ASSIGN_OR_RETURN(layer.attention_norm, bind.Norm(p + spec.attention_norm, h));
     ASSIGN_OR_RETURN(layer.mlp_in, bind.Linear(p + spec.mlp_in, inner, h, config.mlp_in_bias));
     if (config.gated_mlp) {
-      ASSIGN_OR_RETURN(LinearWeights gate, bind.Linear(p + spec.mlp_gate, inner, h,
-                                                       config.mlp_in_bias));
+      ASSIGN_OR_RETURN(LinearWeights gate,
+                       bind.Linear(p + spec.mlp_gate, inner, h, config.mlp_in_bias));
       layer.mlp_in = stack({layer.mlp_in, gate});
     }
     ASSIGN_OR_RETURN(layer.mlp_out, bind.Linear(p + spec.mlp_out, h, inner, config.mlp_out_bias));

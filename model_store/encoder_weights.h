@@ -16,8 +16,8 @@
 namespace embedding::model_store {
 
 struct LinearWeights {
-  torch::Tensor weight;  // [out, in]; undefined once `packed` holds the layer
-  torch::Tensor bias;    // [out]; zeros when the checkpoint has none
+  torch::Tensor weight;                        // [out, in]; undefined once `packed` holds the layer
+  torch::Tensor bias;                          // [out]; zeros when the checkpoint has none
   std::shared_ptr<const PackedLinear> packed;  // fp32 and int8 (see linear_layer.h)
 };
 
@@ -30,7 +30,11 @@ struct NormWeights {
 
 struct LayerWeights {
   // Query, key and value stacked into one [3 x hidden, hidden] projection: one GEMM, not three.
+  // Head-major: head 0's query, key and value rows, then head 1's, and so on.
   LinearWeights qkv;
+  // The same projection one head at a time ([3 x head_dim] rows each, views of `qkv`'s
+  // weights), for long windows (encoder_layers.cc); empty where its layout does not split.
+  std::vector<LinearWeights> qkv_heads;
   LinearWeights attention_output;
   // [intermediate, hidden]; for a gated MLP the input and gate projections stacked into
   // [2 x intermediate, hidden], input first.
@@ -40,8 +44,8 @@ struct LayerWeights {
 };
 
 struct EncoderWeights {
-  torch::Tensor word_embeddings;      // [vocab, hidden]
-  torch::Tensor position_embeddings;  // [positions, hidden]; undefined for rotary positions
+  torch::Tensor word_embeddings;       // [vocab, hidden]
+  torch::Tensor position_embeddings;   // [positions, hidden]; undefined for rotary positions
   torch::Tensor token_type_embedding;  // [hidden], type 0 (single-segment input); may be undefined
   NormWeights embeddings_norm;
   std::vector<LayerWeights> layers;

@@ -41,11 +41,26 @@ Fp32Matmul::Fp32Matmul(const torch::Tensor& weight, const torch::Tensor& bias)
                           dnnl::memory::desc({s.in, s.out}, dt::f32, {1, s.in}), w);
 }
 
+Fp32Matmul::Fp32Matmul(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
 Fp32Matmul::~Fp32Matmul() = default;
+
+std::shared_ptr<const PackedLinear> Fp32Matmul::Columns(int64_t begin, int64_t count) const {
+  auto slice = std::make_unique<State>();
+  slice->in = state_->in;
+  slice->out = count;
+  slice->bias = state_->bias.narrow(1, begin, count).contiguous();
+  std::optional<MatmulWeights> weights =
+      SliceColumns(state_->weights, begin, count,
+                   [&](int64_t rows, const auto& desc) { return slice->Describe(rows, desc); });
+  if (!weights) return nullptr;
+  slice->weights = *std::move(weights);
+  return std::shared_ptr<const Fp32Matmul>(new Fp32Matmul(std::move(slice)));
+}
 
 size_t Fp32Matmul::primitives() const { return state_->by_rows.size(); }
 
-bool Fp32Matmul::packed() const { return state_->weights.data.scalar_type() == torch::kUInt8; }
+bool Fp32Matmul::packed() const { return state_->weights.packed; }
 
 torch::Tensor Fp32Matmul::Apply(const torch::Tensor& x_in) const {
   const State& s = *state_;

@@ -23,6 +23,7 @@ class Fp32Matmul final : public PackedLinear {
 
   // x [rows, in] fp32 -> x weight^T + bias, [rows, out] fp32, exact to fp32 rounding.
   torch::Tensor Apply(const torch::Tensor& x) const override;
+  std::shared_ptr<const PackedLinear> Columns(int64_t begin, int64_t count) const override;
   size_t primitives() const override;
 
   // True when the weights are held in a blocked layout of oneDNN's choosing, false when the
@@ -31,6 +32,7 @@ class Fp32Matmul final : public PackedLinear {
 
  private:
   struct State;
+  explicit Fp32Matmul(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
 };
 

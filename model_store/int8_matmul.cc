@@ -17,6 +17,7 @@ struct Int8Matmul::State {
   std::vector<float> weight_scales;    // [out]
   torch::Tensor weight_scales_tensor;  // the same, [out] fp32
   torch::Tensor bias;                  // [out] fp32
+  torch::Tensor column_sums;           // [out] fp64: each column's sum of int8 weights
 
   struct Built {
     dnnl::matmul::primitive_desc pd;
@@ -32,10 +33,12 @@ struct Int8Matmul::State {
   // only with scales known when the primitive is built. With runtime output scales it fell back
   // to gemm:jit, measured at 512 x 768 x 3,072, 2 threads, Xeon with amx_int8: about 250 GOP/s
   // against 1,100 through AMX.
+  // The activations' zero point is not the primitive's either: x - z times w is x times w less
+  // z times w's column sums, and that term rides in the bias. With a zero point oneDNN appends
+  // those sums to its packed weights, so no head's columns could be read as a slice of them.
   dnnl::matmul::primitive_desc Describe(int64_t rows, const dnnl::memory::desc& weights) const {
     dnnl::primitive_attr attr;
     attr.set_output_scales(1 << 1, weight_scales);  // per output column
-    attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
     dnnl::post_ops activation_scale;
     activation_scale.append_binary(dnnl::algorithm::binary_mul,
                                    dnnl::memory::desc({1, 1}, dt::f32, tag::ab));
@@ -79,9 +82,30 @@ Int8Matmul::Int8Matmul(const torch::Tensor& weight, const torch::Tensor& bias)
                           dnnl::memory::desc({s.in, s.out}, dt::s8, tag::ab), plain);
   s.bias = bias.defined() ? bias.to(torch::kFloat32).contiguous()
                           : torch::zeros({s.out}, torch::kFloat32);
+  s.column_sums = plain.to(torch::kFloat64).sum(0).contiguous();
 }
 
+Int8Matmul::Int8Matmul(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
 Int8Matmul::~Int8Matmul() = default;
+
+std::shared_ptr<const PackedLinear> Int8Matmul::Columns(int64_t begin, int64_t count) const {
+  const State& s = *state_;
+  auto slice = std::make_unique<State>();
+  slice->in = s.in;
+  slice->out = count;
+  slice->weight_scales.assign(s.weight_scales.begin() + begin,
+                              s.weight_scales.begin() + begin + count);
+  slice->weight_scales_tensor = s.weight_scales_tensor.narrow(0, begin, count).contiguous();
+  slice->bias = s.bias.narrow(0, begin, count).contiguous();
+  slice->column_sums = s.column_sums.narrow(0, begin, count).contiguous();
+  std::optional<MatmulWeights> weights =
+      SliceColumns(s.weights, begin, count,
+                   [&](int64_t rows, const auto& desc) { return slice->Describe(rows, desc); });
+  if (!weights) return nullptr;
+  slice->weights = *std::move(weights);
+  return std::shared_ptr<const Int8Matmul>(new Int8Matmul(std::move(slice)));
+}
 
 size_t Int8Matmul::primitives() const { return state_->by_rows.size(); }
 
@@ -96,8 +120,14 @@ torch::Tensor Int8Matmul::Apply(const torch::Tensor& x_in) const {
   const int32_t zero_point =
       static_cast<int32_t>(std::clamp<double>(std::nearbyint(-min / scale), 0, 255));
   // oneDNN 2.x scales int8 results after adding the bias (measured: a zero input gave the bias
-  // times the scale), so the bias goes in divided by the scales it will be multiplied by.
-  const torch::Tensor bias = (s.bias / (s.weight_scales_tensor * scale)).contiguous();
+  // times the scale), so the bias goes in divided by the scales it will be multiplied by, less
+  // the zero point's share of the integer products (in fp64, then rounded once: that share is
+  // up to 255 x 127 x in).
+  const torch::Tensor bias =
+      (s.bias.to(torch::kFloat64) / (s.weight_scales_tensor.to(torch::kFloat64) * scale) -
+       zero_point * s.column_sums)
+          .to(torch::kFloat32)
+          .contiguous();
   float activation_scale = static_cast<float>(scale);
   torch::Tensor result = torch::empty({rows, s.out}, torch::kFloat32);
 
@@ -125,8 +155,6 @@ torch::Tensor Int8Matmul::Apply(const torch::Tensor& x_in) const {
        {DNNL_ARG_DST, dnnl::memory({{rows, s.out}, dt::f32, tag::ab}, e, result.data_ptr())},
        {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
         dnnl::memory({{1, 1}, dt::f32, tag::ab}, e, &activation_scale)},
-       {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC,
-        dnnl::memory({{1}, dt::s32, tag::a}, e, &zero_point_value)},
        {DNNL_ARG_SCRATCHPAD, AsMemory(pd.scratchpad_desc(), scratch)}});
   stream.wait();
   return result;

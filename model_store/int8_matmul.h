@@ -28,10 +28,12 @@ class Int8Matmul final : public PackedLinear {
   // x [rows, in] fp32 -> x weight^T + bias, [rows, out] fp32. The activations are quantised to
   // uint8 over the whole call (asymmetric, the range always holding 0).
   torch::Tensor Apply(const torch::Tensor& x) const override;
+  std::shared_ptr<const PackedLinear> Columns(int64_t begin, int64_t count) const override;
   size_t primitives() const override;
 
  private:
   struct State;
+  explicit Int8Matmul(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
 };
 

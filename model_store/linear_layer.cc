@@ -2,22 +2,53 @@
 
 #include <ATen/record_function.h>
 
+#include <optional>
+
 #include "model_store/fp32_matmul.h"
 #include "model_store/int8_matmul.h"
 
 namespace embedding::model_store {
 
-absl::Status PrepareLinearLayers(LinearKernel kernel, EncoderWeights* w) {
-  if (kernel == LinearKernel::kDefault) return absl::OkStatus();
+namespace {
+
+// `w`'s output rows [begin, begin + count), sharing its weights; nullopt where its packed
+// layout does not split there.
+std::optional<LinearWeights> OutputSlice(const LinearWeights& w, int64_t begin, int64_t count) {
+  LinearWeights slice;
+  slice.bias = w.bias.narrow(0, begin, count);
+  if (w.packed) {
+    slice.packed = w.packed->Columns(begin, count);
+    if (!slice.packed) return std::nullopt;
+  } else {
+    slice.weight = w.weight.narrow(0, begin, count);
+  }
+  return slice;
+}
+
+}  // namespace
+
+absl::Status PrepareLinearLayers(LinearKernel kernel, int64_t heads, EncoderWeights* w) {
   for (LayerWeights& layer : w->layers) {
-    for (LinearWeights* linear :
-         {&layer.qkv, &layer.attention_output, &layer.mlp_in, &layer.mlp_out}) {
-      if (kernel == LinearKernel::kInt8) {
-        linear->packed = std::make_shared<const Int8Matmul>(linear->weight, linear->bias);
-      } else {
-        linear->packed = std::make_shared<const Fp32Matmul>(linear->weight, linear->bias);
+    if (kernel != LinearKernel::kDefault) {
+      for (LinearWeights* linear :
+           {&layer.qkv, &layer.attention_output, &layer.mlp_in, &layer.mlp_out}) {
+        if (kernel == LinearKernel::kInt8) {
+          linear->packed = std::make_shared<const Int8Matmul>(linear->weight, linear->bias);
+        } else {
+          linear->packed = std::make_shared<const Fp32Matmul>(linear->weight, linear->bias);
+        }
+        linear->weight = torch::Tensor();  // the packed copy is all that is used
       }
-      linear->weight = torch::Tensor();  // the packed copy is all that is used
+    }
+    const int64_t per_head = layer.qkv.bias.size(0) / heads;
+    layer.qkv_heads.clear();
+    for (int64_t h = 0; h < heads; ++h) {
+      std::optional<LinearWeights> slice = OutputSlice(layer.qkv, h * per_head, per_head);
+      if (!slice) {
+        layer.qkv_heads.clear();
+        break;
+      }
+      layer.qkv_heads.push_back(*std::move(slice));
     }
   }
   return absl::OkStatus();

@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
 #include <utility>
 
 namespace embedding::model_store {
@@ -33,7 +34,8 @@ torch::Tensor Scratchpad(const dnnl::primitive_desc_base& pd);
 // plain one.
 struct MatmulWeights {
   dnnl::memory::desc desc;
-  torch::Tensor data;  // the bytes `desc` describes
+  torch::Tensor data;   // the bytes `desc` describes, from data.data_ptr()
+  bool packed = false;  // `desc` is the kernel's blocked layout, not the plain one
 };
 
 // Describes the matmul for `rows` rows with weights laid out as `weights`.
@@ -47,6 +49,13 @@ using DescribeMatmul =
 // mean a copy of the weights per row count.
 MatmulWeights PackWeights(const DescribeMatmul& describe, const dnnl::memory::desc& plain,
                           const torch::Tensor& plain_data);
+
+// The weights of output columns [begin, begin + count) of `weights` ([in, out]): a view of the
+// same bytes, no copy. nullopt where the layout does not split there (a block straddles
+// `begin`), or where the kernel for `count` columns (`describe`) would not read the slice's
+// blocked layout as it is (it would reorder it on every call).
+std::optional<MatmulWeights> SliceColumns(const MatmulWeights& weights, int64_t begin,
+                                          int64_t count, const DescribeMatmul& describe);
 
 // Primitives keyed by the shape they were built for (a row count for the linear layers, which
 // the encoder rounds to a bucket; a padded pair of query and key counts for attention), built

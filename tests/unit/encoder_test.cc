@@ -89,6 +89,39 @@ TEST_F(EncoderTest, PaddedMixedBatchEqualsOneAtATime) {
   }
 }
 
+// From 4,096 rows on, each layer projects and attends one head at a time (encoder_layers.cc).
+// The small model's heads of 64 split (packed_linear_columns_test.cc), so a batch of 4,500
+// rows takes that path while each of its sequences alone (500 rows) takes the whole projection.
+TEST(EncoderHeadByHead, ABatchPastTheThresholdEqualsEachSequenceAlone) {
+  auto model = Model::Load(testing::SmallModelDir(), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int32_t> id(5, (*model)->config().vocab_size - 1);
+  EncodeBatch batch;
+  batch.return_hidden_states = true;
+  for (int i = 0; i < 9; ++i) {
+    std::vector<int32_t> content(498);
+    for (auto& v : content) v = id(rng);
+    batch.sequences.push_back((*model)->tokenizer().AddSpecialTokens(content));
+    batch.temperatures.push_back(i % 3 == 0 ? 1.0f : 0.4f + 0.1f * i);
+  }
+  auto together = (*model)->encoder().Encode(batch);
+  ASSERT_TRUE(together.ok()) << together.status();
+  for (size_t i = 0; i < batch.sequences.size(); ++i) {
+    EncodeBatch one = batch;
+    one.sequences = {batch.sequences[i]};
+    one.temperatures = {batch.temperatures[i]};
+    auto alone = (*model)->encoder().Encode(one);
+    ASSERT_TRUE(alone.ok()) << alone.status();
+    const std::vector<float>& a = alone->hidden_states[0];
+    const std::vector<float>& b = together->hidden_states[i];
+    ASSERT_EQ(a.size(), b.size());
+    float worst = 0;
+    for (size_t j = 0; j < a.size(); ++j) worst = std::max(worst, std::abs(a[j] - b[j]));
+    EXPECT_LE(worst, 1e-5) << "sequence " << i;
+  }
+}
+
 TEST_F(EncoderTest, TemperatureChangesTheOutput) {
   const auto seq = RandomSequence(128, 3);
   const auto result = Encode({seq, seq, seq}, {1.0f, 0.5f, 0.5f});
@@ -175,8 +208,8 @@ TEST_F(EncoderTest, FasterDTypesKeepTheirAccuracyGuard) {
   ASSERT_TRUE(checkpoint.ok());
   auto spec = FindArchitecture("bert");
   ASSERT_TRUE(spec.ok());
-  for (auto [dtype, guard] : {std::pair{ComputeDType::kBFloat16, 0.999},
-                              std::pair{ComputeDType::kInt8, 0.99}}) {
+  for (auto [dtype, guard] :
+       {std::pair{ComputeDType::kBFloat16, 0.999}, std::pair{ComputeDType::kInt8, 0.99}}) {
     SCOPED_TRACE(ComputeDTypeName(dtype));
     EncoderOptions options;
     options.dtype = dtype;
@@ -192,10 +225,7 @@ TEST_F(EncoderTest, FasterDTypesKeepTheirAccuracyGuard) {
       // Real text: random ids passed int8 with bf16 attention that real text failed.
       auto probe = GuardProbe(model_->tokenizer(), model_->encoder().max_sequence_length());
       ASSERT_TRUE(probe.ok()) << probe.status();
-      EncodeBatch batch{*probe,
-                        std::vector<float>(probe->size(), tau),
-                        PoolingMode::kMean,
-                        true,
+      EncodeBatch batch{*probe, std::vector<float>(probe->size(), tau), PoolingMode::kMean, true,
                         false};
       auto low = (*fast)->Encode(batch);
       auto full = model_->encoder().Encode(batch);
