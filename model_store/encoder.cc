@@ -193,7 +193,7 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
         torch::from_blob(position_data.data(), {packed.rows}, torch::kInt64);
     torch::Tensor x = Embeddings(w, ids, positions, config_.layer_norm_eps);
     for (const LayerWeights& layer : w.layers) {
-      x = TransformerLayer(x, layer, packed, config_, rotary);
+      x = TransformerLayer(std::move(x), layer, packed, config_, rotary);
     }
     return PoolAndMeasure(x, packed.offsets, batch, heads_.get());
   } catch (const c10::Error& e) {

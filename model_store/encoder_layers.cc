@@ -134,18 +134,25 @@ torch::Tensor FeedForward(const torch::Tensor& x, const LayerWeights& layer,
   return out;
 }
 
-torch::Tensor TransformerLayer(const torch::Tensor& x, const LayerWeights& layer,
+// Residuals are added into the sublayer's fresh output, in place, and each input is let go
+// once it has been read for the last time: an 8,192-row layer then holds at most three
+// [rows, hidden] tensors beside its sublayer's own, not five, and allocates two fewer per
+// layer.
+torch::Tensor TransformerLayer(torch::Tensor x, const LayerWeights& layer,
                                const PackedSequences& batch, const EncoderConfig& config,
                                const RotaryEmbedding* rotary) {
   const double eps = config.layer_norm_eps;
   if (config.prenorm) {
     torch::Tensor h =
-        x + SelfAttention(Norm(x, layer.attention_norm, eps), layer, batch, config, rotary);
-    return h + FeedForward(Norm(h, layer.output_norm, eps), layer, config);
+        SelfAttention(Norm(x, layer.attention_norm, eps), layer, batch, config, rotary).add_(x);
+    x.reset();
+    return FeedForward(Norm(h, layer.output_norm, eps), layer, config).add_(h);
   }
-  torch::Tensor h =
-      Norm(x + SelfAttention(x, layer, batch, config, rotary), layer.attention_norm, eps);
-  return Norm(h + FeedForward(h, layer, config), layer.output_norm, eps);
+  torch::Tensor sum = SelfAttention(x, layer, batch, config, rotary).add_(x);
+  x.reset();
+  const torch::Tensor h = Norm(sum, layer.attention_norm, eps);
+  sum.reset();
+  return Norm(FeedForward(h, layer, config).add_(h), layer.output_norm, eps);
 }
 
 }  // namespace embedding::model_store

@@ -42,8 +42,9 @@ torch::Tensor FeedForward(const torch::Tensor& x, const LayerWeights& layer,
                           const EncoderConfig& config);
 
 // One transformer layer: attention and MLP, each with its residual and norm, post-norm
-// (norm(x + f(x))) or pre-norm (x + f(norm(x))) as the config says.
-torch::Tensor TransformerLayer(const torch::Tensor& x, const LayerWeights& layer,
+// (norm(x + f(x))) or pre-norm (x + f(norm(x))) as the config says. Takes `x` by value and
+// lets it go once it is last read: pass it with std::move and its memory is back before the MLP.
+torch::Tensor TransformerLayer(torch::Tensor x, const LayerWeights& layer,
                                const PackedSequences& batch, const EncoderConfig& config,
                                const RotaryEmbedding* rotary);
 
