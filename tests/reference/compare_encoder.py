@@ -13,8 +13,10 @@ nn.TransformerEncoderLayer blocks, by scaling the query projection by 1/tau, the
 Each sequence runs alone and unpadded here, while the C++ side runs all of them in one padded
 batch with mixed temperatures. Prints the maximum absolute difference per tau; fails above 1e-4.
 
-usage: compare_encoder.py ENCODE_IDS_BINARY MODEL_DIR [--prenorm] [--interleaved]
-The flags rewrite a copy of a nomic_bert config.json, to check those layouts too.
+usage: compare_encoder.py ENCODE_IDS_BINARY MODEL_DIR [--prenorm] [--interleaved] [--head-by-head]
+--prenorm and --interleaved rewrite a copy of a nomic_bert config.json, to check those layouts
+too. --head-by-head adds full-length sequences until the batch holds 4,096 tokens, from which
+the encoder projects one head at a time (kProjectHeadByHeadFromRows in encoder_layers.cc).
 """
 import json
 import math
@@ -31,6 +33,7 @@ from torch import nn
 from torch.nn import functional as F
 
 TOLERANCE = 1e-4
+HEAD_BY_HEAD_ROWS = 4096
 TEMPERATURES = (1.0, 0.7, 0.5)
 
 
@@ -238,7 +241,7 @@ def main():
     binary, model_dir = sys.argv[1], sys.argv[2]
     flags = set(sys.argv[3:])
     torch.manual_seed(0)
-    if flags:
+    if flags - {"--head-by-head"}:
         scratch = tempfile.mkdtemp(prefix="compare-encoder-")
         shutil.copytree(model_dir, scratch, dirs_exist_ok=True)
         model_dir = scratch
@@ -255,6 +258,9 @@ def main():
                                               if arch == "xlm-roberta" else 0))
     rng = random.Random(20241031)
     sequences, taus = build_batch(config, max_len, rng)
+    while "--head-by-head" in flags and sum(map(len, sequences)) < HEAD_BY_HEAD_ROWS:
+        sequences.append([0] + [rng.randrange(5, config["vocab_size"]) for _ in range(max_len - 1)])
+        taus.append(TEMPERATURES[len(sequences) % len(TEMPERATURES)])
 
     out = subprocess.run([binary, model_dir], input=json.dumps(
         {"sequences": sequences, "temperatures": taus, "pooling": "mean"}),
@@ -279,7 +285,7 @@ def main():
     lengths_seen = sorted(len(s) for s in sequences)
     variant = " ".join(sorted(flags)) or "as written"
     print(f"{arch} ({variant}): {len(sequences)} sequences in one batch, lengths "
-          f"{lengths_seen[0]}..{lengths_seen[-1]}")
+          f"{lengths_seen[0]}..{lengths_seen[-1]}, {sum(lengths_seen)} tokens")
     for tau in TEMPERATURES:
         print(f"tau={tau}: max |C++ - torch| over hidden states and pooled = {worst[tau]:.3e}")
     print(f"high-frequency ratio: max |C++ - numpy| = {worst_hf:.3e}")
