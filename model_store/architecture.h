@@ -11,9 +11,9 @@
 namespace embedding::model_store {
 
 enum class PositionKind {
-  kAbsolute,              // a learned table indexed from 0 (BERT)
-  kAbsoluteAfterPadding,  // a learned table indexed from pad_token_id + 1 (RoBERTa, XLM-R)
-  kRotary,                // no table: rotary on queries and keys (NomicBert)
+  kAbsolute,               // a learned table indexed from 0 (BERT)
+  kAbsoluteAfterPadding,   // a learned table indexed from pad_token_id + 1 (RoBERTa, XLM-R)
+  kRotary,                 // no table: rotary on queries and keys (NomicBert)
 };
 
 // The config.json field names a family uses for the encoder's sizes.

@@ -16,7 +16,7 @@ struct DemoModelSpec {
   int hidden_size = 128;
   int num_heads = 4;
   int intermediate_size = 0;  // 0: four times hidden_size, as in BERT
-  int max_positions = 512;    // tokens one window holds, special tokens included
+  int max_positions = 512;  // tokens one window holds, special tokens included
   int vocab_size = 12000;
   uint64_t seed = 20241031;
   std::string pooling = "mean";  // cls | mean | max

@@ -5,8 +5,8 @@ namespace {
 using Json = nlohmann::json;
 
 Json AddedToken(int id, const std::string& content) {
-  return {{"id", id},        {"content", content},  {"single_word", false}, {"lstrip", false},
-          {"rstrip", false}, {"normalized", false}, {"special", true}};
+  return {{"id", id},         {"content", content}, {"single_word", false}, {"lstrip", false},
+          {"rstrip", false},  {"normalized", false}, {"special", true}};
 }
 
 // TemplateProcessing: `cls` $A `sep` for one sequence, `cls` $A `sep` $B `sep` for a pair.
@@ -20,7 +20,8 @@ Json Template(const std::string& cls, int cls_id, const std::string& sep, int se
   return {{"type", "TemplateProcessing"},
           {"single", {special(cls, 0), sequence("A", 0), special(sep, 0)}},
           {"pair",
-           {special(cls, 0), sequence("A", 0), special(sep, 0), sequence("B", 1), special(sep, 1)}},
+           {special(cls, 0), sequence("A", 0), special(sep, 0), sequence("B", 1),
+            special(sep, 1)}},
           {"special_tokens",
            {{cls, {{"id", cls}, {"ids", {cls_id}}, {"tokens", {cls}}}},
             {sep, {{"id", sep}, {"ids", {sep_id}}, {"tokens", {sep}}}}}}};
@@ -61,10 +62,9 @@ Json UnigramTokenizerJson(const std::vector<std::pair<std::string, double>>& pie
   Json added = Json::array();
   for (int i = 0; i < 4; ++i) added.push_back(AddedToken(i, pieces[i].first));
   added.push_back(AddedToken(mask, pieces[mask].first));
-  const Json metaspace = {{"type", "Metaspace"},
-                          {"replacement", "\u2581"},
-                          {"prepend_scheme", "always"},
-                          {"split", true}};
+  const Json metaspace = {
+      {"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "always"},
+      {"split", true}};
   return {
       {"version", "1.0"},
       {"truncation", nullptr},

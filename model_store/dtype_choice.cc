@@ -48,9 +48,8 @@ double AccuracyGuard(ComputeDType dtype) {
   }
 }
 
-absl::StatusOr<GuardReference> GuardReference::Encode(const Encoder& reference,
-                                                      std::vector<std::vector<int32_t>> probe,
-                                                      PoolingMode pooling) {
+absl::StatusOr<GuardReference> GuardReference::Encode(
+    const Encoder& reference, std::vector<std::vector<int32_t>> probe, PoolingMode pooling) {
   GuardReference guard;
   for (float tau : {1.0f, 0.5f}) {
     EncodeBatch batch;
@@ -83,8 +82,8 @@ absl::StatusOr<double> GuardReference::WorstCosine(const Encoder& candidate) con
 absl::StatusOr<DTypeChoice> ChooseComputeDType(const EncoderConfig& config,
                                                const ArchitectureSpec& spec,
                                                const Checkpoint& checkpoint,
-                                               const EncoderOptions& options, PoolingMode pooling,
-                                               const Tokenizer& tokenizer) {
+                                               const EncoderOptions& options,
+                                               PoolingMode pooling, const Tokenizer& tokenizer) {
   EncoderOptions fp32_options = options;
   fp32_options.dtype = ComputeDType::kFloat32;
   ASSIGN_OR_RETURN(std::unique_ptr<Encoder> reference,

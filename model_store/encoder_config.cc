@@ -27,8 +27,9 @@ absl::Status ReadPositive(const std::string& label, const Json& json, const std:
   }
   if (!it->is_number_integer() || it->get<int64_t>() <= 0 ||
       it->get<int64_t>() > kMaxConfigInteger) {
-    return absl::DataLossError(absl::StrCat(
-        label, ": field '", field, "' must be an integer in [1, ", kMaxConfigInteger, "]"));
+    return absl::DataLossError(absl::StrCat(label, ": field '", field,
+                                            "' must be an integer in [1, ", kMaxConfigInteger,
+                                            "]"));
   }
   *out = it->get<int64_t>();
   return absl::OkStatus();
@@ -84,9 +85,9 @@ absl::Status ParseActivation(const std::string& label, const ArchitectureSpec& s
   } else if (name == "silu" || name == "swish") {
     config->hidden_act = Activation::kSilu;
   } else {
-    return absl::DataLossError(
-        absl::StrCat(label, ": field '", field, "' is '", name,
-                     "'; supported: gelu, gelu_new, gelu_pytorch_tanh, relu, silu, swish"));
+    return absl::DataLossError(absl::StrCat(
+        label, ": field '", field, "' is '", name,
+        "'; supported: gelu, gelu_new, gelu_pytorch_tanh, relu, silu, swish"));
   }
   return absl::OkStatus();
 }
@@ -98,14 +99,13 @@ absl::Status ParseRotary(const std::string& label, const Json& json, EncoderConf
   rotary.dim = static_cast<int64_t>(static_cast<double>(config->head_dim()) * fraction);
   if (rotary.dim < 2 || rotary.dim % 2 != 0) {
     return absl::DataLossError(absl::StrCat(label, ": field 'rotary_emb_fraction' gives ",
-                                            rotary.dim,
-                                            " rotary features per head; need an "
+                                            rotary.dim, " rotary features per head; need an "
                                             "even number >= 2"));
   }
   RETURN_IF_ERROR(ReadNumber(label, json, "rotary_emb_base", 1.0, 1e12, &rotary.base));
   RETURN_IF_ERROR(ReadBool(label, json, "rotary_emb_interleaved", &rotary.interleaved));
-  RETURN_IF_ERROR(
-      ReadNumber(label, json, "rotary_scaling_factor", 0.0, 1e6, &rotary.scaling_factor));
+  RETURN_IF_ERROR(ReadNumber(label, json, "rotary_scaling_factor", 0.0, 1e6,
+                             &rotary.scaling_factor));
   // nomic's own config class defaults max_trained_positions to 2,048.
   rotary.max_trained_positions = 2048;
   RETURN_IF_ERROR(
@@ -134,9 +134,10 @@ absl::StatusOr<EncoderConfig> ParseEncoderConfig(const std::string& label,
   // Absent or null (GPT-2 style configs may leave n_inner null): four times the hidden size,
   // as both BERT and GPT-2 define it.
   config.intermediate_size = 4 * config.hidden_size;
-  RETURN_IF_ERROR(ReadPositive(label, json, f.intermediate_size, false, &config.intermediate_size));
   RETURN_IF_ERROR(
-      ReadPositive(label, json, f.max_positions, true, &config.max_position_embeddings));
+      ReadPositive(label, json, f.intermediate_size, false, &config.intermediate_size));
+  RETURN_IF_ERROR(ReadPositive(label, json, f.max_positions, true,
+                               &config.max_position_embeddings));
   RETURN_IF_ERROR(ReadPositive(label, json, "type_vocab_size", false, &config.type_vocab_size));
   RETURN_IF_ERROR(ReadBool(label, json, "demo_model", &config.demo_model));
   if (auto it = json.find("pad_token_id"); it != json.end() && it->is_number_integer()) {
@@ -150,8 +151,8 @@ absl::StatusOr<EncoderConfig> ParseEncoderConfig(const std::string& label,
   std::string activation = spec->mlp_gate.empty() ? "gelu" : "swiglu";
   if (auto it = json.find(f.activation); it != json.end() && !it->is_null()) {
     if (!it->is_string())
-      return absl::DataLossError(
-          absl::StrCat(label, ": field '", f.activation, "' must be a string"));
+      return absl::DataLossError(absl::StrCat(label, ": field '", f.activation,
+                                              "' must be a string"));
     activation = it->get<std::string>();
   }
   RETURN_IF_ERROR(ParseActivation(label, *spec, activation, &config));
@@ -178,8 +179,8 @@ absl::StatusOr<EncoderConfig> ParseEncoderConfig(const std::string& label,
       break;
   }
   if (config.max_sequence_length() < 2) {
-    return absl::DataLossError(
-        absl::StrCat(label, ": field '", f.max_positions, "' leaves room for fewer than 2 tokens"));
+    return absl::DataLossError(absl::StrCat(label, ": field '", f.max_positions,
+                                            "' leaves room for fewer than 2 tokens"));
   }
   return config;
 }

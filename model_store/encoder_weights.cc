@@ -43,8 +43,8 @@ class Binder {
     std::memcpy(raw.data_ptr(), view->data, view->size_bytes);
     // A NaN or infinite weight once loaded and served NaN vectors with status OK.
     if (!torch::isfinite(raw).all().item<bool>()) {
-      return absl::DataLossError(
-          absl::StrCat(view->file, ": tensor '", full, "' holds NaN or infinite values"));
+      return absl::DataLossError(absl::StrCat(view->file, ": tensor '", full,
+                                              "' holds NaN or infinite values"));
     }
     return raw.to(dtype.value_or(dtype_)).contiguous();
   }
@@ -150,8 +150,8 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
     ASSIGN_OR_RETURN(layer.attention_norm, bind.Norm(p + spec.attention_norm, h));
     ASSIGN_OR_RETURN(layer.mlp_in, bind.Linear(p + spec.mlp_in, inner, h, config.mlp_in_bias));
     if (config.gated_mlp) {
-      ASSIGN_OR_RETURN(LinearWeights gate,
-                       bind.Linear(p + spec.mlp_gate, inner, h, config.mlp_in_bias));
+      ASSIGN_OR_RETURN(LinearWeights gate, bind.Linear(p + spec.mlp_gate, inner, h,
+                                                       config.mlp_in_bias));
       layer.mlp_in = stack({layer.mlp_in, gate});
     }
     ASSIGN_OR_RETURN(layer.mlp_out, bind.Linear(p + spec.mlp_out, h, inner, config.mlp_out_bias));

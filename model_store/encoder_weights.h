@@ -16,8 +16,8 @@
 namespace embedding::model_store {
 
 struct LinearWeights {
-  torch::Tensor weight;                        // [out, in]; undefined once `packed` holds the layer
-  torch::Tensor bias;                          // [out]; zeros when the checkpoint has none
+  torch::Tensor weight;  // [out, in]; undefined once `packed` holds the layer
+  torch::Tensor bias;    // [out]; zeros when the checkpoint has none
   std::shared_ptr<const PackedLinear> packed;  // fp32 and int8 (see linear_layer.h)
 };
 
@@ -44,8 +44,8 @@ struct LayerWeights {
 };
 
 struct EncoderWeights {
-  torch::Tensor word_embeddings;       // [vocab, hidden]
-  torch::Tensor position_embeddings;   // [positions, hidden]; undefined for rotary positions
+  torch::Tensor word_embeddings;      // [vocab, hidden]
+  torch::Tensor position_embeddings;  // [positions, hidden]; undefined for rotary positions
   torch::Tensor token_type_embedding;  // [hidden], type 0 (single-segment input); may be undefined
   NormWeights embeddings_norm;
   std::vector<LayerWeights> layers;

@@ -11,8 +11,8 @@ NormalizedText DecodeNormalized(std::string_view text, uint32_t base) {
   while (offset < text.size()) {
     char32_t cp;
     const int len = DecodeCodePoint(text, offset, &cp);
-    out.push_back(
-        {cp, base + static_cast<uint32_t>(offset), base + static_cast<uint32_t>(offset + len)});
+    out.push_back({cp, base + static_cast<uint32_t>(offset),
+                   base + static_cast<uint32_t>(offset + len)});
     offset += len;
   }
   return out;

@@ -92,9 +92,9 @@ class UnicodeForm : public Normalizer {
     decomposed.reserve(parts.size());
     size_t source = 0;
     for (const Part& part : parts) {
-      const NormalizedChar& from = (part.first || decomposed.empty())
-                                       ? (*text)[std::min(source++, text->size() - 1)]
-                                       : decomposed.back();
+      const NormalizedChar& from =
+          (part.first || decomposed.empty()) ? (*text)[std::min(source++, text->size() - 1)]
+                                             : decomposed.back();
       decomposed.push_back({part.cp, from.begin, from.end});
     }
     if (!compose_) {
@@ -240,10 +240,8 @@ absl::StatusOr<std::unique_ptr<Normalizer>> ParseReplace(const std::string& labe
     auto regex = std::make_unique<re2::RE2>(source, re2::RE2::Quiet);
     if (!regex->ok()) {
       return absl::InvalidArgumentError(absl::StrCat(label, ": normalizer Replace pattern '",
-                                                     source,
-                                                     "' is not a supported regular "
-                                                     "expression: ",
-                                                     regex->error()));
+                                                     source, "' is not a supported regular "
+                                                     "expression: ", regex->error()));
     }
     return std::make_unique<Replace>("", std::move(regex), content);
   }

@@ -52,8 +52,8 @@ class Metaspace : public PreTokenizer {
     for (NormalizedChar& c : text) {
       if (c.cp == ' ') c.cp = replacement_;
     }
-    const bool prepend =
-        scheme_ == PrependScheme::kAlways || (scheme_ == PrependScheme::kFirst && at_text_start);
+    const bool prepend = scheme_ == PrependScheme::kAlways ||
+                         (scheme_ == PrependScheme::kFirst && at_text_start);
     if (prepend && !text.empty() && text.front().cp != replacement_)
       text.insert(text.begin(), {replacement_, text.front().begin, text.front().end});
     std::vector<NormalizedText> words;

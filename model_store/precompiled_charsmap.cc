@@ -23,8 +23,9 @@ absl::StatusOr<PrecompiledCharsmap> PrecompiledCharsmap::Parse(const std::string
   uint32_t trie_bytes = 0;
   for (int i = 3; i >= 0; --i) trie_bytes = (trie_bytes << 8) | static_cast<uint8_t>(blob[i]);
   if (trie_bytes % 4 != 0 || trie_bytes == 0 || blob.size() - 4 < trie_bytes) {
-    return absl::DataLossError(absl::StrCat(label, ": precompiled_charsmap declares a ", trie_bytes,
-                                            "-byte trie in ", blob.size() - 4, " bytes"));
+    return absl::DataLossError(absl::StrCat(label, ": precompiled_charsmap declares a ",
+                                            trie_bytes, "-byte trie in ", blob.size() - 4,
+                                            " bytes"));
   }
   PrecompiledCharsmap map;
   map.units_.resize(trie_bytes / 4);

@@ -22,10 +22,10 @@ RotaryEmbedding::Angles RotaryEmbedding::For(int64_t length) const {
   const auto trained = config_.max_trained_positions;
   if (factor > 0 && length > trained) {
     const double dim = static_cast<double>(config_.dim);
-    const double base = config_.base * std::pow(factor * static_cast<double>(length) /
-                                                        static_cast<double>(trained) -
-                                                    (factor - 1.0),
-                                                dim / (dim - 2.0));
+    const double base =
+        config_.base * std::pow(factor * static_cast<double>(length) /
+                                        static_cast<double>(trained) - (factor - 1.0),
+                                dim / (dim - 2.0));
     return Compute(base, length);
   }
   if (length > table_.cos.size(0)) return Compute(config_.base, length);
@@ -55,9 +55,9 @@ torch::Tensor RotaryEmbedding::ApplyOneHead(const torch::Tensor& x, const torch:
   }
   const torch::Tensor out_first = first * cos - second * sin;
   const torch::Tensor out_second = second * cos + first * sin;
-  const torch::Tensor out = config_.interleaved
-                                ? torch::stack({out_first, out_second}, -1).flatten(-2)
-                                : torch::cat({out_first, out_second}, -1);
+  const torch::Tensor out =
+      config_.interleaved ? torch::stack({out_first, out_second}, -1).flatten(-2)
+                          : torch::cat({out_first, out_second}, -1);
   if (dim == x.size(-1)) return out;
   return torch::cat({out, x.slice(-1, dim)}, -1);
 }

@@ -18,7 +18,8 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(TokenizerParts part
     max_id = std::max(max_id, id);
   }
   for (const auto& [token, id] : config.added_tokens) {
-    if (id < 0) return absl::DataLossError(absl::StrCat("added_tokens: '", token, "' has id ", id));
+    if (id < 0)
+      return absl::DataLossError(absl::StrCat("added_tokens: '", token, "' has id ", id));
     max_id = std::max(max_id, id);
   }
   // Ids are (nearly) dense in every real vocabulary; a stray huge id must not size the table

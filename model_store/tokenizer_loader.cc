@@ -1,7 +1,7 @@
 // Tokenizer::Load: reads the Hugging Face tokenizer files into a TokenizerConfig + vocabulary.
 #include <filesystem>
-#include <fstream>
 #include <limits>
+#include <fstream>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -157,8 +157,8 @@ absl::Status ParseUnigram(const std::string& label, const Json& model, Tokenizer
   pieces.reserve(vocab_json.size());
   for (const Json& entry : vocab_json) {
     if (!entry.is_array() || entry.size() != 2 || !entry[0].is_string() || !entry[1].is_number())
-      return absl::DataLossError(
-          absl::StrCat(label, ": model.vocab[", pieces.size(), "] must be [piece, score]"));
+      return absl::DataLossError(absl::StrCat(label, ": model.vocab[", pieces.size(),
+                                              "] must be [piece, score]"));
     pieces.emplace_back(entry[0].get<std::string>(), entry[1].get<double>());
     parts->vocab.emplace(pieces.back().first, static_cast<int32_t>(pieces.size() - 1));
   }
@@ -185,9 +185,9 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> ParseTokenizerJson(const std::string&
   } else if (model_type == "Unigram") {
     RETURN_IF_ERROR(ParseUnigram(label, model, &parts));
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(label, ": tokenizer model '", model_type,
-                                                   "' is not supported (supported: WordPiece, "
-                                                   "Unigram)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        label, ": tokenizer model '", model_type, "' is not supported (supported: WordPiece, "
+        "Unigram)"));
   }
   ASSIGN_OR_RETURN(parts.normalizer, ParseNormalizer(label, json.value("normalizer", Json())));
   ASSIGN_OR_RETURN(parts.pre_tokenizer,

@@ -113,7 +113,8 @@ void AppendDecomposition(char32_t cp, bool compatibility, std::vector<char32_t>*
   int last_boundclass = 0;
   const int options = UTF8PROC_DECOMPOSE | (compatibility ? UTF8PROC_COMPAT : 0);
   const auto n = utf8proc_decompose_char(static_cast<utf8proc_int32_t>(cp), buf, 32,
-                                         static_cast<utf8proc_option_t>(options), &last_boundclass);
+                                         static_cast<utf8proc_option_t>(options),
+                                         &last_boundclass);
   if (n <= 0 || n > 32) {
     out->push_back(cp);
     return;

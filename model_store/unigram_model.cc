@@ -159,8 +159,8 @@ class Unigram : public SubwordModel {
 absl::StatusOr<std::unique_ptr<SubwordModel>> MakeUnigram(
     std::vector<std::pair<std::string, double>> pieces, UnigramOptions options) {
   if (options.unk_id < 0 || static_cast<size_t>(options.unk_id) >= pieces.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model.unk_id ", options.unk_id, " outside [0, ", pieces.size(), ")"));
+    return absl::InvalidArgumentError(absl::StrCat("model.unk_id ", options.unk_id,
+                                                   " outside [0, ", pieces.size(), ")"));
   }
   return std::make_unique<Unigram>(std::move(pieces), options);
 }

@@ -208,8 +208,8 @@ TEST_F(EncoderTest, FasterDTypesKeepTheirAccuracyGuard) {
   ASSERT_TRUE(checkpoint.ok());
   auto spec = FindArchitecture("bert");
   ASSERT_TRUE(spec.ok());
-  for (auto [dtype, guard] :
-       {std::pair{ComputeDType::kBFloat16, 0.999}, std::pair{ComputeDType::kInt8, 0.99}}) {
+  for (auto [dtype, guard] : {std::pair{ComputeDType::kBFloat16, 0.999},
+                              std::pair{ComputeDType::kInt8, 0.99}}) {
     SCOPED_TRACE(ComputeDTypeName(dtype));
     EncoderOptions options;
     options.dtype = dtype;
@@ -225,7 +225,10 @@ TEST_F(EncoderTest, FasterDTypesKeepTheirAccuracyGuard) {
       // Real text: random ids passed int8 with bf16 attention that real text failed.
       auto probe = GuardProbe(model_->tokenizer(), model_->encoder().max_sequence_length());
       ASSERT_TRUE(probe.ok()) << probe.status();
-      EncodeBatch batch{*probe, std::vector<float>(probe->size(), tau), PoolingMode::kMean, true,
+      EncodeBatch batch{*probe,
+                        std::vector<float>(probe->size(), tau),
+                        PoolingMode::kMean,
+                        true,
                         false};
       auto low = (*fast)->Encode(batch);
       auto full = model_->encoder().Encode(batch);
