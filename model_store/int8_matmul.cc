@@ -1,7 +1,7 @@
 #include "model_store/int8_matmul.h"
 
-#include <algorithm>
-#include <cmath>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "model_store/onednn_support.h"
@@ -13,54 +13,64 @@ using dt = dnnl::memory::data_type;
 
 struct Int8Matmul::State {
   int64_t in = 0, out = 0;
-  MatmulWeights weights;               // int8 [in, out], blocked where the kernel asks for it
+  MatmulWeights weights;               // int8 [1, in, out], blocked where the kernel asks for it
   std::vector<float> weight_scales;    // [out]
-  torch::Tensor weight_scales_tensor;  // the same, [out] fp32
   torch::Tensor bias;                  // [out] fp32
-  torch::Tensor column_sums;           // [out] fp64: each column's sum of int8 weights
+  torch::Tensor zero_point_bias;       // [out] fp32: -128 x each column's sum of int8 weights
 
   struct Built {
     dnnl::matmul::primitive_desc pd;
     dnnl::matmul primitive;
-    // fp32 -> uint8 with the call's scale and zero point: one oneDNN pass, where LibTorch's
-    // quantize_per_tensor took 13.6 ms for 4,096 x 768 and 55 ms for 4,096 x 3,072.
+    // fp32 -> uint8 with each row's scale and the zero point 128: one oneDNN pass, where
+    // LibTorch's quantize_per_tensor took 13.6 ms for 4,096 x 768 and 55 ms for 4,096 x 3,072.
     dnnl::reorder quantize;
   };
   PrimitiveCache<Built> by_rows;
 
-  // The weights' per-column scales are fixed in the primitive and the call's activation scale
-  // comes in through a binary post-op: oneDNN 2.6 runs int8 on AMX (brg:avx512_core_amx_int8)
-  // only with scales known when the primitive is built. With runtime output scales it fell back
-  // to gemm:jit, measured at 512 x 768 x 3,072, 2 threads, Xeon with amx_int8: about 250 GOP/s
+  // Activations are quantised per row (per token), symmetric, stored as uint8 around 128: a
+  // row's result then depends on that row alone, never on what else the batch holds.
+  // The matmul is described in three dimensions, [1, rows, in] x [1, in, out]: oneDNN 2.6's
+  // brgemm kernels take a per-row factor as a binary post-op of shape [1, rows, 1] (2-D
+  // [rows, 1] and per-row output scales fall back to its reference kernel, measured on an
+  // avx512_vnni EPYC: ref_int8:any).
+  // The weights' per-column scales are fixed in the primitive and the rows' scales come in
+  // through that post-op: oneDNN 2.6 runs int8 on AMX (brg:avx512_core_amx_int8) only with
+  // scales known when the primitive is built. With runtime output scales it fell back to
+  // gemm:jit, measured at 512 x 768 x 3,072, 2 threads, Xeon with amx_int8: about 250 GOP/s
   // against 1,100 through AMX.
-  // The activations' zero point is not the primitive's either: x - z times w is x times w less
-  // z times w's column sums, and that term rides in the bias. With a zero point oneDNN appends
-  // those sums to its packed weights, so no head's columns could be read as a slice of them.
+  // The zero point 128 is not the primitive's either: (x - 128) w is x w less 128 times w's
+  // column sums, a constant per column that rides in the bias (oneDNN 2.x adds the bias before
+  // the output scales: a zero input gave the bias times the scale). With a zero point oneDNN
+  // appends those sums to its packed weights, so no head's columns could be read as a slice.
   dnnl::matmul::primitive_desc Describe(int64_t rows, const dnnl::memory::desc& weights) const {
     dnnl::primitive_attr attr;
-    attr.set_output_scales(1 << 1, weight_scales);  // per output column
-    dnnl::post_ops activation_scale;
-    activation_scale.append_binary(dnnl::algorithm::binary_mul,
-                                   dnnl::memory::desc({1, 1}, dt::f32, tag::ab));
-    attr.set_post_ops(activation_scale);
+    attr.set_output_scales(1 << 2, weight_scales);  // per output column
+    dnnl::post_ops epilogue;
+    epilogue.append_binary(dnnl::algorithm::binary_mul,
+                           dnnl::memory::desc({1, rows, 1}, dt::f32, tag::abc));
+    epilogue.append_binary(dnnl::algorithm::binary_add,
+                           dnnl::memory::desc({1, 1, out}, dt::f32, tag::abc));
+    attr.set_post_ops(epilogue);
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     return dnnl::matmul::primitive_desc(
-        dnnl::matmul::desc(dnnl::memory::desc({rows, in}, dt::u8, tag::ab), weights,
-                           dnnl::memory::desc({1, out}, dt::f32, tag::ab),
-                           dnnl::memory::desc({rows, out}, dt::f32, tag::ab)),
+        dnnl::matmul::desc(dnnl::memory::desc({1, rows, in}, dt::u8, tag::abc), weights,
+                           dnnl::memory::desc({1, 1, out}, dt::f32, tag::abc),
+                           dnnl::memory::desc({1, rows, out}, dt::f32, tag::abc)),
         attr, CpuEngine());
   }
 
   Built Build(int64_t rows) const {
     const dnnl::matmul::primitive_desc pd = Describe(rows, weights.desc);
     dnnl::primitive_attr quantize_attr;
-    quantize_attr.set_output_scales(0, {DNNL_RUNTIME_F32_VAL});
-    quantize_attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
+    quantize_attr.set_output_scales(1 << 1, {DNNL_RUNTIME_F32_VAL});  // per row
+    quantize_attr.set_zero_points(DNNL_ARG_DST, 0, {kZeroPoint});
     const dnnl::reorder::primitive_desc quantize_pd(
-        CpuEngine(), dnnl::memory::desc({rows, in}, dt::f32, tag::ab), CpuEngine(), pd.src_desc(),
-        quantize_attr);
+        CpuEngine(), dnnl::memory::desc({1, rows, in}, dt::f32, tag::abc), CpuEngine(),
+        pd.src_desc(), quantize_attr);
     return Built{pd, dnnl::matmul(pd), dnnl::reorder(quantize_pd)};
   }
+
+  static constexpr int32_t kZeroPoint = 128;
 };
 
 Int8Matmul::Int8Matmul(const torch::Tensor& weight, const torch::Tensor& bias)
@@ -69,20 +79,31 @@ Int8Matmul::Int8Matmul(const torch::Tensor& weight, const torch::Tensor& bias)
   const torch::Tensor w = weight.to(torch::kFloat32).contiguous();
   s.out = w.size(0);
   s.in = w.size(1);
-  s.weight_scales_tensor = (w.abs().amax(1) / 127.0).clamp_min(1e-12).contiguous();
-  s.weight_scales.assign(s.weight_scales_tensor.data_ptr<float>(),
-                         s.weight_scales_tensor.data_ptr<float>() + s.out);
-  const torch::Tensor plain = (w / s.weight_scales_tensor.unsqueeze(1))
+  const torch::Tensor weight_scales = (w.abs().amax(1) / 127.0).clamp_min(1e-12).contiguous();
+  s.weight_scales.assign(weight_scales.data_ptr<float>(),
+                         weight_scales.data_ptr<float>() + s.out);
+  const torch::Tensor plain = (w / weight_scales.unsqueeze(1))
                                   .round()
                                   .clamp(-127, 127)
                                   .to(torch::kInt8)
                                   .t()
                                   .contiguous();
-  s.weights = PackWeights([&](int64_t rows, const auto& desc) { return s.Describe(rows, desc); },
-                          dnnl::memory::desc({s.in, s.out}, dt::s8, tag::ab), plain);
+  const auto describe = [&](int64_t rows, const auto& desc) { return s.Describe(rows, desc); };
+  // A CPU whose brgemm kernels lack the per-row post-op would run int8 on the reference
+  // kernel, far slower than fp32: refuse it here, so that auto counts int8 as unavailable.
+  const std::string kernel =
+      describe(512, dnnl::memory::desc({1, s.in, s.out}, dt::s8, tag::any)).impl_info_str();
+  if (kernel.rfind("ref", 0) == 0) {
+    throw std::runtime_error("int8: oneDNN has no fast kernel for per-row activation scales on "
+                             "this CPU (it chose " + kernel + ")");
+  }
+  s.weights = PackWeights(describe, dnnl::memory::desc({1, s.in, s.out}, dt::s8, tag::abc),
+                          plain);
   s.bias = bias.defined() ? bias.to(torch::kFloat32).contiguous()
                           : torch::zeros({s.out}, torch::kFloat32);
-  s.column_sums = plain.to(torch::kFloat64).sum(0).contiguous();
+  // In fp64, then rounded once: exact up to 2^24 (column sums of 131,072).
+  s.zero_point_bias =
+      (plain.to(torch::kFloat64).sum(0) * -State::kZeroPoint).to(torch::kFloat32).contiguous();
 }
 
 Int8Matmul::Int8Matmul(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -96,9 +117,8 @@ std::shared_ptr<const PackedLinear> Int8Matmul::Columns(int64_t begin, int64_t c
   slice->out = count;
   slice->weight_scales.assign(s.weight_scales.begin() + begin,
                               s.weight_scales.begin() + begin + count);
-  slice->weight_scales_tensor = s.weight_scales_tensor.narrow(0, begin, count).contiguous();
   slice->bias = s.bias.narrow(0, begin, count).contiguous();
-  slice->column_sums = s.column_sums.narrow(0, begin, count).contiguous();
+  slice->zero_point_bias = s.zero_point_bias.narrow(0, begin, count).contiguous();
   std::optional<MatmulWeights> weights =
       SliceColumns(s.weights, begin, count,
                    [&](int64_t rows, const auto& desc) { return slice->Describe(rows, desc); });
@@ -113,48 +133,36 @@ torch::Tensor Int8Matmul::Apply(const torch::Tensor& x_in) const {
   const State& s = *state_;
   const torch::Tensor x = x_in.to(torch::kFloat32).contiguous();
   const int64_t rows = x.size(0);
-  // Asymmetric uint8 over the call's range, widened to hold 0 so that zero stays exact.
-  auto [lo, hi] = torch::aminmax(x);
-  const float min = std::min(lo.item<float>(), 0.0f), max = std::max(hi.item<float>(), 0.0f);
-  const double scale = max > min ? (static_cast<double>(max) - min) / 255.0 : 1.0;
-  const int32_t zero_point =
-      static_cast<int32_t>(std::clamp<double>(std::nearbyint(-min / scale), 0, 255));
-  // oneDNN 2.x scales int8 results after adding the bias (measured: a zero input gave the bias
-  // times the scale), so the bias goes in divided by the scales it will be multiplied by, less
-  // the zero point's share of the integer products (in fp64, then rounded once: that share is
-  // up to 255 x 127 x in).
-  const torch::Tensor bias =
-      (s.bias.to(torch::kFloat64) / (s.weight_scales_tensor.to(torch::kFloat64) * scale) -
-       zero_point * s.column_sums)
-          .to(torch::kFloat32)
-          .contiguous();
-  float activation_scale = static_cast<float>(scale);
+  // Each row's scale from its own largest magnitude (127 levels each side); an all-zero row
+  // (the encoder's padding) takes 1, any value would do.
+  const auto [lo, hi] = torch::aminmax(x, /*dim=*/1);
+  const torch::Tensor largest = torch::maximum(hi, -lo);
+  const torch::Tensor row_scales =
+      torch::where(largest > 0, largest / 127.0f, torch::ones_like(largest)).contiguous();
+  const torch::Tensor inverse_scales = row_scales.reciprocal().contiguous();
   torch::Tensor result = torch::empty({rows, s.out}, torch::kFloat32);
 
   const auto& [pd, primitive, quantize] =
       s.by_rows.Get(rows, [&](int64_t n) { return s.Build(n); });
   const torch::Tensor scratch = Scratchpad(pd);
-  int32_t zero_point_value = zero_point;
   const dnnl::engine& e = CpuEngine();
   dnnl::stream stream(e);
   torch::Tensor q = torch::empty({rows, s.in}, torch::kUInt8);
   const dnnl::memory quantized = AsMemory(pd.src_desc(), q);
-  float inverse_scale = static_cast<float>(1.0 / scale);
   quantize.execute(
-      stream,
-      {{DNNL_ARG_FROM, dnnl::memory({{rows, s.in}, dt::f32, tag::ab}, e, x.data_ptr())},
-       {DNNL_ARG_TO, quantized},
-       {DNNL_ARG_ATTR_OUTPUT_SCALES, dnnl::memory({{1}, dt::f32, tag::a}, e, &inverse_scale)},
-       {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST,
-        dnnl::memory({{1}, dt::s32, tag::a}, e, &zero_point_value)}});
+      stream, {{DNNL_ARG_FROM, dnnl::memory({{1, rows, s.in}, dt::f32, tag::abc}, e, x.data_ptr())},
+               {DNNL_ARG_TO, quantized},
+               {DNNL_ARG_ATTR_OUTPUT_SCALES, AsMemory({{rows}, dt::f32, tag::a}, inverse_scales)}});
   primitive.execute(
       stream,
       {{DNNL_ARG_SRC, quantized},
        {DNNL_ARG_WEIGHTS, AsMemory(s.weights.desc, s.weights.data)},
-       {DNNL_ARG_BIAS, dnnl::memory({{1, s.out}, dt::f32, tag::ab}, e, bias.data_ptr())},
-       {DNNL_ARG_DST, dnnl::memory({{rows, s.out}, dt::f32, tag::ab}, e, result.data_ptr())},
+       {DNNL_ARG_BIAS, AsMemory(pd.bias_desc(), s.zero_point_bias)},
+       {DNNL_ARG_DST, AsMemory(pd.dst_desc(), result)},
        {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
-        dnnl::memory({{1, 1}, dt::f32, tag::ab}, e, &activation_scale)},
+        AsMemory({{1, rows, 1}, dt::f32, tag::abc}, row_scales)},
+       {DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1,
+        AsMemory({{1, 1, s.out}, dt::f32, tag::abc}, s.bias)},
        {DNNL_ARG_SCRATCHPAD, AsMemory(pd.scratchpad_desc(), scratch)}});
   stream.wait();
   return result;

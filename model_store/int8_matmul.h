@@ -6,8 +6,7 @@
 // layers), and a 131,072-token document grew a BERT-base server by 454-547 MiB through it.
 // Here the weights are packed once, at load, in the layout the matmul reads (AMX's or VNNI's
 // blocks where the CPU has them), the activations are quantised by one oneDNN reorder, and
-// their scale and zero point are given at execution, so one primitive per row count serves
-// every call.
+// their scales are given at execution, so one primitive per row count serves every call.
 #pragma once
 
 #include <torch/types.h>
@@ -21,12 +20,14 @@ namespace embedding::model_store {
 class Int8Matmul final : public PackedLinear {
  public:
   // Quantises `weight` [out, in] to int8 symmetric per output row: per-row scales keep a row of
-  // small weights from losing its precision to another row's outliers.
+  // small weights from losing its precision to another row's outliers. Throws std::runtime_error
+  // where oneDNN has only its reference kernel for this layer on this CPU.
   Int8Matmul(const torch::Tensor& weight, const torch::Tensor& bias);
   ~Int8Matmul() override;
 
-  // x [rows, in] fp32 -> x weight^T + bias, [rows, out] fp32. The activations are quantised to
-  // uint8 over the whole call (asymmetric, the range always holding 0).
+  // x [rows, in] fp32 -> x weight^T + bias, [rows, out] fp32. Each row of activations is
+  // quantised on its own (symmetric, 127 levels each side of 0), so a row's result does not
+  // depend on the other rows: the same text gives the same vector in any batch.
   torch::Tensor Apply(const torch::Tensor& x) const override;
   std::shared_ptr<const PackedLinear> Columns(int64_t begin, int64_t count) const override;
   size_t primitives() const override;

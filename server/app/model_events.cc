@@ -46,10 +46,16 @@ void LogServing(const ServedModel& served) {
 // A reload that found something: what serves now, or why the new version was refused.
 void LogReload(const ReloadOutcome& outcome) {
   if (outcome.result == ReloadOutcome::Result::kLoaded) {
+    const std::string dtype =
+        outcome.dtype_kept_from.empty()
+            ? absl::StrCat(" in ", outcome.dtype)
+            : absl::StrCat(" in ", outcome.dtype, ", the dtype version ", outcome.dtype_kept_from,
+                           " served in (kept: --reload-dtype=measure or POST "
+                           "/admin/reload?dtype=measure measures it again)");
     ServerLog(LogLevel::kInfo,
               absl::StrCat("model '", outcome.model, "' ",
                            outcome.new_model ? "added from --model-store" : "reloaded",
-                           ": version ", outcome.version, " serving"));
+                           ": version ", outcome.version, " serving", dtype));
   } else if (outcome.result == ReloadOutcome::Result::kFailed && outcome.new_model) {
     ServerLog(LogLevel::kError, absl::StrCat("model '", outcome.model,
                                              "' in --model-store refused: ", outcome.error));

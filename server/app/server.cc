@@ -112,6 +112,7 @@ absl::Status Server::LoadModels() {
                        [this](const ServedModel& model) { return metrics_.BatchHook(model.name); },
                        events.VersionObserver()));
   reloader_ = std::make_unique<ModelReloader>(registry_.get(), options_.models.poll_interval,
+                                              options_.models.reload_measures_dtype,
                                               events.ReloadObserver());
   if (http_) http_->SetReloader(reloader_.get());
   return absl::OkStatus();

@@ -80,6 +80,12 @@ ABSL_FLAG(std::string, dtype_cache_dir, "",
           "Where --dtype=auto keeps its measured choice, per model content and CPU; default "
           "$XDG_CACHE_HOME/embedding-server, else $HOME/.cache/embedding-server. off: measure "
           "at every load.");
+// keep: a reload must not change what vectors the same text gets unless the operator asks
+// (caches, indexes and the other replicas hold vectors of the serving dtype).
+ABSL_FLAG(std::string, reload_dtype, "keep",
+          "keep | measure. Under --dtype=auto, a reloaded model keeps the dtype its serving "
+          "version was in (keep), or auto measures it afresh (measure; POST "
+          "/admin/reload?dtype=measure does so once).");
 ABSL_FLAG(int, threads, 0, "torch intra-op threads; 0 uses every core.");
 ABSL_FLAG(int, tokenizer_threads, 2, "Threads that tokenise and plan requests.");
 ABSL_FLAG(int64_t, max_batch_tokens, 2048, "Padded tokens per forward pass.");
@@ -257,6 +263,12 @@ absl::Status ReadModelFlags(ModelOptions* models) {
         absl::StrCat("--dtype=", dtype, ": allowed fp32, bf16, int8, auto"));
   }
   models->dtype_cache_dir = DTypeCacheDir(absl::GetFlag(FLAGS_dtype_cache_dir));
+  const std::string reload_dtype = absl::GetFlag(FLAGS_reload_dtype);
+  if (reload_dtype != "keep" && reload_dtype != "measure") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--reload_dtype=", reload_dtype, ": allowed keep, measure"));
+  }
+  models->reload_measures_dtype = reload_dtype == "measure";
   models->intra_op_threads = absl::GetFlag(FLAGS_threads);
   const double poll = absl::GetFlag(FLAGS_model_poll_interval_s);
   if (!(poll >= 0 && poll <= 86400))

@@ -32,6 +32,10 @@ struct ModelOptions {
   model_store::ComputeDType dtype = model_store::ComputeDType::kFloat32;
   // Where --dtype=auto keeps its choice per model content and CPU; empty: measure every load.
   std::string dtype_cache_dir;
+  // Under --dtype=auto, a reload serves the new version in the dtype the old one was served in
+  // (replicas and cached vectors keep agreeing) unless this is set (--reload-dtype=measure) or
+  // the admin call asks (POST /admin/reload?dtype=measure).
+  bool reload_measures_dtype = false;
   int intra_op_threads = 0;  // 0: all cores
   // Loaded versions per model after a reload: the current one and those before it, for
   // "name@version" (--model-versions-kept).

@@ -20,6 +20,9 @@ struct ServedModel {
   std::string name;
   std::string version;
   std::optional<HubOrigin> hub;  // set when it was loaded from the Hub cache
+  // Set when a reload served this version in the dtype of the one it replaced, instead of
+  // letting --dtype=auto measure again: that version's name.
+  std::string dtype_kept_from;
   std::unique_ptr<model_store::Model> model;
   std::unique_ptr<Batcher> batcher;
 };

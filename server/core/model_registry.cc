@@ -69,17 +69,19 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
 }
 
 absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::LoadVersion(
-    const std::string& name, const LocatedSource& source) const {
+    const std::string& name, const LocatedSource& source, const ServedModel* keep_dtype_of) const {
   const std::string& directory = source.located.directory;
   model_store::ModelOptions load_options;
   load_options.encoder.dtype = options_.dtype;
+  const bool keep_dtype = keep_dtype_of != nullptr && options_.dtype == model_store::ComputeDType::kAuto;
+  if (keep_dtype) load_options.encoder.dtype = keep_dtype_of->model->encoder().dtype();
   load_options.encoder.intra_op_threads = options_.intra_op_threads;
   // The content hash names a flat directory's version, and keys auto's cached choice (a
   // versioned directory's name does not say what is in it).
   std::string content_version;
   if (source.located.version.empty() || options_.dtype == model_store::ComputeDType::kAuto)
     content_version = model_store::ComputeModelVersion(directory);
-  if (options_.dtype == model_store::ComputeDType::kAuto) {
+  if (load_options.encoder.dtype == model_store::ComputeDType::kAuto) {
     load_options.dtype_cache_dir = options_.dtype_cache_dir;
     load_options.content_version = content_version;
   }
@@ -98,6 +100,7 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::LoadVersion(
   served->name = name;
   served->version = source.located.version.empty() ? content_version : source.located.version;
   served->hub = source.hub;
+  if (keep_dtype) served->dtype_kept_from = keep_dtype_of->version;
   served->model = *std::move(model);
   const model_store::Encoder* encoder = &served->model->encoder();
   WorkerPool* inference = inference_;
@@ -145,14 +148,15 @@ std::vector<std::shared_ptr<const ServedModel>> ModelRegistry::Current() const {
 }
 
 absl::StatusOr<std::vector<ReloadOutcome>> ModelRegistry::Reload(const std::string& name,
-                                                                 bool settled) {
+                                                                 bool settled,
+                                                                 bool measure_dtype) {
   std::lock_guard<std::mutex> reloading(reload_mu_);
   std::vector<ReloadOutcome> outcomes;
   bool found = false;
   for (Entry& entry : entries_) {
     if (!name.empty() && entry.source.name != name) continue;
     found = true;
-    outcomes.push_back(ReloadEntry(entry, settled));
+    outcomes.push_back(ReloadEntry(entry, settled, measure_dtype));
   }
   if (!options_.store.empty() && (name.empty() || !found)) {  // after the loop: it grows entries_
     for (ReloadOutcome& added : AddFromStore(name, settled)) {
@@ -168,13 +172,15 @@ absl::StatusOr<std::vector<ReloadOutcome>> ModelRegistry::Reload(const std::stri
   return outcomes;
 }
 
-ReloadOutcome ModelRegistry::ReloadEntry(Entry& entry, bool settled) {
+ReloadOutcome ModelRegistry::ReloadEntry(Entry& entry, bool settled, bool measure_dtype) {
   ReloadOutcome outcome;
   outcome.model = entry.source.name;
+  std::shared_ptr<const ServedModel> serving;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    outcome.version = entry.versions.front()->version;
+    serving = entry.versions.front();
   }
+  outcome.version = serving->version;
   // A poll (settled) reads a Hub model's cache only, so a ref moved by `embedctl pull` is picked
   // up without asking the Hub every interval; POST /admin/reload asks the Hub.
   ModelSource source = entry.source;
@@ -186,7 +192,8 @@ ReloadOutcome ModelRegistry::ReloadEntry(Entry& entry, bool settled) {
     return outcome;
   }
   if (!entry.changes.ShouldTake(located->located.signature, settled)) return outcome;
-  auto served = LoadVersion(entry.source.name, *located);
+  auto served =
+      LoadVersion(entry.source.name, *located, measure_dtype ? nullptr : serving.get());
   entry.changes.Taken(located->located.signature);
   if (!served.ok()) {
     outcome.result = ReloadOutcome::Result::kFailed;
@@ -194,12 +201,14 @@ ReloadOutcome ModelRegistry::ReloadEntry(Entry& entry, bool settled) {
     return outcome;
   }
   outcome.result = ReloadOutcome::Result::kLoaded;
+  outcome.dtype = model_store::ComputeDTypeName((*served)->model->encoder().dtype());
+  outcome.dtype_kept_from = (*served)->dtype_kept_from;
   // Same bytes under new timestamps, or back to the serving version after a refused one.
   if ((*served)->version == outcome.version) return outcome;
   std::shared_ptr<const ServedModel> previous;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    previous = entry.versions.front();
+    previous = std::move(serving);
     entry.versions.push_front(*served);
     while (entry.versions.size() > std::max<size_t>(1, options_.versions_kept)) {
       replaced_.push_back(entry.versions.back());
@@ -256,6 +265,7 @@ std::vector<ReloadOutcome> ModelRegistry::AddFromStore(const std::string& name, 
     if (version_observer_.on_serving) version_observer_.on_serving(**served, true);
     outcome.result = ReloadOutcome::Result::kLoaded;
     outcome.version = (*served)->version;
+    outcome.dtype = model_store::ComputeDTypeName((*served)->model->encoder().dtype());
     outcomes.push_back(std::move(outcome));
   }
   return outcomes;

@@ -29,6 +29,8 @@ struct ReloadOutcome {
   std::string version;     // the version now serving ("" for a new model that failed to load)
   std::string error;       // kFailed: why the new version was refused
   bool new_model = false;  // a subdirectory of --model-store not served before
+  std::string dtype;       // kLoaded: the dtype the new version serves in
+  std::string dtype_kept_from;  // kLoaded: set when that dtype was kept from this version
 };
 const char* ReloadResultName(ReloadOutcome::Result result);
 
@@ -67,7 +69,10 @@ class ModelRegistry final : public ModelCatalog {
   // half-copied files). A version that fails to load is refused and the current one keeps
   // serving; it is not tried again until its files change. One reload at a time; blocks while
   // loading. NOT_FOUND for an unknown `name`.
-  absl::StatusOr<std::vector<ReloadOutcome>> Reload(const std::string& name, bool settled);
+  // Under --dtype=auto a new version of a served model keeps the dtype of the version it
+  // replaces, unless `measure_dtype` (auto then measures it afresh); new models always measure.
+  absl::StatusOr<std::vector<ReloadOutcome>> Reload(const std::string& name, bool settled,
+                                                    bool measure_dtype);
 
   // Frees replaced versions that no request holds any more (their batchers stop here, never
   // on a thread of their own). Called after every reload and by the poller.
@@ -83,10 +88,12 @@ class ModelRegistry final : public ModelCatalog {
   ModelRegistry(const ModelOptions& options, const BatcherOptions& batching, WorkerPool* inference,
                 Batcher::Executor completions, BatchObserverFactory observers,
                 VersionObserver versions);
-  // The located version, loaded on a thread of its own (see the .cc), with its batcher.
-  absl::StatusOr<std::shared_ptr<const ServedModel>> LoadVersion(const std::string& name,
-                                                                 const LocatedSource& source) const;
-  ReloadOutcome ReloadEntry(Entry& entry, bool settled);
+  // The located version, loaded on a thread of its own (see the .cc), with its batcher; in the
+  // dtype of `keep_dtype_of` when given and the server's --dtype is auto.
+  absl::StatusOr<std::shared_ptr<const ServedModel>> LoadVersion(
+      const std::string& name, const LocatedSource& source,
+      const ServedModel* keep_dtype_of = nullptr) const;
+  ReloadOutcome ReloadEntry(Entry& entry, bool settled, bool measure_dtype);
   // Serves the store's new subdirectories (only `name` when not empty), as Reload describes.
   std::vector<ReloadOutcome> AddFromStore(const std::string& name, bool settled);
   bool Serves(const std::string& name) const;

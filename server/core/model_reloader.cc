@@ -11,8 +11,11 @@ constexpr auto kReleaseTick = std::chrono::seconds(1);
 }  // namespace
 
 ModelReloader::ModelReloader(ModelRegistry* registry, absl::Duration interval,
-                             OutcomeObserver observer)
-    : registry_(registry), interval_(interval), observer_(std::move(observer)) {
+                             bool measure_dtype, OutcomeObserver observer)
+    : registry_(registry),
+      interval_(interval),
+      measure_dtype_(measure_dtype),
+      observer_(std::move(observer)) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -25,8 +28,10 @@ ModelReloader::~ModelReloader() {
   thread_.join();
 }
 
-absl::StatusOr<std::vector<ReloadOutcome>> ModelReloader::ReloadNow(const std::string& model) {
-  auto outcomes = registry_->Reload(model, /*settled=*/false);
+absl::StatusOr<std::vector<ReloadOutcome>> ModelReloader::ReloadNow(
+    const std::string& model, std::optional<bool> measure_dtype) {
+  auto outcomes =
+      registry_->Reload(model, /*settled=*/false, measure_dtype.value_or(measure_dtype_));
   if (outcomes.ok()) Report(*outcomes);
   return outcomes;
 }
@@ -38,7 +43,7 @@ void ModelReloader::Run() {
     lock.unlock();
     registry_->ReleaseUnused();
     if (interval_ > absl::ZeroDuration() && absl::Now() >= next_check) {
-      auto outcomes = registry_->Reload("", /*settled=*/true);
+      auto outcomes = registry_->Reload("", /*settled=*/true, measure_dtype_);
       if (outcomes.ok()) Report(*outcomes);
       next_check = absl::Now() + interval_;
     }

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,14 +22,18 @@ class ModelReloader {
   using OutcomeObserver = std::function<void(const ReloadOutcome&)>;
 
   // Checks every model's directory every `interval` (zero: only on ReloadNow) and takes a new
-  // version once it looks the same at two checks in a row. `registry` outlives the reloader.
-  ModelReloader(ModelRegistry* registry, absl::Duration interval, OutcomeObserver observer);
+  // version once it looks the same at two checks in a row, measuring its dtype again when
+  // `measure_dtype` (--reload-dtype). `registry` outlives the reloader.
+  ModelReloader(ModelRegistry* registry, absl::Duration interval, bool measure_dtype,
+                OutcomeObserver observer);
   // Stops the timer thread (waiting for a load in progress).
   ~ModelReloader();
 
-  // Loads whatever changed in `model`'s directory (every model's for ""), now. Blocks while
-  // loading. NOT_FOUND for a model not served.
-  absl::StatusOr<std::vector<ReloadOutcome>> ReloadNow(const std::string& model);
+  // Loads whatever changed in `model`'s directory (every model's for ""), now; `measure_dtype`
+  // as ModelRegistry::Reload, unset: as the timer does. Blocks while loading. NOT_FOUND for a
+  // model not served.
+  absl::StatusOr<std::vector<ReloadOutcome>> ReloadNow(const std::string& model,
+                                                       std::optional<bool> measure_dtype);
 
  private:
   void Run();
@@ -36,6 +41,7 @@ class ModelReloader {
 
   ModelRegistry* const registry_;
   const absl::Duration interval_;
+  const bool measure_dtype_;
   const OutcomeObserver observer_;
   std::mutex mu_;
   std::condition_variable wake_;

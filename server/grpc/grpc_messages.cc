@@ -247,6 +247,7 @@ void FillEmbedResponse(const EmbedAnswer& answer, v1::EmbedResponse* response) {
   const EmbedResult& result = answer.result;
   response->set_model(answer.model->name);
   response->set_model_version(answer.model->version);
+  response->set_dtype(model_store::ComputeDTypeName(answer.model->model->encoder().dtype()));
   response->set_strategy(answer.params.strategy);
   response->set_temperature_mode(answer.params.auto_temperature ? v1::TEMPERATURE_MODE_AUTO
                                                                 : v1::TEMPERATURE_MODE_FIXED);

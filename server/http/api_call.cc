@@ -24,6 +24,15 @@ void ApiCall::Finish(HttpResponse response, const absl::Status& status) {
   embedder_->CallDone(record_);  // after Respond: a drained server has posted every answer
 }
 
+HttpResponse EmbedAnswerResponse(const EmbedAnswer& answer, std::string body) {
+  return HttpResponse{
+      200,
+      "application/json",
+      std::move(body),
+      {{"X-Model-Version", answer.model->version},
+       {"X-Embedding-Dtype", model_store::ComputeDTypeName(answer.model->model->encoder().dtype())}}};
+}
+
 absl::StatusOr<absl::Time> RequestDeadline(const HttpExchange& exchange, absl::Duration fallback) {
   const std::string header = exchange.Header("X-Request-Timeout");
   if (header.empty()) return absl::Now() + fallback;

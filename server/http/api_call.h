@@ -31,6 +31,11 @@ class ApiCall {
   const absl::Time started_;
 };
 
+// A successful embedding answer: 200, JSON `body`, and the headers that say what produced it,
+// X-Model-Version and X-Embedding-Dtype (fp32, bf16 or int8): vectors of one model version and
+// dtype are comparable bit for bit, across dtypes only within the accuracy guard.
+HttpResponse EmbedAnswerResponse(const EmbedAnswer& answer, std::string body);
+
 // The request's deadline: X-Request-Timeout (seconds, in (0, 86400]) or now + `fallback`.
 // INVALID_ARGUMENT naming X-Request-Timeout.
 absl::StatusOr<absl::Time> RequestDeadline(const HttpExchange& exchange, absl::Duration fallback);

@@ -1,5 +1,8 @@
 #include "server/http/http_endpoint.h"
 
+#include <optional>
+#include <string>
+
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -26,6 +29,8 @@ HttpResponse ReloadAnswer(const absl::StatusOr<std::vector<ReloadOutcome>>& outc
     nlohmann::json item = {{"model", outcome.model},
                            {"result", ReloadResultName(outcome.result)},
                            {"version", outcome.version}};
+    if (!outcome.dtype.empty()) item["dtype"] = outcome.dtype;
+    if (!outcome.dtype_kept_from.empty()) item["dtype_kept_from"] = outcome.dtype_kept_from;
     if (outcome.new_model) item["new_model"] = true;
     if (outcome.result == ReloadOutcome::Result::kFailed) {
       item["error"] = outcome.error;
@@ -68,8 +73,16 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(HttpEndpointOp
         ModelReloader* reloader = self->reloader_.load();
         if (reloader == nullptr)
           return ex->Respond(Text(503, "models are loading; retry shortly\n"));
-        self->admin_.Schedule([reloader, ex] {
-          ex->Respond(ReloadAnswer(reloader->ReloadNow(ex->QueryParam("model"))));
+        // dtype=keep|measure: under --dtype=auto, whether a new version keeps the serving
+        // version's dtype or is measured again; absent: as --reload-dtype says.
+        const std::string dtype = ex->QueryParam("dtype");
+        if (!dtype.empty() && dtype != "keep" && dtype != "measure") {
+          return ex->Respond(Text(400, "dtype: must be keep or measure\n"));
+        }
+        const std::optional<bool> measure =
+            dtype.empty() ? std::nullopt : std::optional<bool>(dtype == "measure");
+        self->admin_.Schedule([reloader, ex, measure] {
+          ex->Respond(ReloadAnswer(reloader->ReloadNow(ex->QueryParam("model"), measure)));
         });
       });
   server.Route("GET", "/healthz",

@@ -47,7 +47,7 @@ void Embeddings(const OpenAiEndpointOptions& options, std::shared_ptr<HttpExchan
   auto job = options.embedder->StartEmbed(
       std::move(parsed->call), [call, base64](absl::StatusOr<EmbedAnswer> answer) {
         call->Finish(answer.ok()
-                         ? HttpResponse{200, kJson, OpenAiEmbeddingsBody(*answer, base64), {}}
+                         ? EmbedAnswerResponse(*answer, OpenAiEmbeddingsBody(*answer, base64))
                          : ErrorResponse(answer.status()),
                      answer.status());
       });

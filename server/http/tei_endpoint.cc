@@ -48,7 +48,7 @@ void Embed(const OpenAiEndpointOptions& options, TeiRoute route,
   parsed->deadline = *deadline;
   auto job = options.embedder->StartEmbed(
       *std::move(parsed), [call, route](absl::StatusOr<EmbedAnswer> answer) {
-        call->Finish(answer.ok() ? HttpResponse{200, kJson, TeiEmbedBody(*answer, route), {}}
+        call->Finish(answer.ok() ? EmbedAnswerResponse(*answer, TeiEmbedBody(*answer, route))
                                  : TeiError(answer.status(), false),
                      answer.status());
       });

@@ -11,24 +11,24 @@
 namespace embedding::model_store {
 namespace {
 
-// x W^T + b with W int8 per output row (symmetric, 127 levels) and x uint8 over the whole
-// matrix (asymmetric, range widened to hold 0), integer products exact.
+// x W^T + b with W int8 per output row (symmetric, 127 levels) and each row of x int8 on its
+// own (symmetric, 127 levels, its scale from its own largest magnitude), integer products
+// exact.
 std::vector<double> QuantisedReference(const torch::Tensor& x, const torch::Tensor& w,
                                        const torch::Tensor& b) {
   const int64_t rows = x.size(0), in = x.size(1), out = w.size(0);
   auto xa = x.accessor<float, 2>();
   auto wa = w.accessor<float, 2>();
   auto ba = b.accessor<float, 1>();
-  double lo = 0, hi = 0;
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t k = 0; k < in; ++k)
-      lo = std::min<double>(lo, xa[r][k]), hi = std::max<double>(hi, xa[r][k]);
-  const double x_scale = (hi - lo) / 255.0;
-  const int64_t zero = std::clamp<int64_t>(std::llround(-lo / x_scale), 0, 255);
   std::vector<int64_t> xq(rows * in);
-  for (int64_t r = 0; r < rows; ++r)
+  std::vector<double> x_scales(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    double largest = 0;
+    for (int64_t k = 0; k < in; ++k) largest = std::max<double>(largest, std::fabs(xa[r][k]));
+    x_scales[r] = largest > 0 ? largest / 127.0 : 1.0;
     for (int64_t k = 0; k < in; ++k)
-      xq[r * in + k] = std::clamp<int64_t>(std::llround(xa[r][k] / x_scale) + zero, 0, 255);
+      xq[r * in + k] = std::clamp<int64_t>(std::llround(xa[r][k] / x_scales[r]), -127, 127);
+  }
   std::vector<double> result(rows * out);
   for (int64_t n = 0; n < out; ++n) {
     double amax = 0;
@@ -38,8 +38,8 @@ std::vector<double> QuantisedReference(const torch::Tensor& x, const torch::Tens
     for (int64_t k = 0; k < in; ++k) wq[k] = std::llround(wa[n][k] / w_scale);
     for (int64_t r = 0; r < rows; ++r) {
       int64_t acc = 0;
-      for (int64_t k = 0; k < in; ++k) acc += (xq[r * in + k] - zero) * wq[k];
-      result[r * out + n] = acc * x_scale * w_scale + ba[n];
+      for (int64_t k = 0; k < in; ++k) acc += xq[r * in + k] * wq[k];
+      result[r * out + n] = acc * x_scales[r] * w_scale + ba[n];
     }
   }
   return result;
@@ -84,6 +84,27 @@ TEST(Int8Matmul, OnePrimitivePerRowCountWhateverTheActivationScale) {
   EXPECT_EQ(layer.primitives(), 1u);
   (void)layer.Apply(torch::randn({8, 64}));
   EXPECT_EQ(layer.primitives(), 2u);
+}
+
+// A row's result is its own: alone, among rows a thousand times larger or all zero, at any
+// position and in any row count, bit for bit (the BERT-wide layer takes the packed kernel).
+TEST(Int8Matmul, ARowsResultDoesNotDependOnTheOtherRows) {
+  torch::manual_seed(5);
+  for (auto [out, in] : {std::pair<int64_t, int64_t>{48, 80}, {768, 768}}) {
+    const Int8Matmul layer(torch::randn({out, in}), torch::randn({out}));
+    const torch::Tensor row = torch::randn({1, in});
+    const torch::Tensor alone = layer.Apply(row);
+    for (int64_t rows : {2, 7, 64, 512}) {
+      for (int64_t at : {int64_t{0}, rows / 2, rows - 1}) {
+        torch::Tensor x = torch::randn({rows, in}) * (rows % 2 == 0 ? 1000.0 : 0.0);
+        x.narrow(0, at, 1).copy_(row);
+        const torch::Tensor batched = layer.Apply(x).narrow(0, at, 1);
+        EXPECT_TRUE(torch::equal(alone, batched))
+            << out << " x " << in << ", row " << at << " of " << rows << ": max difference "
+            << (alone - batched).abs().max().item<float>();
+      }
+    }
+  }
 }
 
 TEST(Int8Matmul, ZeroInputGivesTheBias) {

@@ -47,7 +47,7 @@ class ModelRegistryTest : public ::testing::Test {
   }
   // The one outcome of reloading "m".
   ReloadOutcome Reload(bool settled) {
-    auto outcomes = registry_->Reload("m", settled);
+    auto outcomes = registry_->Reload("m", settled, /*measure_dtype=*/false);
     EXPECT_TRUE(outcomes.ok()) << outcomes.status();
     EXPECT_EQ(outcomes->size(), 1u);
     return outcomes->front();
@@ -103,7 +103,7 @@ TEST_F(ModelRegistryTest, AReplacedVersionIsFreedOnlyWhenNoRequestHoldsIt) {
 }
 
 TEST_F(ModelRegistryTest, UnknownNamesAreNotFound) {
-  EXPECT_EQ(registry_->Reload("nope", false).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(registry_->Reload("nope", false, false).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(registry_->Find("nope").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(registry_->Find("m@9").status().code(), absl::StatusCode::kNotFound);
 }
