@@ -12,6 +12,8 @@
 
 #include "absl/time/clock.h"
 #include "client/embedding_client.h"
+#include "model_store/dtype_choice_cache.h"
+#include "model_store/model_version.h"
 #include "tests/testing/metrics_scrape.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/test_models.h"
@@ -21,6 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr char kToken[] = "reload-admin-token-5e1d";
 
@@ -232,6 +235,75 @@ TEST(ModelReload, RequestsInFlightFinishOnTheVersionTheyStartedOn) {
     absl::SleepFor(absl::Milliseconds(100));
   EXPECT_THAT(server.Log(), HasSubstr("model 'm' version 1 unloaded"));
   testing::ExpectAccountingReturnsToZero(server.http_address());
+}
+
+// Under --dtype=auto a reload keeps the dtype the serving version was in, so the same text keeps
+// its vector across the reload; ?dtype=measure lets auto choose afresh. The auto cache is
+// seeded so that auto's choice differs per version: int8 for version 1's content, fp32 for the
+// content of versions 2 and 3. Every answer names the dtype that produced it.
+TEST(ModelReload, ANewVersionKeepsTheServingDtypeUnlessAskedToMeasure) {
+  const std::string model_dir = testing::MakeScratchDir("reload-dtype");
+  const std::string cache_dir = testing::MakeScratchDir("reload-dtype-cache");
+  AddVersion(model_dir, "1", testing::TinyModelDir());
+  const model_store::DTypeChoiceCache cache(cache_dir);
+  ASSERT_TRUE(cache.Store(model_store::ComputeModelVersion(model_dir + "/1"), 0,
+                          model_store::ComputeDType::kInt8, {})
+                  .ok());
+  ASSERT_TRUE(cache.Store(model_store::ComputeModelVersion(testing::SmallModelDir()), 0,
+                          model_store::ComputeDType::kFloat32, {})
+                  .ok());
+  testing::ServerProcess server({"--model=m=" + model_dir, "--dtype=auto",
+                                 "--dtype-cache-dir=" + cache_dir, "--model-poll-interval-s=0",
+                                 "--auth-token-file=" + TokenFile(),
+                                 "--openai-listen=127.0.0.1:0"});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  auto client = Client(server);
+  auto first = EmbedWith(*client, "m", "short");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->dtype(), "int8");
+
+  AddVersion(model_dir, "2", testing::SmallModelDir());
+  auto kept = PostReload(server.http_address(), "?model=m", kToken);
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(kept->status, 200) << kept->body;
+  EXPECT_THAT(kept->body, HasSubstr("\"dtype\": \"int8\""));
+  EXPECT_THAT(kept->body, HasSubstr("\"dtype_kept_from\": \"1\""));
+  EXPECT_THAT(server.Log(), HasSubstr("version 2 serving in int8, the dtype version 1 served in"));
+  auto second = EmbedWith(*client, "m", "short");
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->model_version(), "2");
+  EXPECT_EQ(second->dtype(), "int8");
+
+  // The HTTP routes say it in headers.
+  const std::string& api = server.api_address();
+  httplib::Client http(api.substr(0, api.rfind(':')), std::stoi(api.substr(api.rfind(':') + 1)));
+  const httplib::Headers auth = {{"Authorization", std::string("Bearer ") + kToken}};
+  for (const auto& [path, body] : {std::pair<std::string, std::string>{
+                                       "/v1/embeddings", R"({"input": "short", "model": "m"})"},
+                                   {"/embed", R"({"inputs": "short"})"}}) {
+    auto answer = http.Post(path, auth, body, "application/json");
+    ASSERT_TRUE(answer) << path;
+    EXPECT_EQ(answer->status, 200) << path << ": " << answer->body;
+    EXPECT_EQ(answer->get_header_value("X-Embedding-Dtype"), "int8") << path;
+    EXPECT_EQ(answer->get_header_value("X-Model-Version"), "2") << path;
+  }
+
+  auto bad = PostReload(server.http_address(), "?model=m&dtype=fastest", kToken);
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_THAT(bad->body, HasSubstr("dtype: must be keep or measure"));
+
+  AddVersion(model_dir, "3", testing::SmallModelDir());
+  auto measured = PostReload(server.http_address(), "?model=m&dtype=measure", kToken);
+  ASSERT_TRUE(measured);
+  EXPECT_EQ(measured->status, 200) << measured->body;
+  EXPECT_THAT(measured->body, HasSubstr("\"dtype\": \"fp32\""));
+  EXPECT_THAT(measured->body, Not(HasSubstr("dtype_kept_from")));
+  auto third = EmbedWith(*client, "m", "short");
+  ASSERT_TRUE(third.ok()) << third.status();
+  EXPECT_EQ(third->model_version(), "3");
+  EXPECT_EQ(third->dtype(), "fp32");
+  EXPECT_THAT(server.Log(), HasSubstr("version 3 serving in fp32\n"));
 }
 
 // A model copied into --model-store after start-up is served under its directory's name once

@@ -87,6 +87,7 @@ ServerProcess::ServerProcess(std::vector<std::string> args, absl::Duration start
   stdout_fd_ = out_pipe[0];
   grpc_address_ = AddressAfter(output, "grpc listening on ");
   http_address_ = AddressAfter(output, "http listening on ");
+  api_address_ = AddressAfter(output, "openai listening on ");
 }
 
 ServerProcess::~ServerProcess() {

@@ -24,6 +24,8 @@ class ServerProcess {
   bool ok() const { return ready_; }
   const std::string& grpc_address() const { return grpc_address_; }
   const std::string& http_address() const { return http_address_; }
+  // The OpenAI and TEI listener's, when started with --openai-listen.
+  const std::string& api_address() const { return api_address_; }
   pid_t pid() const { return pid_; }
 
   // Sends `signal` to the server.
@@ -47,6 +49,7 @@ class ServerProcess {
   int exit_code_ = -1;
   std::string grpc_address_;
   std::string http_address_;
+  std::string api_address_;
   std::string log_path_;
 };
 
