@@ -1,7 +1,7 @@
 #include "model_store/int8_matmul.h"
 
-#include <stdexcept>
-#include <string>
+#include <ATen/Parallel.h>
+
 #include <vector>
 
 #include "model_store/onednn_support.h"
@@ -11,9 +11,12 @@ namespace embedding::model_store {
 using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
 
+// Rows per task of the scale-and-bias pass: a few hundred KB of output each.
+constexpr int64_t kEpilogueRows = 16;
+
 struct Int8Matmul::State {
   int64_t in = 0, out = 0;
-  MatmulWeights weights;               // int8 [1, in, out], blocked where the kernel asks for it
+  MatmulWeights weights;               // int8 [in, out], blocked where the kernel asks for it
   std::vector<float> weight_scales;    // [out]
   torch::Tensor bias;                  // [out] fp32
   torch::Tensor zero_point_bias;       // [out] fp32: -128 x each column's sum of int8 weights
@@ -29,43 +32,38 @@ struct Int8Matmul::State {
 
   // Activations are quantised per row (per token), symmetric, stored as uint8 around 128: a
   // row's result then depends on that row alone, never on what else the batch holds.
-  // The matmul is described in three dimensions, [1, rows, in] x [1, in, out]: oneDNN 2.6's
-  // brgemm kernels take a per-row factor as a binary post-op of shape [1, rows, 1] (2-D
-  // [rows, 1] and per-row output scales fall back to its reference kernel, measured on an
-  // avx512_vnni EPYC: ref_int8:any).
-  // The weights' per-column scales are fixed in the primitive and the rows' scales come in
-  // through that post-op: oneDNN 2.6 runs int8 on AMX (brg:avx512_core_amx_int8) only with
-  // scales known when the primitive is built. With runtime output scales it fell back to
-  // gemm:jit, measured at 512 x 768 x 3,072, 2 threads, Xeon with amx_int8: about 250 GOP/s
-  // against 1,100 through AMX.
+  // The kernel applies the weights' per-column scales; each row's scale and the bias follow in
+  // one pass of our own (Apply). oneDNN 2.6's brgemm has no fast way to take them: per-row
+  // output scales are refused, a [rows, 1] post-op falls back to its reference kernel, and
+  // in three dimensions ([1, rows, 1]) the per-row and per-column post-ops made the matmul
+  // 1.3-1.6x slower, against 1.02-1.14x for the separate pass (512-4,096 x 384-3,072,
+  // 2 threads, avx512_vnni EPYC; README).
+  // The weights' scales are fixed in the primitive: oneDNN 2.6 runs int8 on AMX
+  // (brg:avx512_core_amx_int8) only with scales known when the primitive is built. With
+  // runtime output scales it fell back to gemm:jit, measured at 512 x 768 x 3,072, 2 threads,
+  // Xeon with amx_int8: about 250 GOP/s against 1,100 through AMX.
   // The zero point 128 is not the primitive's either: (x - 128) w is x w less 128 times w's
   // column sums, a constant per column that rides in the bias (oneDNN 2.x adds the bias before
   // the output scales: a zero input gave the bias times the scale). With a zero point oneDNN
   // appends those sums to its packed weights, so no head's columns could be read as a slice.
   dnnl::matmul::primitive_desc Describe(int64_t rows, const dnnl::memory::desc& weights) const {
     dnnl::primitive_attr attr;
-    attr.set_output_scales(1 << 2, weight_scales);  // per output column
-    dnnl::post_ops epilogue;
-    epilogue.append_binary(dnnl::algorithm::binary_mul,
-                           dnnl::memory::desc({1, rows, 1}, dt::f32, tag::abc));
-    epilogue.append_binary(dnnl::algorithm::binary_add,
-                           dnnl::memory::desc({1, 1, out}, dt::f32, tag::abc));
-    attr.set_post_ops(epilogue);
+    attr.set_output_scales(1 << 1, weight_scales);  // per output column
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     return dnnl::matmul::primitive_desc(
-        dnnl::matmul::desc(dnnl::memory::desc({1, rows, in}, dt::u8, tag::abc), weights,
-                           dnnl::memory::desc({1, 1, out}, dt::f32, tag::abc),
-                           dnnl::memory::desc({1, rows, out}, dt::f32, tag::abc)),
+        dnnl::matmul::desc(dnnl::memory::desc({rows, in}, dt::u8, tag::ab), weights,
+                           dnnl::memory::desc({1, out}, dt::f32, tag::ab),
+                           dnnl::memory::desc({rows, out}, dt::f32, tag::ab)),
         attr, CpuEngine());
   }
 
   Built Build(int64_t rows) const {
     const dnnl::matmul::primitive_desc pd = Describe(rows, weights.desc);
     dnnl::primitive_attr quantize_attr;
-    quantize_attr.set_output_scales(1 << 1, {DNNL_RUNTIME_F32_VAL});  // per row
+    quantize_attr.set_output_scales(1 << 0, {DNNL_RUNTIME_F32_VAL});  // per row
     quantize_attr.set_zero_points(DNNL_ARG_DST, 0, {kZeroPoint});
     const dnnl::reorder::primitive_desc quantize_pd(
-        CpuEngine(), dnnl::memory::desc({1, rows, in}, dt::f32, tag::abc), CpuEngine(),
+        CpuEngine(), dnnl::memory::desc({rows, in}, dt::f32, tag::ab), CpuEngine(),
         pd.src_desc(), quantize_attr);
     return Built{pd, dnnl::matmul(pd), dnnl::reorder(quantize_pd)};
   }
@@ -88,17 +86,8 @@ Int8Matmul::Int8Matmul(const torch::Tensor& weight, const torch::Tensor& bias)
                                   .to(torch::kInt8)
                                   .t()
                                   .contiguous();
-  const auto describe = [&](int64_t rows, const auto& desc) { return s.Describe(rows, desc); };
-  // A CPU whose brgemm kernels lack the per-row post-op would run int8 on the reference
-  // kernel, far slower than fp32: refuse it here, so that auto counts int8 as unavailable.
-  const std::string kernel =
-      describe(512, dnnl::memory::desc({1, s.in, s.out}, dt::s8, tag::any)).impl_info_str();
-  if (kernel.rfind("ref", 0) == 0) {
-    throw std::runtime_error("int8: oneDNN has no fast kernel for per-row activation scales on "
-                             "this CPU (it chose " + kernel + ")");
-  }
-  s.weights = PackWeights(describe, dnnl::memory::desc({1, s.in, s.out}, dt::s8, tag::abc),
-                          plain);
+  s.weights = PackWeights([&](int64_t rows, const auto& desc) { return s.Describe(rows, desc); },
+                          dnnl::memory::desc({s.in, s.out}, dt::s8, tag::ab), plain);
   s.bias = bias.defined() ? bias.to(torch::kFloat32).contiguous()
                           : torch::zeros({s.out}, torch::kFloat32);
   // In fp64, then rounded once: exact up to 2^24 (column sums of 131,072).
@@ -149,22 +138,28 @@ torch::Tensor Int8Matmul::Apply(const torch::Tensor& x_in) const {
   dnnl::stream stream(e);
   torch::Tensor q = torch::empty({rows, s.in}, torch::kUInt8);
   const dnnl::memory quantized = AsMemory(pd.src_desc(), q);
-  quantize.execute(
-      stream, {{DNNL_ARG_FROM, dnnl::memory({{1, rows, s.in}, dt::f32, tag::abc}, e, x.data_ptr())},
-               {DNNL_ARG_TO, quantized},
-               {DNNL_ARG_ATTR_OUTPUT_SCALES, AsMemory({{rows}, dt::f32, tag::a}, inverse_scales)}});
-  primitive.execute(
-      stream,
-      {{DNNL_ARG_SRC, quantized},
-       {DNNL_ARG_WEIGHTS, AsMemory(s.weights.desc, s.weights.data)},
-       {DNNL_ARG_BIAS, AsMemory(pd.bias_desc(), s.zero_point_bias)},
-       {DNNL_ARG_DST, AsMemory(pd.dst_desc(), result)},
-       {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
-        AsMemory({{1, rows, 1}, dt::f32, tag::abc}, row_scales)},
-       {DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1,
-        AsMemory({{1, 1, s.out}, dt::f32, tag::abc}, s.bias)},
-       {DNNL_ARG_SCRATCHPAD, AsMemory(pd.scratchpad_desc(), scratch)}});
+  quantize.execute(stream,
+                   {{DNNL_ARG_FROM, AsMemory({{rows, s.in}, dt::f32, tag::ab}, x)},
+                    {DNNL_ARG_TO, quantized},
+                    {DNNL_ARG_ATTR_OUTPUT_SCALES, AsMemory({{rows}, dt::f32, tag::a}, inverse_scales)}});
+  primitive.execute(stream, {{DNNL_ARG_SRC, quantized},
+                             {DNNL_ARG_WEIGHTS, AsMemory(s.weights.desc, s.weights.data)},
+                             {DNNL_ARG_BIAS, AsMemory(pd.bias_desc(), s.zero_point_bias)},
+                             {DNNL_ARG_DST, AsMemory(pd.dst_desc(), result)},
+                             {DNNL_ARG_SCRATCHPAD, AsMemory(pd.scratchpad_desc(), scratch)}});
   stream.wait();
+  // Each row times its scale, plus the bias: one pass, in the row's own order.
+  const float* __restrict scales = row_scales.data_ptr<float>();
+  const float* __restrict bias = s.bias.data_ptr<float>();
+  float* __restrict out = result.data_ptr<float>();
+  const int64_t width = s.out;
+  at::parallel_for(0, rows, kEpilogueRows, [&](int64_t first, int64_t last) {
+    for (int64_t r = first; r < last; ++r) {
+      float* __restrict row = out + r * width;
+      const float scale = scales[r];
+      for (int64_t c = 0; c < width; ++c) row[c] = row[c] * scale + bias[c];
+    }
+  });
   return result;
 }
 

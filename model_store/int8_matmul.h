@@ -20,8 +20,7 @@ namespace embedding::model_store {
 class Int8Matmul final : public PackedLinear {
  public:
   // Quantises `weight` [out, in] to int8 symmetric per output row: per-row scales keep a row of
-  // small weights from losing its precision to another row's outliers. Throws std::runtime_error
-  // where oneDNN has only its reference kernel for this layer on this CPU.
+  // small weights from losing its precision to another row's outliers.
   Int8Matmul(const torch::Tensor& weight, const torch::Tensor& bias);
   ~Int8Matmul() override;
 

@@ -38,13 +38,9 @@ MatmulWeights PackWeights(const DescribeMatmul& describe, const dnnl::memory::de
 
 std::optional<MatmulWeights> SliceColumns(const MatmulWeights& weights, int64_t begin,
                                           int64_t count, const DescribeMatmul& describe) {
-  // Columns are the last dimension (the int8 matmul's weights are [1, in, out]).
-  dnnl::memory::dims dims = weights.desc.dims();
-  if (dims.empty()) return std::nullopt;
-  dnnl::memory::dims offsets(dims.size() - 1, 0);
-  offsets.push_back(begin);
-  dims.back() = count;
-  dnnl::memory::desc slice = weights.desc.submemory_desc(dims, offsets, /*allow_empty=*/true);
+  const dnnl::memory::dims dims = weights.desc.dims();
+  dnnl::memory::desc slice =
+      weights.desc.submemory_desc({dims[0], count}, {0, begin}, /*allow_empty=*/true);
   // Zero when the blocks do not split at `begin`; extra flags would place compensation data
   // after the whole buffer, not after the slice.
   if (slice.data.ndims == 0 || slice.data.extra.flags != 0) return std::nullopt;
@@ -53,7 +49,8 @@ std::optional<MatmulWeights> SliceColumns(const MatmulWeights& weights, int64_t 
       slice.data.offset0 * static_cast<int64_t>(dnnl::memory::data_type_size(slice.data_type()));
   slice.data.offset0 = 0;
   if (weights.packed) {
-    const dnnl::memory::desc any(dims, slice.data_type(), dnnl::memory::format_tag::any);
+    const dnnl::memory::desc any({dims[0], count}, slice.data_type(),
+                                 dnnl::memory::format_tag::any);
     for (int64_t rows : {1, 512, 8192}) {
       if (describe(rows, any).weights_desc() != slice) return std::nullopt;
     }

@@ -50,8 +50,7 @@ using DescribeMatmul =
 MatmulWeights PackWeights(const DescribeMatmul& describe, const dnnl::memory::desc& plain,
                           const torch::Tensor& plain_data);
 
-// The weights of output columns [begin, begin + count) of `weights` ([in, out], or
-// [1, in, out]: columns are the last dimension): a view of the
+// The weights of output columns [begin, begin + count) of `weights` ([in, out]): a view of the
 // same bytes, no copy. nullopt where the layout does not split there (a block straddles
 // `begin`), or where the kernel for `count` columns (`describe`) would not read the slice's
 // blocked layout as it is (it would reorder it on every call).
