@@ -123,9 +123,10 @@ torch::Tensor Int8Matmul::Apply(const torch::Tensor& x_in) const {
   const torch::Tensor x = x_in.to(torch::kFloat32).contiguous();
   const int64_t rows = x.size(0);
   // Each row's scale from its own largest magnitude (127 levels each side); an all-zero row
-  // (the encoder's padding) takes 1, any value would do.
-  const auto [lo, hi] = torch::aminmax(x, /*dim=*/1);
-  const torch::Tensor largest = torch::maximum(hi, -lo);
+  // (the encoder's padding) takes 1, any value would do. amax and amin, not aminmax: LibTorch
+  // 1.13's aminmax along a dimension is not vectorised (3.7 ms for 4,096 x 768 at 2 threads,
+  // 27% of an int8 forward, against 0.17 ms for these two).
+  const torch::Tensor largest = torch::maximum(x.amax(1), -x.amin(1));
   const torch::Tensor row_scales =
       torch::where(largest > 0, largest / 127.0f, torch::ones_like(largest)).contiguous();
   const torch::Tensor inverse_scales = row_scales.reciprocal().contiguous();
