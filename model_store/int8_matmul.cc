@@ -63,8 +63,8 @@ struct Int8Matmul::State {
     quantize_attr.set_output_scales(1 << 0, {DNNL_RUNTIME_F32_VAL});  // per row
     quantize_attr.set_zero_points(DNNL_ARG_DST, 0, {kZeroPoint});
     const dnnl::reorder::primitive_desc quantize_pd(
-        CpuEngine(), dnnl::memory::desc({rows, in}, dt::f32, tag::ab), CpuEngine(),
-        pd.src_desc(), quantize_attr);
+        CpuEngine(), dnnl::memory::desc({rows, in}, dt::f32, tag::ab), CpuEngine(), pd.src_desc(),
+        quantize_attr);
     return Built{pd, dnnl::matmul(pd), dnnl::reorder(quantize_pd)};
   }
 
@@ -78,14 +78,9 @@ Int8Matmul::Int8Matmul(const torch::Tensor& weight, const torch::Tensor& bias)
   s.out = w.size(0);
   s.in = w.size(1);
   const torch::Tensor weight_scales = (w.abs().amax(1) / 127.0).clamp_min(1e-12).contiguous();
-  s.weight_scales.assign(weight_scales.data_ptr<float>(),
-                         weight_scales.data_ptr<float>() + s.out);
-  const torch::Tensor plain = (w / weight_scales.unsqueeze(1))
-                                  .round()
-                                  .clamp(-127, 127)
-                                  .to(torch::kInt8)
-                                  .t()
-                                  .contiguous();
+  s.weight_scales.assign(weight_scales.data_ptr<float>(), weight_scales.data_ptr<float>() + s.out);
+  const torch::Tensor plain =
+      (w / weight_scales.unsqueeze(1)).round().clamp(-127, 127).to(torch::kInt8).t().contiguous();
   s.weights = PackWeights([&](int64_t rows, const auto& desc) { return s.Describe(rows, desc); },
                           dnnl::memory::desc({s.in, s.out}, dt::s8, tag::ab), plain);
   s.bias = bias.defined() ? bias.to(torch::kFloat32).contiguous()
@@ -139,10 +134,10 @@ torch::Tensor Int8Matmul::Apply(const torch::Tensor& x_in) const {
   dnnl::stream stream(e);
   torch::Tensor q = torch::empty({rows, s.in}, torch::kUInt8);
   const dnnl::memory quantized = AsMemory(pd.src_desc(), q);
-  quantize.execute(stream,
-                   {{DNNL_ARG_FROM, AsMemory({{rows, s.in}, dt::f32, tag::ab}, x)},
-                    {DNNL_ARG_TO, quantized},
-                    {DNNL_ARG_ATTR_OUTPUT_SCALES, AsMemory({{rows}, dt::f32, tag::a}, inverse_scales)}});
+  quantize.execute(
+      stream, {{DNNL_ARG_FROM, AsMemory({{rows, s.in}, dt::f32, tag::ab}, x)},
+               {DNNL_ARG_TO, quantized},
+               {DNNL_ARG_ATTR_OUTPUT_SCALES, AsMemory({{rows}, dt::f32, tag::a}, inverse_scales)}});
   primitive.execute(stream, {{DNNL_ARG_SRC, quantized},
                              {DNNL_ARG_WEIGHTS, AsMemory(s.weights.desc, s.weights.data)},
                              {DNNL_ARG_BIAS, AsMemory(pd.bias_desc(), s.zero_point_bias)},

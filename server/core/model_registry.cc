@@ -73,7 +73,8 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::LoadVersion(
   const std::string& directory = source.located.directory;
   model_store::ModelOptions load_options;
   load_options.encoder.dtype = options_.dtype;
-  const bool keep_dtype = keep_dtype_of != nullptr && options_.dtype == model_store::ComputeDType::kAuto;
+  const bool keep_dtype =
+      keep_dtype_of != nullptr && options_.dtype == model_store::ComputeDType::kAuto;
   if (keep_dtype) load_options.encoder.dtype = keep_dtype_of->model->encoder().dtype();
   load_options.encoder.intra_op_threads = options_.intra_op_threads;
   // The content hash names a flat directory's version, and keys auto's cached choice (a
@@ -148,8 +149,7 @@ std::vector<std::shared_ptr<const ServedModel>> ModelRegistry::Current() const {
 }
 
 absl::StatusOr<std::vector<ReloadOutcome>> ModelRegistry::Reload(const std::string& name,
-                                                                 bool settled,
-                                                                 bool measure_dtype) {
+                                                                 bool settled, bool measure_dtype) {
   std::lock_guard<std::mutex> reloading(reload_mu_);
   std::vector<ReloadOutcome> outcomes;
   bool found = false;
@@ -192,8 +192,7 @@ ReloadOutcome ModelRegistry::ReloadEntry(Entry& entry, bool settled, bool measur
     return outcome;
   }
   if (!entry.changes.ShouldTake(located->located.signature, settled)) return outcome;
-  auto served =
-      LoadVersion(entry.source.name, *located, measure_dtype ? nullptr : serving.get());
+  auto served = LoadVersion(entry.source.name, *located, measure_dtype ? nullptr : serving.get());
   entry.changes.Taken(located->located.signature);
   if (!served.ok()) {
     outcome.result = ReloadOutcome::Result::kFailed;

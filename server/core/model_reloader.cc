@@ -10,8 +10,8 @@ constexpr auto kReleaseTick = std::chrono::seconds(1);
 
 }  // namespace
 
-ModelReloader::ModelReloader(ModelRegistry* registry, absl::Duration interval,
-                             bool measure_dtype, OutcomeObserver observer)
+ModelReloader::ModelReloader(ModelRegistry* registry, absl::Duration interval, bool measure_dtype,
+                             OutcomeObserver observer)
     : registry_(registry),
       interval_(interval),
       measure_dtype_(measure_dtype),

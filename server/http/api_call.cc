@@ -25,12 +25,12 @@ void ApiCall::Finish(HttpResponse response, const absl::Status& status) {
 }
 
 HttpResponse EmbedAnswerResponse(const EmbedAnswer& answer, std::string body) {
-  return HttpResponse{
-      200,
-      "application/json",
-      std::move(body),
-      {{"X-Model-Version", answer.model->version},
-       {"X-Embedding-Dtype", model_store::ComputeDTypeName(answer.model->model->encoder().dtype())}}};
+  return HttpResponse{200,
+                      "application/json",
+                      std::move(body),
+                      {{"X-Model-Version", answer.model->version},
+                       {"X-Embedding-Dtype",
+                        model_store::ComputeDTypeName(answer.model->model->encoder().dtype())}}};
 }
 
 absl::StatusOr<absl::Time> RequestDeadline(const HttpExchange& exchange, absl::Duration fallback) {

@@ -124,6 +124,14 @@ class Overlay(unittest.TestCase):
                       and o["spec"].get("clusterIP") != "None"]
         self.assertEqual({p["targetPort"] for s in cluster_ip for p in s["spec"]["ports"]},
                          set(ports))
+        # Replicas agree: one named dtype (auto would measure per node), and bf16 only where
+        # every pod lands on a node that has it.
+        self.assertIn(flags["data"]["EMBEDDING_DTYPE"], {"fp32", "bf16", "int8"})
+        self.assertIn("EMBEDDING_DTYPE=", read(os.path.join(ROOT, "deploy", "k8s", "overlays",
+                                                            overlay, "kustomization.yaml")))
+        if flags["data"]["EMBEDDING_DTYPE"] == "bf16":
+            self.assertEqual(pod["spec"]["nodeSelector"]
+                             ["feature.node.kubernetes.io/cpu-cpuid.AVX512BF16"], "true")
         threads = next(e for e in container["env"] if e["name"] == "EMBEDDING_THREADS")
         self.assertEqual(threads["valueFrom"]["resourceFieldRef"]["resource"], "limits.cpu")
         self.assertIn("cpu", container["resources"]["limits"])

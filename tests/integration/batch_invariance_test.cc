@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iostream>
 #include <future>
+#include <iostream>
 #include <random>
 #include <string>
 #include <vector>

@@ -246,11 +246,13 @@ TEST(ModelReload, ANewVersionKeepsTheServingDtypeUnlessAskedToMeasure) {
   const std::string cache_dir = testing::MakeScratchDir("reload-dtype-cache");
   AddVersion(model_dir, "1", testing::TinyModelDir());
   const model_store::DTypeChoiceCache cache(cache_dir);
-  ASSERT_TRUE(cache.Store(model_store::ComputeModelVersion(model_dir + "/1"), 0,
-                          model_store::ComputeDType::kInt8, {})
+  ASSERT_TRUE(cache
+                  .Store(model_store::ComputeModelVersion(model_dir + "/1"), 0,
+                         model_store::ComputeDType::kInt8, {})
                   .ok());
-  ASSERT_TRUE(cache.Store(model_store::ComputeModelVersion(testing::SmallModelDir()), 0,
-                          model_store::ComputeDType::kFloat32, {})
+  ASSERT_TRUE(cache
+                  .Store(model_store::ComputeModelVersion(testing::SmallModelDir()), 0,
+                         model_store::ComputeDType::kFloat32, {})
                   .ok());
   testing::ServerProcess server({"--model=m=" + model_dir, "--dtype=auto",
                                  "--dtype-cache-dir=" + cache_dir, "--model-poll-interval-s=0",
