@@ -77,10 +77,11 @@ TEST_P(BatchInvarianceTest, AProbesVectorDoesNotDependOnItsBatch) {
   if (dtype == "bf16" && !model_store::CpuHasNativeBf16()) {
     GTEST_SKIP() << "bf16 needs avx512_bf16 or amx_bf16; this CPU: " << model_store::CpuIsa();
   }
-  // A queue delay lets concurrent requests meet in one forward pass; 4,096 tokens per batch
-  // reaches the long row buckets' neighbours too.
+  // A queue delay lets concurrent requests meet in one forward pass; 8,192 tokens per batch
+  // lets a batch pass 4,096 rows, where layers project one head at a time (each probe alone
+  // takes the whole projection; EncoderHeadByHead checks that switch in process).
   testing::ServerProcess server({"--model=m=" + testing::SmallModelDir(), "--dtype=" + dtype,
-                                 "--max-queue-delay-ms=30", "--max-batch-tokens=4096"});
+                                 "--max-queue-delay-ms=30", "--max-batch-tokens=8192"});
   ASSERT_TRUE(server.ok()) << server.Log();
   auto client = client::EmbeddingClient::Connect({{server.grpc_address()}}).value();
 

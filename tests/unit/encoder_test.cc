@@ -83,17 +83,27 @@ TEST_F(EncoderTest, PaddedMixedBatchEqualsOneAtATime) {
   const auto batched = Encode(seqs, taus);
   for (size_t i = 0; i < seqs.size(); ++i) {
     const auto alone = Encode({seqs[i]}, {taus[i]});
-    EXPECT_LE(MaxAbsDiff(alone.hidden_states[0], batched.hidden_states[i]), 1e-5) << "row " << i;
-    EXPECT_LE(MaxAbsDiff(alone.pooled[0], batched.pooled[i]), 1e-5) << "row " << i;
-    EXPECT_NEAR(alone.high_frequency_ratio[0], batched.high_frequency_ratio[i], 1e-5);
+    // Bit for bit: the same text gives the same vector in any batch.
+    EXPECT_EQ(MaxAbsDiff(alone.hidden_states[0], batched.hidden_states[i]), 0) << "row " << i;
+    EXPECT_EQ(MaxAbsDiff(alone.pooled[0], batched.pooled[i]), 0) << "row " << i;
+    EXPECT_EQ(alone.high_frequency_ratio[0], batched.high_frequency_ratio[i]) << "row " << i;
   }
 }
 
 // From 4,096 rows on, each layer projects and attends one head at a time (encoder_layers.cc).
 // The small model's heads of 64 split (packed_linear_columns_test.cc), so a batch of 4,500
-// rows takes that path while each of its sequences alone (500 rows) takes the whole projection.
-TEST(EncoderHeadByHead, ABatchPastTheThresholdEqualsEachSequenceAlone) {
-  auto model = Model::Load(testing::SmallModelDir(), {});
+// rows takes that path while each of its sequences alone (500 rows) takes the whole projection:
+// different row counts, kernels and weight slices, and still the same bits in every dtype (the
+// README's "Same text, same vector").
+class EncoderHeadByHead : public ::testing::TestWithParam<ComputeDType> {};
+
+TEST_P(EncoderHeadByHead, ABatchPastTheThresholdEqualsEachSequenceAlone) {
+  if (GetParam() == ComputeDType::kBFloat16 && !CpuHasNativeBf16()) {
+    GTEST_SKIP() << "no native bf16 on " << CpuIsa();
+  }
+  ModelOptions options;
+  options.encoder.dtype = GetParam();
+  auto model = Model::Load(testing::SmallModelDir(), options);
   ASSERT_TRUE(model.ok()) << model.status();
   std::mt19937 rng(17);
   std::uniform_int_distribution<int32_t> id(5, (*model)->config().vocab_size - 1);
@@ -118,9 +128,14 @@ TEST(EncoderHeadByHead, ABatchPastTheThresholdEqualsEachSequenceAlone) {
     ASSERT_EQ(a.size(), b.size());
     float worst = 0;
     for (size_t j = 0; j < a.size(); ++j) worst = std::max(worst, std::abs(a[j] - b[j]));
-    EXPECT_LE(worst, 1e-5) << "sequence " << i;
+    EXPECT_EQ(worst, 0) << "sequence " << i;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, EncoderHeadByHead,
+                         ::testing::Values(ComputeDType::kFloat32, ComputeDType::kBFloat16,
+                                           ComputeDType::kInt8),
+                         [](const auto& info) { return std::string(ComputeDTypeName(info.param)); });
 
 TEST_F(EncoderTest, TemperatureChangesTheOutput) {
   const auto seq = RandomSequence(128, 3);

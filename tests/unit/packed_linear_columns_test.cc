@@ -53,7 +53,7 @@ TEST(PackedLinearColumns, EveryHeadsSliceIsThoseColumnsOfTheWholeLayer) {
           const torch::Tensor want = whole.slice(1, h * width, (h + 1) * width);
           const torch::Tensor got = slices[h]->Apply(x);
           ASSERT_EQ(got.sizes(), want.sizes());
-          EXPECT_LE(MaxAbs(got - want), 1e-6 * (1 + MaxAbs(want))) << rows << " rows, head " << h;
+          EXPECT_EQ(MaxAbs(got - want), 0) << rows << " rows, head " << h;
         }
       }
     }
