@@ -111,17 +111,11 @@ void BlockedSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const 
     std::optional<FusedAttention> fused;
     if (length >= kFusedAttentionFromKeys) fused.emplace(length, q.size(2), query_block);
     for (int64_t h = 0; h < q.size(0); ++h) {
-      // Each head's queries, keys and values copied together, whatever their layout in the
-      // projection: oneDNN's gemm:jit rounds differently for other row strides (2.7e-6 in a
-      // 4-layer model between a head read from all heads' projection and from its own), and
-      // which projection a sequence gets depends on its batch (encoder_layers.cc). A copy is
-      // 3 x L x head_dim values against attention's L x L x head_dim products.
-      const torch::Tensor qh = q[h].contiguous(), kh = k[h].contiguous(), vh = v[h].contiguous();
-      if (fused) fused->SetHead(kh, vh);
+      if (fused) fused->SetHead(k[h], v[h]);
       for (int64_t begin = 0; begin < length; begin += query_block) {
         const int64_t end = std::min(length, begin + query_block);
-        if (!fused || !fused->Block(qh, begin, end, scale, out[h])) {
-          plain.Block(qh, kh, vh, begin, end, scale, out[h]);
+        if (!fused || !fused->Block(q[h], begin, end, scale, out[h])) {
+          plain.Block(q[h], k[h], v[h], begin, end, scale, out[h]);
         }
       }
     }

@@ -135,7 +135,9 @@ TEST_P(EncoderHeadByHead, ABatchPastTheThresholdEqualsEachSequenceAlone) {
 INSTANTIATE_TEST_SUITE_P(Dtypes, EncoderHeadByHead,
                          ::testing::Values(ComputeDType::kFloat32, ComputeDType::kBFloat16,
                                            ComputeDType::kInt8),
-                         [](const auto& info) { return std::string(ComputeDTypeName(info.param)); });
+                         [](const auto& info) {
+                           return std::string(ComputeDTypeName(info.param));
+                         });
 
 TEST_F(EncoderTest, TemperatureChangesTheOutput) {
   const auto seq = RandomSequence(128, 3);
