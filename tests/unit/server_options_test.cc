@@ -59,6 +59,10 @@ TEST(ServerOptions, AutoIsTheDefaultDTypeAndKeepsItsChoiceInTheUsersCache) {
             "");
   EXPECT_EQ(Parse({"--model=a=/models/a", "--dtype=fp32"})->models.dtype,
             model_store::ComputeDType::kFloat32);
+  // A reload keeps the serving dtype unless told to measure again.
+  EXPECT_FALSE(options->models.reload_measures_dtype);
+  EXPECT_TRUE(
+      Parse({"--model=a=/models/a", "--reload-dtype=measure"})->models.reload_measures_dtype);
   if (saved_xdg.empty()) {
     unsetenv("XDG_CACHE_HOME");
   } else {
@@ -128,6 +132,7 @@ TEST(ServerOptions, BadValuesNameTheirFlag) {
       {{}, "--model: at least one model is required"},
       {{"--model=a@1=/m"}, "NAME may not hold '@'"},
       {{"--model=a=/m", "--dtype=fp64"}, "--dtype=fp64: allowed fp32, bf16, int8, auto"},
+      {{"--model=a=/m", "--reload-dtype=fastest"}, "--reload_dtype=fastest: allowed keep, measure"},
       {{"--model=a=/m", "--max-batch-padding=2"}, "--max_batch_padding: allowed [0, 1]"},
       {{"--model=a=/m", "--default-temperature=9"}, "--default_temperature: must lie in"},
       {{"--model=a=/m", "--default-strategy=fastest"}, "--default_strategy: 'fastest'"},
