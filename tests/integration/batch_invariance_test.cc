@@ -23,19 +23,6 @@ namespace {
 
 using client::EmbedOptions;
 
-// Words the small demo model's vocabulary holds, one token each.
-std::string Words(int n, uint32_t seed) {
-  static const char* kWords[] = {"the", "cat", "sat", "on",  "a",  "mat", "and", "dog", "ran",
-                                 "to",  "big", "red", "sun", "in", "sky", "of",  "we",  "go"};
-  std::mt19937 rng(seed);
-  std::string out;
-  for (int i = 0; i < n; ++i) {
-    if (i) out += ' ';
-    out += kWords[rng() % (sizeof(kWords) / sizeof(kWords[0]))];
-  }
-  return out;
-}
-
 struct Probe {
   std::string text;
   EmbedOptions options;
@@ -45,7 +32,7 @@ struct Probe {
 std::vector<Probe> Probes() {
   std::vector<Probe> probes;
   auto add = [&](int words, uint32_t seed, float tau, v1::LongTextStrategy strategy) {
-    Probe probe{Words(words, seed), {}};
+    Probe probe{testing::SingleTokenWords(words, seed), {}};
     probe.options.temperature = tau;
     probe.options.strategy = strategy;
     probe.options.chunk_tokens = 96;
@@ -115,7 +102,7 @@ TEST_P(BatchInvarianceTest, AProbesVectorDoesNotDependOnItsBatch) {
       const int before = static_cast<int>(rng() % 4), after = static_cast<int>(rng() % 3);
       for (int i = 0; i < before + after; ++i) {
         const int n = equal_lengths ? words : 1 + static_cast<int>(rng() % 600);
-        texts.push_back(Words(n, rng()));
+        texts.push_back(testing::SingleTokenWords(n, rng()));
       }
       texts.insert(texts.begin() + before, probes[p].text);
       probe_at.emplace_back(p, before);
@@ -130,7 +117,7 @@ TEST_P(BatchInvarianceTest, AProbesVectorDoesNotDependOnItsBatch) {
       options.chunk_tokens = 64 + static_cast<uint32_t>(rng() % 200);
       std::vector<std::string> texts;
       for (int d = 1 + static_cast<int>(rng() % 3); d > 0; --d)
-        texts.push_back(Words(1 + static_cast<int>(rng() % 700), rng()));
+        texts.push_back(testing::SingleTokenWords(1 + static_cast<int>(rng() % 700), rng()));
       calls.push_back(std::async(std::launch::async, [&client, texts, options] {
         return client->Embed(client::MakeEmbedRequest(texts, options));
       }));

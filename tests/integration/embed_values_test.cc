@@ -35,18 +35,7 @@ class EmbedValuesTest : public ::testing::Test {
     delete model_;
   }
 
-  // `n` words that are single tokens in the demo vocabulary, seeded.
-  static std::string Words(int n, int seed) {
-    static const char* kWords[] = {"the", "cat", "sat", "on",  "a",  "mat", "and", "dog", "ran",
-                                   "to",  "big", "red", "sun", "in", "sky", "of",  "we",  "go"};
-    std::mt19937 rng(seed);
-    std::string out;
-    for (int i = 0; i < n; ++i) {
-      if (i) out += ' ';
-      out += kWords[rng() % (sizeof(kWords) / sizeof(kWords[0]))];
-    }
-    return out;
-  }
+  static std::string Words(int n, int seed) { return testing::SingleTokenWords(n, seed); }
 
   static v1::EmbedResponse Embed(const std::string& text, EmbedOptions options) {
     auto response = client_->Embed(client::MakeEmbedRequest({text}, options));

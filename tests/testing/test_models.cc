@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "model_store/safetensors_file.h"
@@ -31,6 +32,18 @@ std::string SmallModelDir() {
 std::string XlmRobertaModelDir() { return EMB_XLMR_MODEL_DIR; }
 
 std::string NomicBertModelDir() { return EMB_NOMIC_MODEL_DIR; }
+
+std::string SingleTokenWords(int n, uint32_t seed) {
+  static const char* kWords[] = {"the", "cat", "sat", "on",  "a",  "mat", "and", "dog", "ran",
+                                 "to",  "big", "red", "sun", "in", "sky", "of",  "we",  "go"};
+  std::mt19937 rng(seed);
+  std::string out;
+  for (int i = 0; i < n; ++i) {
+    if (i) out += ' ';
+    out += kWords[rng() % (sizeof(kWords) / sizeof(kWords[0]))];
+  }
+  return out;
+}
 
 std::string MakeScratchDir(const std::string& name) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();

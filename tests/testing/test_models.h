@@ -2,6 +2,7 @@
 // scratch copies of it, and checkpoint rewriting for corruption tests.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -21,6 +22,9 @@ std::string SmallModelDir();
 // Unigram tokenizer, and NomicBert with rotary positions.
 std::string XlmRobertaModelDir();
 std::string NomicBertModelDir();
+
+// `n` words, seeded, that the demo models' vocabulary holds as one token each.
+std::string SingleTokenWords(int n, uint32_t seed);
 
 // A fresh empty directory under the test's temp dir.
 std::string MakeScratchDir(const std::string& name);
