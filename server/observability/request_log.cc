@@ -72,8 +72,12 @@ void RequestLog::Record(const CallRecord& record, absl::Time now) {
     if (failed) absl::StrAppend(&line, " message=\"", message, "\"");
     if (suppressed > 0) absl::StrAppend(&line, " (", suppressed, " failed-call lines suppressed)");
   }
+  // One write per line, its newline included: the server's own lines (ServerLog) go to the
+  // same stream under no lock of ours, and `line << std::endl` was two writes, between which
+  // one of them landed (two JSON objects on one line, then an empty line).
+  line += '\n';
   std::lock_guard<std::mutex> lock(mu_);
-  *out_ << line << std::endl;
+  *out_ << line << std::flush;
 }
 
 }  // namespace embedding::server

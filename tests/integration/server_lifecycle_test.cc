@@ -137,7 +137,9 @@ TEST(ServerLifecycle, SigtermDrainsInFlightWorkAndExitsZero) {
   auto s = Start({"--drain-timeout-s=60"});
   ASSERT_TRUE(s.client->IsServing().value());
   ASSERT_TRUE(s.client->IsServing("embedding.v1.EmbeddingService").value());
-  auto in_flight = EmbedAsync(s.client.get(), Words(40000));
+  // 100,000 tokens: still in flight when the late call arrives 600 ms in (40,000 finished
+  // first on a fast CI host, and the drained server had already gone).
+  auto in_flight = EmbedAsync(s.client.get(), Words(100000));
   absl::SleepFor(absl::Milliseconds(400));
   s.server->Signal(SIGTERM);
   absl::SleepFor(absl::Milliseconds(200));
