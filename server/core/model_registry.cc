@@ -80,9 +80,11 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::LoadVersion(
   // The content hash names a flat directory's version, and keys auto's cached choice (a
   // versioned directory's name does not say what is in it).
   std::string content_version;
-  if (source.located.version.empty() || options_.dtype == model_store::ComputeDType::kAuto)
+  // A kept dtype needs no hash: auto does not run.
+  const bool auto_dtype = load_options.encoder.dtype == model_store::ComputeDType::kAuto;
+  if (source.located.version.empty() || auto_dtype)
     content_version = model_store::ComputeModelVersion(directory);
-  if (load_options.encoder.dtype == model_store::ComputeDType::kAuto) {
+  if (auto_dtype) {
     load_options.dtype_cache_dir = options_.dtype_cache_dir;
     load_options.content_version = content_version;
   }

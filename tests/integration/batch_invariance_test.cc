@@ -47,8 +47,7 @@ std::vector<Probe> Probes() {
   return probes;
 }
 
-// The largest |a - b| over two responses' vectors (chunks included); infinity when their
-// shapes differ.
+// The largest |a - b| over two documents' vectors; infinity when their sizes differ.
 double MaxDifference(const v1::DocumentEmbedding& a, const v1::DocumentEmbedding& b) {
   if (a.vector_size() != b.vector_size()) return INFINITY;
   double worst = 0;
