@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "model_store/fused_attention.h"
 #include "model_store/onednn_support.h"
@@ -22,45 +24,52 @@ struct AttentionMatmuls {
   dnnl::matmul scores, context;
 };
 
-const AttentionMatmuls& Matmuls() {
-  static const AttentionMatmuls* const built = [] {
-    // Runtime strides, but which one is the unit stride is fixed: with both left open oneDNN
-    // 2.6 picks its reference kernel (ref:any, ~1 s per 128 x 8,192 x 32 product).
-    constexpr auto kAny = DNNL_RUNTIME_DIM_VAL;
-    const dnnl::memory::desc rows({kAny, kAny}, dt::f32, {kAny, 1});
-    const dnnl::memory::desc columns({kAny, kAny}, dt::f32, {1, kAny});
-    dnnl::primitive_attr scaled;
-    scaled.set_output_scales(0, {DNNL_RUNTIME_F32_VAL});
-    scaled.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    dnnl::primitive_attr plain;
-    plain.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    auto* m = new AttentionMatmuls;
-    // Q [block, d] K^T [d, L] (K's rows read as columns), then P [block, L] V [L, d].
-    m->scores_pd =
-        dnnl::matmul::primitive_desc(dnnl::matmul::desc(rows, columns, rows), scaled, CpuEngine());
-    m->context_pd =
-        dnnl::matmul::primitive_desc(dnnl::matmul::desc(rows, rows, rows), plain, CpuEngine());
-    m->scores = dnnl::matmul(m->scores_pd);
-    m->context = dnnl::matmul(m->context_pd);
-    return m;
-  }();
-  return *built;
+AttentionMatmuls* BuildMatmuls(dt type) {
+  // Runtime strides, but which one is the unit stride is fixed: with both left open oneDNN
+  // 2.6 picks its reference kernel (ref:any, ~1 s per 128 x 8,192 x 32 product).
+  constexpr auto kAny = DNNL_RUNTIME_DIM_VAL;
+  const dnnl::memory::desc rows({kAny, kAny}, type, {kAny, 1});
+  const dnnl::memory::desc columns({kAny, kAny}, type, {1, kAny});
+  dnnl::primitive_attr scaled;
+  scaled.set_output_scales(0, {DNNL_RUNTIME_F32_VAL});
+  scaled.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::primitive_attr plain;
+  plain.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  auto* m = new AttentionMatmuls;
+  // Q [block, d] K^T [d, L] (K's rows read as columns), then P [block, L] V [L, d].
+  m->scores_pd =
+      dnnl::matmul::primitive_desc(dnnl::matmul::desc(rows, columns, rows), scaled, CpuEngine());
+  m->context_pd =
+      dnnl::matmul::primitive_desc(dnnl::matmul::desc(rows, rows, rows), plain, CpuEngine());
+  m->scores = dnnl::matmul(m->scores_pd);
+  m->context = dnnl::matmul(m->context_pd);
+  return m;
 }
 
-// fp32 the plain way, one head's block of queries at a time: the scores' product with the
-// scale as its output scale, softmax in place, the values' product written straight into
-// `out`. Through oneDNN because LibTorch 1.13 without MKL runs a batched fp32 matmul as a loop
-// of BLAS calls, and Debian's OpenBLAS 0.3.21 takes these CPUs for a Prescott (no AVX).
+// Each built on first use: a CPU without bf16 never describes the bf16 pair.
+const AttentionMatmuls& Matmuls(torch::ScalarType type) {
+  if (type == torch::kBFloat16) {
+    static const AttentionMatmuls* const bf16 = BuildMatmuls(dt::bf16);
+    return *bf16;
+  }
+  static const AttentionMatmuls* const fp32 = BuildMatmuls(dt::f32);
+  return *fp32;
+}
+
+// The plain way, one head's block of queries at a time, in fp32 or bf16: the scores' product
+// with the scale as its output scale, softmax in place, the values' product written straight
+// into `out`. Through oneDNN because LibTorch 1.13 without MKL runs a batched fp32 matmul as a
+// loop of BLAS calls, and Debian's OpenBLAS 0.3.21 takes these CPUs for a Prescott (no AVX).
 class PlainAttention {
  public:
-  PlainAttention(int64_t length, int64_t query_block)
-      : length_(length), query_block_(query_block) {}
+  PlainAttention(int64_t length, int64_t query_block, torch::ScalarType type)
+      : length_(length), query_block_(query_block), type_(type) {}
 
   void Block(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, int64_t begin,
              int64_t end, double scale, const torch::Tensor& out) {
-    const AttentionMatmuls& m = Matmuls();
+    const AttentionMatmuls& m = Matmuls(type_);
     if (!scores_.defined()) {  // on first use: beside FusedAttention it is seldom needed
-      scores_ = torch::empty({std::min(length_, query_block_), length_}, torch::kFloat32);
+      scores_ = torch::empty({std::min(length_, query_block_), length_}, type_);
       scores_scratch_ = Scratchpad(m.scores_pd);
       context_scratch_ = Scratchpad(m.context_pd);
     }
@@ -77,13 +86,10 @@ class PlainAttention {
                  {DNNL_ARG_DST, AsMemory(MatrixDesc(scores), scores)},
                  {DNNL_ARG_ATTR_OUTPUT_SCALES, scale_memory},
                  {DNNL_ARG_SCRATCHPAD, AsMemory(m.scores_pd.scratchpad_desc(), scores_scratch_)}});
-    // Per shape, kept by oneDNN's primitive cache (a block shape repeats for every head).
     const dnnl::memory::desc scores_desc = MatrixDesc(scores);
-    const dnnl::softmax_forward softmax(dnnl::softmax_forward::primitive_desc(
-        dnnl::softmax_forward::desc(dnnl::prop_kind::forward_inference, scores_desc, 1),
-        CpuEngine()));
     const dnnl::memory scores_memory = AsMemory(scores_desc, scores);
-    softmax.execute(stream, {{DNNL_ARG_SRC, scores_memory}, {DNNL_ARG_DST, scores_memory}});
+    Softmax(scores_desc)
+        .execute(stream, {{DNNL_ARG_SRC, scores_memory}, {DNNL_ARG_DST, scores_memory}});
     const torch::Tensor context = out.slice(0, begin, end);
     m.context.execute(stream, {{DNNL_ARG_SRC, scores_memory},
                                {DNNL_ARG_WEIGHTS, AsMemory(MatrixDesc(v), v)},
@@ -94,7 +100,22 @@ class PlainAttention {
   }
 
  private:
+  // Built once per block shape (two at most: the full block and the last) and reused for every
+  // head: describing a softmax costs more than running one on a short sequence's block.
+  const dnnl::softmax_forward& Softmax(const dnnl::memory::desc& scores) {
+    for (const auto& [desc, softmax] : softmaxes_) {
+      if (desc == scores) return softmax;
+    }
+    softmaxes_.emplace_back(
+        scores, dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(
+                    dnnl::softmax_forward::desc(dnnl::prop_kind::forward_inference, scores, 1),
+                    CpuEngine())));
+    return softmaxes_.back().second;
+  }
+
   const int64_t length_, query_block_;
+  const torch::ScalarType type_;
+  std::vector<std::pair<dnnl::memory::desc, dnnl::softmax_forward>> softmaxes_;
   dnnl::stream stream_{CpuEngine()};  // one per sequence, as every block runs on it
   torch::Tensor scores_, scores_scratch_, context_scratch_;
 };
@@ -106,29 +127,29 @@ void BlockedSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const 
   // Named in LibTorch's profiler (op_profile.py), which does not see oneDNN's own calls.
   RECORD_FUNCTION("embedding::attention", std::vector<c10::IValue>());
   const int64_t length = q.size(1);
-  if (q.scalar_type() == torch::kFloat32) {
-    PlainAttention plain(length, query_block);
-    std::optional<FusedAttention> fused;
-    if (length >= kFusedAttentionFromKeys) fused.emplace(length, q.size(2), query_block);
-    for (int64_t h = 0; h < q.size(0); ++h) {
-      if (fused) fused->SetHead(k[h], v[h]);
-      for (int64_t begin = 0; begin < length; begin += query_block) {
-        const int64_t end = std::min(length, begin + query_block);
-        if (!fused || !fused->Block(q[h], begin, end, scale, out[h])) {
-          plain.Block(q[h], k[h], v[h], begin, end, scale, out[h]);
-        }
-      }
+  const bool bf16 = q.scalar_type() == torch::kBFloat16;
+  if (bf16 && length < kBf16HeadByHeadFromKeys) {
+    // Every head in one call: LibTorch hands the batch to oneDNN's brgemm whole.
+    const torch::Tensor keys_t = k.transpose(1, 2);  // [heads, d, L]
+    for (int64_t begin = 0; begin < length; begin += query_block) {
+      const int64_t end = std::min(length, begin + query_block);
+      // Scaling the [block x d] queries costs less than scaling the [block x L] scores.
+      torch::Tensor scores = torch::bmm(q.slice(1, begin, end) * scale, keys_t);
+      out.slice(1, begin, end).copy_(torch::bmm(torch::softmax(scores, -1), v));
     }
     return;
   }
-  // bf16: batched over heads, which LibTorch sends to oneDNN whole (7.6 ms at L = 512 against
-  // 10.8 ms one head at a time).
-  const torch::Tensor keys_t = k.transpose(1, 2);  // [heads, d, L]
-  for (int64_t begin = 0; begin < length; begin += query_block) {
-    const int64_t end = std::min(length, begin + query_block);
-    // Scaling the [block x d] queries costs less than scaling the [block x L] scores.
-    torch::Tensor scores = torch::bmm(q.slice(1, begin, end) * scale, keys_t);
-    out.slice(1, begin, end).copy_(torch::bmm(torch::softmax(scores, -1), v));
+  PlainAttention plain(length, query_block, q.scalar_type());
+  std::optional<FusedAttention> fused;
+  if (!bf16 && length >= kFusedAttentionFromKeys) fused.emplace(length, q.size(2), query_block);
+  for (int64_t h = 0; h < q.size(0); ++h) {
+    if (fused) fused->SetHead(k[h], v[h]);
+    for (int64_t begin = 0; begin < length; begin += query_block) {
+      const int64_t end = std::min(length, begin + query_block);
+      if (!fused || !fused->Block(q[h], begin, end, scale, out[h])) {
+        plain.Block(q[h], k[h], v[h], begin, end, scale, out[h]);
+      }
+    }
   }
 }
 

@@ -17,13 +17,25 @@ namespace embedding::model_store {
 // 1.06x faster at 4,096, 1.27x at 8,190.
 inline constexpr int64_t kFusedAttentionFromKeys = 4096;
 
+// From this many keys on, bf16 attends one head at a time through the plain path's oneDNN
+// products, below it every head in one batched LibTorch call. Measured on [12 heads, L, 64],
+// AMD EPYC (avx512_bf16, no AMX), 2 threads, one sequence's attention: batched 0.08 / 0.33 /
+// 0.90 ms at L = 16 / 128 / 256 against 0.30 / 0.59 / 0.88 ms one head at a time (each call
+// costs a few microseconds); at L = 512 / 2,048 / 4,096, 14 / 46 / 377 ms batched against
+// 2.2 / 33 / 116 ms by head. The choice rests on the sequence's own length only, so a text
+// takes the same kernels alone and in any batch (a batched product's kernel varies with the
+// number of heads in the call: 1 against 12 rounded a 5-token sequence's context differently).
+inline constexpr int64_t kBf16HeadByHeadFromKeys = 512;
+
 // out = softmax(Q K^T * scale) V for one sequence. `q`, `k`, `v`, `out`: [heads, L, head_dim]
 // views with unit stride in the last dimension and any other strides, so heads are read from a
 // packed projection and written into the layer's [L, heads x head_dim] context in place. No
 // padding: every key is real, so no mask. `scale` is 1 / (sqrt(head_dim) * tau): TempScale's
 // temperature divides the logits, which is the same as scaling them. Everything runs in `q`'s
 // dtype (a bf16 softmax measured 2-3x faster than one through fp32 on this CPU). Exact in fp32
-// to rounding, at every tau, on either fp32 path.
+// to rounding, at every tau, on either fp32 path. A call's heads are computed independently of
+// each other: head h gives the same bits whether it comes alone or with the others, except for
+// bf16 below kBf16HeadByHeadFromKeys, whose callers always pass every head.
 void BlockedSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                           double scale, int64_t query_block, torch::Tensor& out);
 

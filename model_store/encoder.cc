@@ -22,26 +22,6 @@ struct Encoder::Weights {
   std::unique_ptr<RotaryEmbedding> rotary;  // set when positions are rotary
 };
 
-namespace {
-
-// 64: at most 63 idle rows, under 3% of a 2,048-token batch, while a mixed corpus's batches
-// fall into 32 shapes up to 2,048 tokens instead of hundreds.
-constexpr int64_t kRowBucket = 64;
-// From 4,096 rows on, 512: each shape's kernels stay built for the server's life, and int8's
-// differ per layer and per head slice: 20-25 MiB more resident per new long shape on a 12-layer
-// NomicBert-base (TCMALLOC_AGGRESSIVE_DECOMMIT=1, after windows of 8,190, 7,000, 6,000 and
-// 5,000 tokens; fp32's are shared, about 1 MiB). 8 shapes between 4,096 and 8,192 rows, not
-// 64, for at most 511 idle rows in the linear layers (attention reads only real tokens).
-constexpr int64_t kLongRows = 4096;
-constexpr int64_t kLongRowBucket = 512;
-
-int64_t BucketedRows(int64_t tokens) {
-  const int64_t bucket = tokens > kLongRows ? kLongRowBucket : kRowBucket;
-  return (tokens + bucket - 1) / bucket * bucket;
-}
-
-}  // namespace
-
 const char* ComputeDTypeName(ComputeDType dtype) {
   switch (dtype) {
     case ComputeDType::kFloat32:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "model_store/attention.h"
 #include "model_store/linear_layer.h"
@@ -29,32 +30,40 @@ torch::Tensor Activate(const torch::Tensor& x, Activation act) {
 // in one forward before. A multiple of the encoder's row bucket (64), so block shapes repeat.
 constexpr int64_t kFeedForwardRows = 512;
 
-// Queries per attention block for a sequence of `length` tokens.
-// fp32 runs one head at a time (attention.cc), so a block's scores are [block, L]: 512 queries
-// hold 16 MB at 8,192 tokens. One 8,190-token NomicBert-base layer pair's attention (2 threads,
+// Queries per attention block: the scores of one head's block are [block, L], 16 MB at
+// 8,192 tokens in fp32. One 8,190-token NomicBert-base layer pair's fp32 attention (2 threads,
 // Xeon with AMX) took 4.1-4.2 s in blocks of 256 and 512 against 4.9-5.3 s in blocks of 128
-// and 6.5-8.3 s in blocks of 32: larger blocks reuse each key and value more per pass.
-// bf16 batches the heads, so its scores are [heads, block, L]: the whole sequence up to 512
-// tokens, then fewer, down to 128, so they never exceed heads x max(512 x 512, 128 x L)
-// values. Measured on [12 heads, L, 64] in python3-torch, 2 threads: at L = 512 one block
-// took 7.1 ms in bf16 against 9.8 ms in blocks of 128; at L = 4,096 blocks of 128 took 477 ms
-// against 657 ms for one block.
-int64_t QueryBlock(int64_t length, torch::ScalarType dtype) {
-  constexpr int64_t kBlock = 512;
-  if (dtype == torch::kFloat32) return std::min(length, kBlock);
-  constexpr int64_t kScoresPerHead = 512 * 512;
-  constexpr int64_t kMinBlock = 128;
-  return std::max(kMinBlock, std::min(length, kScoresPerHead / length));
-}
+// and 6.5-8.3 s in blocks of 32: larger blocks reuse each key and value more per pass. bf16 by
+// head (from 512 keys) measured the same way on an AMD EPYC: 33 ms in blocks of 512 against
+// 47 ms in blocks of 128 at L = 2,048. Below 512 keys bf16 batches the heads and a block is
+// the whole sequence: [heads, L, L], at most 6 MB.
+constexpr int64_t kQueryBlock = 512;
 
-// From this many rows on, a layer projects queries, keys and values one head at a time and
-// attends that head before projecting the next: [rows, 3 x head_dim] at a time instead of
-// [rows, 3 x hidden], which for one 8,192-token NomicBert-base window is 6 MB against 75 MB.
-// Below it, one projection of every head is one larger GEMM. The encoder's batches stay
-// below it unless one sequence is long (--max_batch_tokens defaults to 2,048).
+// A sequence whose own rows (BucketedRows of its length) reach this many projects its queries,
+// keys and values one head at a time, attending that head before projecting the next:
+// [rows, 3 x head_dim] at a time instead of [rows, 3 x hidden], which for one 8,192-token
+// NomicBert-base window is 6 MB against 75 MB. Shorter sequences are projected together, all
+// heads in one larger GEMM, in groups whose rows stay below it. The encoder's batches pass it
+// only for a long sequence or a --max_batch_tokens above 4,096.
 constexpr int64_t kProjectHeadByHeadFromRows = 4096;
 
+// 64 rows: at most 63 idle rows, under 3% of a 2,048-token batch, while a mixed corpus's
+// batches fall into 32 shapes up to 2,048 tokens instead of hundreds.
+constexpr int64_t kRowBucket = 64;
+// From 4,096 rows on, 512: each shape's kernels stay built for the server's life, and int8's
+// differ per layer and per head slice: 20-25 MiB more resident per new long shape on a 12-layer
+// NomicBert-base (TCMALLOC_AGGRESSIVE_DECOMMIT=1, after windows of 8,190, 7,000, 6,000 and
+// 5,000 tokens; fp32's are shared, about 1 MiB). 8 shapes between 4,096 and 8,192 rows, not
+// 64, for at most 511 idle rows in the linear layers (attention reads only real tokens).
+constexpr int64_t kLongRows = 4096;
+constexpr int64_t kLongRowBucket = 512;
+
 }  // namespace
+
+int64_t BucketedRows(int64_t tokens) {
+  const int64_t bucket = tokens > kLongRows ? kLongRowBucket : kRowBucket;
+  return (tokens + bucket - 1) / bucket * bucket;
+}
 
 torch::Tensor Norm(const torch::Tensor& x, const NormWeights& w, double eps) {
   return torch::layer_norm(x.to(torch::kFloat32), {x.size(-1)}, w.weight, w.bias, eps)
@@ -84,52 +93,58 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
   // 0.99997.
   torch::Tensor context = torch::empty({rows, heads * head_dim}, x.options());
   context.slice(0, batch.offsets.back()).zero_();  // the row bucket's idle rows
-  // One head of a short sequence projected head by head, copied to where the whole projection
-  // would hold it: oneDNN's gemm:jit rounds attention differently for another row stride, and
-  // such a sequence alone (under the threshold) takes the whole projection. Read in place, a
-  // text alone and in a batch past the threshold differed by 2.7e-6 in fp32 and by 0.061 in
-  // int8. Only a batch that mixes short sequences past the threshold pays the copy, and it
-  // holds the whole projection of its longest short sequence, reused for every head.
-  torch::Tensor short_heads;  // [rows of the longest short sequence, heads, 3, head_dim]
-  auto as_if_whole = [&](const torch::Tensor& head, int64_t h) {
-    const int64_t length = head.size(0);
-    if (!short_heads.defined() || short_heads.size(0) < length) {
-      short_heads = torch::empty({length, heads, 3, head_dim}, head.options());
-    }
-    torch::Tensor at = short_heads.slice(0, 0, length).slice(1, h, h + 1);
-    at.copy_(head);
-    return at;
-  };
-  // Attends heads [first, first + projection.size(1)) of every sequence, reading them from
-  // `projection` ([rows, heads, 3, head_dim]) and writing them where they lie in the context.
-  auto attend = [&](const torch::Tensor& projection, int64_t first) {
+  // Attends heads [first, first + count) of sequence b, read from `projection`
+  // ([b's rows, count, 3, head_dim]) and written where they lie in the context.
+  auto attend = [&](int64_t b, const torch::Tensor& projection, int64_t first) {
+    const int64_t begin = batch.offsets[b], end = batch.offsets[b + 1];
     const int64_t count = projection.size(1);
-    const bool by_head = count < heads;
-    for (int64_t b = 0; b < batch.size(); ++b) {
-      const int64_t begin = batch.offsets[b], end = batch.offsets[b + 1];
-      torch::Tensor rows_of_b = projection.slice(0, begin, end);
-      if (by_head && end - begin < kProjectHeadByHeadFromRows) {
-        rows_of_b = as_if_whole(rows_of_b, first);
-      }
-      const torch::Tensor seq = rows_of_b.permute({2, 1, 0, 3});
-      torch::Tensor q = seq[0], k = seq[1];  // [heads, L, head_dim]
-      if (rotary != nullptr) {
-        rotary->ApplyInPlace(q, batch.angles[b]);
-        rotary->ApplyInPlace(k, batch.angles[b]);
-      }
-      torch::Tensor out = context.slice(0, begin, end)
-                              .view({end - begin, heads, head_dim})
-                              .slice(1, first, first + count)
-                              .transpose(0, 1);
-      BlockedSelfAttention(q, k, seq[2], base_scale / batch.temperatures[b],
-                           QueryBlock(end - begin, x.scalar_type()), out);
+    const torch::Tensor seq = projection.permute({2, 1, 0, 3});
+    torch::Tensor q = seq[0], k = seq[1];  // [count, L, head_dim]
+    if (rotary != nullptr) {
+      rotary->ApplyInPlace(q, batch.angles[b]);
+      rotary->ApplyInPlace(k, batch.angles[b]);
     }
+    torch::Tensor out = context.slice(0, begin, end)
+                            .view({end - begin, heads, head_dim})
+                            .slice(1, first, first + count)
+                            .transpose(0, 1);
+    BlockedSelfAttention(q, k, seq[2], base_scale / batch.temperatures[b],
+                         std::min(end - begin, kQueryBlock), out);
   };
-  if (rows < kProjectHeadByHeadFromRows || layer.qkv_heads.empty()) {
-    attend(ApplyLinear(x, layer.qkv).view({rows, heads, 3, head_dim}), 0);
-  } else {
-    for (int64_t h = 0; h < heads; ++h) {
-      attend(ApplyLinear(x, layer.qkv_heads[h]).view({rows, 1, 3, head_dim}), h);
+  // Each sequence is projected and attended the way it would be alone, so its vector does not
+  // depend on its batch: a long one head by head, shorter ones with every head at once. A
+  // projection covers the group's own bucket of rows (shifted back to fit before the batch's
+  // last row), the row count it has alone: reading a short sequence's head from a head-by-head
+  // projection (another row stride, one head per call) changed it by 2.7e-6 in fp32, 0.061 in
+  // int8 and 0.033 in bf16.
+  const auto window = [&](int64_t begin, int64_t tokens) {
+    const int64_t own = BucketedRows(tokens);
+    const int64_t from = std::min(begin, rows - own);
+    return std::pair{from, x.slice(0, from, from + own)};
+  };
+  for (int64_t b = 0; b < batch.size();) {
+    const int64_t begin = batch.offsets[b];
+    const int64_t length = batch.offsets[b + 1] - begin;
+    if (BucketedRows(length) >= kProjectHeadByHeadFromRows && !layer.qkv_heads.empty()) {
+      const auto [from, in] = window(begin, length);
+      for (int64_t h = 0; h < heads; ++h) {
+        const torch::Tensor projection =
+            ApplyLinear(in, layer.qkv_heads[h]).view({in.size(0), 1, 3, head_dim});
+        attend(b, projection.slice(0, begin - from, begin - from + length), h);
+      }
+      ++b;
+      continue;
+    }
+    int64_t last = b + 1;  // the group is sequences [b, last)
+    while (last < batch.size() &&
+           BucketedRows(batch.offsets[last + 1] - begin) < kProjectHeadByHeadFromRows) {
+      ++last;
+    }
+    const auto [from, in] = window(begin, batch.offsets[last] - begin);
+    const torch::Tensor projection =
+        ApplyLinear(in, layer.qkv).view({in.size(0), heads, 3, head_dim});
+    for (; b < last; ++b) {
+      attend(b, projection.slice(0, batch.offsets[b] - from, batch.offsets[b + 1] - from), 0);
     }
   }
   return ApplyLinear(context, layer.attention_output);

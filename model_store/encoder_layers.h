@@ -24,6 +24,10 @@ struct PackedSequences {
   int64_t size() const { return static_cast<int64_t>(offsets.size()) - 1; }
 };
 
+// The rows a batch of `tokens` tokens is computed on: rounded up to a bucket, so oneDNN's
+// kernels, built and cached per shape, keep being reused (the extra rows are filler).
+int64_t BucketedRows(int64_t tokens);
+
 // LayerNorm in fp32 (see NormWeights), back in x's dtype.
 torch::Tensor Norm(const torch::Tensor& x, const NormWeights& w, double eps);
 

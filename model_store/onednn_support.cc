@@ -12,7 +12,9 @@ dnnl::memory AsMemory(const dnnl::memory::desc& desc, const torch::Tensor& tenso
 }
 
 dnnl::memory::desc MatrixDesc(const torch::Tensor& matrix) {
-  return dnnl::memory::desc({matrix.size(0), matrix.size(1)}, dnnl::memory::data_type::f32,
+  const auto type = matrix.scalar_type() == torch::kBFloat16 ? dnnl::memory::data_type::bf16
+                                                             : dnnl::memory::data_type::f32;
+  return dnnl::memory::desc({matrix.size(0), matrix.size(1)}, type,
                             {matrix.stride(0), matrix.stride(1)});
 }
 

@@ -15,8 +15,9 @@ batch with mixed temperatures. Prints the maximum absolute difference per tau; f
 
 usage: compare_encoder.py ENCODE_IDS_BINARY MODEL_DIR [--prenorm] [--interleaved] [--head-by-head]
 --prenorm and --interleaved rewrite a copy of a nomic_bert config.json, to check those layouts
-too. --head-by-head adds full-length sequences until the batch holds 4,096 tokens, from which
-the encoder projects one head at a time (kProjectHeadByHeadFromRows in encoder_layers.cc).
+too. --head-by-head adds a sequence of 4,100 tokens (a long-window model), whose own rows reach
+4,096, from which the encoder projects it one head at a time (kProjectHeadByHeadFromRows in
+encoder_layers.cc) beside the batch's shorter sequences.
 """
 import json
 import math
@@ -33,7 +34,7 @@ from torch import nn
 from torch.nn import functional as F
 
 TOLERANCE = 1e-4
-HEAD_BY_HEAD_ROWS = 4096
+HEAD_BY_HEAD_TOKENS = 4100
 TEMPERATURES = (1.0, 0.7, 0.5)
 
 
@@ -258,9 +259,11 @@ def main():
                                               if arch == "xlm-roberta" else 0))
     rng = random.Random(20241031)
     sequences, taus = build_batch(config, max_len, rng)
-    while "--head-by-head" in flags and sum(map(len, sequences)) < HEAD_BY_HEAD_ROWS:
-        sequences.append([0] + [rng.randrange(5, config["vocab_size"]) for _ in range(max_len - 1)])
-        taus.append(TEMPERATURES[len(sequences) % len(TEMPERATURES)])
+    if "--head-by-head" in flags:
+        assert max_len >= HEAD_BY_HEAD_TOKENS, f"--head-by-head needs a window of {HEAD_BY_HEAD_TOKENS}"
+        sequences.insert(1, [0] + [rng.randrange(5, config["vocab_size"])
+                                   for _ in range(HEAD_BY_HEAD_TOKENS - 1)])
+        taus.insert(1, TEMPERATURES[1])
 
     out = subprocess.run([binary, model_dir], input=json.dumps(
         {"sequences": sequences, "temperatures": taus, "pooling": "mean"}),

@@ -32,6 +32,7 @@ std::string SmallModelDir() {
 std::string XlmRobertaModelDir() { return EMB_XLMR_MODEL_DIR; }
 
 std::string NomicBertModelDir() { return EMB_NOMIC_MODEL_DIR; }
+std::string NomicBertHeadsOf64ModelDir() { return EMB_NOMIC_HEADS64_MODEL_DIR; }
 
 std::string SingleTokenWords(int n, uint32_t seed) {
   static const char* kWords[] = {"the", "cat", "sat", "on",  "a",  "mat", "and", "dog", "ran",

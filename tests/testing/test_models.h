@@ -22,6 +22,8 @@ std::string SmallModelDir();
 // Unigram tokenizer, and NomicBert with rotary positions.
 std::string XlmRobertaModelDir();
 std::string NomicBertModelDir();
+// NomicBert again, 128 wide in two heads of 64: projections split by head in every kernel.
+std::string NomicBertHeadsOf64ModelDir();
 
 // `n` words, seeded, that the demo models' vocabulary holds as one token each.
 std::string SingleTokenWords(int n, uint32_t seed);
