@@ -5,11 +5,11 @@
 #include "absl/strings/str_cat.h"
 #include "common/freed_memory.h"
 #include "common/status_macros.h"
-#include "model_store/architecture.h"
-#include "model_store/checkpoint.h"
-#include "model_store/dtype_choice.h"
-#include "model_store/dtype_choice_cache.h"
-#include "model_store/token_heads.h"
+#include "model_store/dtype/dtype_choice.h"
+#include "model_store/dtype/dtype_choice_cache.h"
+#include "model_store/encoder/token_heads.h"
+#include "model_store/formats/checkpoint.h"
+#include "model_store/spec/architecture.h"
 
 namespace embedding::model_store {
 namespace {
@@ -61,7 +61,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
     return absl::NotFoundError(absl::StrCat(model_dir, ": not a directory"));
   auto model = std::unique_ptr<Model>(new Model());
   ASSIGN_OR_RETURN(EncoderConfig config, LoadEncoderConfig(model_dir + "/config.json"));
-  ASSIGN_OR_RETURN(const ArchitectureSpec* spec, FindArchitecture(config.model_type));
+  ASSIGN_OR_RETURN(const ArchitectureSpec* spec, FindFamily(config.family));
   ASSIGN_OR_RETURN(model->tokenizer_, Tokenizer::Load(model_dir));
   if (static_cast<int64_t>(model->tokenizer_->vocab_size()) > config.vocab_size) {
     return absl::DataLossError(

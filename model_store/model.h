@@ -7,12 +7,12 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "model_store/dtype_choice.h"
-#include "model_store/encoder.h"
-#include "model_store/encoder_config.h"
-#include "model_store/sentence_transformers_config.h"
-#include "model_store/tempscale_schedule.h"
-#include "model_store/tokenizer.h"
+#include "model_store/dtype/dtype_choice.h"
+#include "model_store/encoder/encoder.h"
+#include "model_store/formats/sentence_transformers_config.h"
+#include "model_store/formats/tempscale_schedule.h"
+#include "model_store/spec/encoder_config.h"
+#include "model_store/text/tokenizer.h"
 
 namespace embedding::model_store {
 

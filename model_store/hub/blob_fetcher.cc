@@ -15,7 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
-#include "model_store/content_digest.h"
+#include "model_store/formats/content_digest.h"
 #include "model_store/hub/hub_cache.h"
 
 namespace embedding::model_store {

@@ -91,7 +91,7 @@ absl::StatusOr<std::vector<std::string>> SelectModelFiles(const std::string& rep
         "config_sentence_transformers.json", "sentence_bert_config.json", "tempscale.json"}) {
     take_if_listed(path);
   }
-  // bge-m3's token heads (model_store/token_heads.h): a safetensors copy when there is one.
+  // bge-m3's token heads (model_store/encoder/token_heads.h): a safetensors copy when there is one.
   for (const char* head : {"sparse_linear", "colbert_linear"}) {
     const std::string safetensors = std::string(head) + ".safetensors";
     if (!take_if_listed(safetensors)) take_if_listed(std::string(head) + ".pt");

@@ -1,7 +1,7 @@
 #include "server/app/model_events.h"
 
 #include "absl/strings/str_cat.h"
-#include "model_store/cpu_features.h"
+#include "model_store/kernels/cpu_features.h"
 #include "server/observability/server_log.h"
 
 namespace embedding::server {
@@ -17,8 +17,8 @@ void LogServing(const ServedModel& served) {
                  : "";
   ServerLog(LogLevel::kInfo,
             absl::StrCat("model '", served.name, "' version ", served.version, origin, " (",
-                         model.config().model_type, ", ", model.config().hidden_size,
-                         " dims, window ", model.max_content_tokens(), " tokens, ",
+                         model.config().family, ", ", model.config().hidden_size, " dims, window ",
+                         model.max_content_tokens(), " tokens, ",
                          model_store::ComputeDTypeName(model.encoder().dtype()), ")",
                          model.is_demo() ? " -- DEMO model: random weights, vectors are "
                                            "not semantically meaningful"

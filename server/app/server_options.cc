@@ -71,7 +71,7 @@ ABSL_FLAG(int, model_versions_kept, 2,
           "Loaded versions per model after a reload, the current one included.");
 // auto by default: the CPU decides. On one Xeon bf16 was 2.4x fp32 and on another int8 led,
 // so no fixed dtype is fast everywhere; auto measures once per model content and CPU (its
-// accuracy guards are in model_store/dtype_choice.h) and later starts read the choice back.
+// accuracy guards are in model_store/dtype/dtype_choice.h) and later starts read the choice back.
 // Name a dtype to pin it.
 ABSL_FLAG(std::string, dtype, "auto",
           "fp32 | bf16 | int8 | auto. bf16 needs avx512_bf16 or amx_bf16; int8 quantises the "

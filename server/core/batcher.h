@@ -18,7 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "model_store/encoder.h"
+#include "model_store/encoder/encoder.h"
 
 namespace embedding::server {
 

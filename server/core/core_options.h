@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "model_store/encoder.h"
+#include "model_store/encoder/encoder.h"
 #include "model_store/hub/hub_reference.h"
 #include "model_store/hub/hub_settings.h"
 #include "server/core/strategy.h"

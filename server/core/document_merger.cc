@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "common/length_buckets.h"
-#include "model_store/unicode_text.h"
+#include "model_store/text/unicode_text.h"
 #include "server/core/vector_math.h"
 
 namespace embedding::server {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "model_store/tempscale_schedule.h"
-#include "model_store/tokenizer.h"
+#include "model_store/formats/tempscale_schedule.h"
+#include "model_store/text/tokenizer.h"
 #include "server/core/chunk_planner.h"
 #include "server/core/embed_params.h"
 #include "server/core/embed_result.h"

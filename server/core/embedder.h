@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "model_store/tokenizer.h"
+#include "model_store/text/tokenizer.h"
 #include "server/core/admission.h"
 #include "server/core/call_observer.h"
 #include "server/core/core_options.h"

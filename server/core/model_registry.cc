@@ -8,7 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "common/quoted_value.h"
 #include "common/status_macros.h"
-#include "model_store/model_version.h"
+#include "model_store/formats/model_version.h"
 
 namespace embedding::server {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "model_store/model_version.h"
+#include "model_store/formats/model_version.h"
 #include "server/core/core_options.h"
 
 namespace embedding::server {

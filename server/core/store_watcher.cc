@@ -4,7 +4,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "model_store/model_version.h"
+#include "model_store/formats/model_version.h"
 
 namespace embedding::server {
 

@@ -10,8 +10,8 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/wire_format_lite.h"
-#include "model_store/architecture.h"
-#include "model_store/unicode_text.h"
+#include "model_store/spec/architecture.h"
+#include "model_store/text/unicode_text.h"
 #include "server/core/request_validation.h"
 #include "server/core/vector_encoding.h"
 #include "server/grpc/unchecked_requests.pb.h"
@@ -296,7 +296,7 @@ void FillModelInfo(const ServedModel& served, const RequestLimits& limits, v1::M
   const model_store::Model& model = *served.model;
   info->set_name(served.name);
   info->set_version(served.version);
-  info->set_architecture(model.config().model_type);
+  info->set_architecture(model.config().family);
   info->set_dimensions(static_cast<uint32_t>(model.config().hidden_size));
   info->set_max_positions(static_cast<uint32_t>(model.config().max_sequence_length()));
   info->set_max_window_tokens(static_cast<uint32_t>(model.max_content_tokens()));

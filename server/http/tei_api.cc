@@ -3,7 +3,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "model_store/encoder.h"
+#include "model_store/encoder/encoder.h"
 #include "nlohmann/json.hpp"
 #include "server/http/json_body.h"
 #include "server/http/openai_api.h"

@@ -5,7 +5,7 @@
 //                  "token_spans": [[start, end], ...]}
 #pragma once
 
-#include "model_store/tokenizer.h"
+#include "model_store/text/tokenizer.h"
 #include "nlohmann/json.hpp"
 #include "server/core/embed_params.h"
 #include "server/core/embed_result.h"

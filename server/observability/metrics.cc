@@ -3,7 +3,7 @@
 #include <prometheus/text_serializer.h>
 
 #include "absl/status/status.h"
-#include "model_store/encoder.h"
+#include "model_store/encoder/encoder.h"
 
 namespace embedding::server {
 namespace {
@@ -185,7 +185,7 @@ namespace {
 prometheus::Labels ModelInfoLabels(const ServedModel& model) {
   return {{"model", model.name},
           {"version", model.version},
-          {"architecture", model.model->config().model_type},
+          {"architecture", model.model->config().family},
           {"dtype", model_store::ComputeDTypeName(model.model->encoder().dtype())}};
 }
 

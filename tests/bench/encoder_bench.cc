@@ -8,7 +8,7 @@
 #include <iostream>
 #include <random>
 
-#include "model_store/cpu_features.h"
+#include "model_store/kernels/cpu_features.h"
 #include "model_store/model.h"
 
 namespace embedding::model_store {

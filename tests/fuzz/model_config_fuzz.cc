@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "model_store/encoder_config.h"
-#include "model_store/sentence_transformers_config.h"
+#include "model_store/formats/sentence_transformers_config.h"
+#include "model_store/spec/encoder_config.h"
 
 namespace {
 namespace fs = std::filesystem;

@@ -19,7 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "embedding/v1/embedding.pb.h"
 #include "google/protobuf/stubs/logging.h"
-#include "model_store/demo_model_writer.h"
+#include "model_store/demo/demo_model_writer.h"
 #include "model_store/model.h"
 #include "server/core/chunk_planner.h"
 #include "server/core/request_validation.h"

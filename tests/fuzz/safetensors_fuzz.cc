@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "model_store/safetensors_file.h"
+#include "model_store/formats/safetensors_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto file = embedding::model_store::SafetensorsFile::FromBytes("fuzz", data, size);

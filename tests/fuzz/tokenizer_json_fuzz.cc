@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "model_store/tokenizer.h"
+#include "model_store/text/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "client/embedding_client.h"
-#include "model_store/cpu_features.h"
+#include "model_store/kernels/cpu_features.h"
 #include "tests/testing/metrics_scrape.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/test_models.h"

@@ -1,5 +1,6 @@
-// The long-window architectures end to end: XLM-RoBERTa (Unigram tokenizer) and NomicBert
-// (rotary positions), 8,192 tokens per window, served by one real server. Every strategy is
+// The long-window architectures end to end: XLM-RoBERTa (Unigram tokenizer), NomicBert (rotary
+// positions), GTE (rotary with fixed NTK) and JinaBERT v2 (ALiBi), 8,192 tokens per window,
+// served by one real server. Every strategy is
 // checked by value against the model core run in this process.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -32,7 +33,9 @@ class LongWindowModelsTest : public ::testing::TestWithParam<Family> {
  protected:
   static void SetUpTestSuite() {
     server_ = new testing::ServerProcess({"--model=xlmr=" + testing::XlmRobertaModelDir(),
-                                          "--model=nomic=" + testing::NomicBertModelDir()});
+                                          "--model=nomic=" + testing::NomicBertModelDir(),
+                                          "--model=gte=" + testing::GteModelDir(),
+                                          "--model=jina=" + testing::JinaBertModelDir()});
     ASSERT_TRUE(server_->ok()) << server_->Log();
     client_ = client::EmbeddingClient::Connect({{server_->grpc_address()}}).value().release();
   }
@@ -241,8 +244,9 @@ TEST_P(LongWindowModelsTest, PromptNamesAreTheCheckpointsPrefixes) {
 INSTANTIATE_TEST_SUITE_P(
     Families, LongWindowModelsTest,
     ::testing::Values(Family{"xlmr", testing::XlmRobertaModelDir(), "xlm-roberta", "<s>", "</s>"},
-                      Family{"nomic", testing::NomicBertModelDir(), "nomic_bert", "[CLS]",
-                             "[SEP]"}),
+                      Family{"nomic", testing::NomicBertModelDir(), "nomic_bert", "[CLS]", "[SEP]"},
+                      Family{"gte", testing::GteModelDir(), "new", "[CLS]", "[SEP]"},
+                      Family{"jina", testing::JinaBertModelDir(), "jina_bert", "[CLS]", "[SEP]"}),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace

@@ -12,8 +12,8 @@
 
 #include "absl/time/clock.h"
 #include "client/embedding_client.h"
-#include "model_store/dtype_choice_cache.h"
-#include "model_store/model_version.h"
+#include "model_store/dtype/dtype_choice_cache.h"
+#include "model_store/formats/model_version.h"
 #include "tests/testing/metrics_scrape.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/test_models.h"

@@ -8,14 +8,17 @@ One reference per architecture, written from the published model definitions, no
 - nomic_bert: nn.Linear / nn.LayerNorm with a fused Wqkv, rotary positions on queries and keys
   (halves or interleaved pairs, dynamic NTK past max_trained_positions), a SwiGLU MLP
   fc2(fc11(x) * silu(fc12(x))), post-norm or pre-norm as config.json says.
+- new (GTE): Alibaba-NLP/new-impl's NewModel (see ReferenceGte).
+- bert with position_embedding_type alibi (JinaBERT v2): see ReferenceJinaBert.
 TempScale is applied as the paper states it: softmax((QK^T/sqrt(d) + mask) / tau) (for the
 nn.TransformerEncoderLayer blocks, by scaling the query projection by 1/tau, the same thing).
 Each sequence runs alone and unpadded here, while the C++ side runs all of them in one padded
 batch with mixed temperatures. Prints the maximum absolute difference per tau; fails above 1e-4.
 
-usage: compare_encoder.py ENCODE_IDS_BINARY MODEL_DIR [--prenorm] [--interleaved] [--head-by-head]
---prenorm and --interleaved rewrite a copy of a nomic_bert config.json, to check those layouts
-too. --head-by-head adds a sequence of 4,100 tokens (a long-window model), whose own rows reach
+usage: compare_encoder.py ENCODE_IDS_BINARY MODEL_DIR [--prenorm] [--interleaved] [--logn]
+                          [--logn-clip1] [--head-by-head]
+--prenorm and --interleaved rewrite a copy of a nomic_bert config.json, --logn and --logn-clip1
+a copy of a GTE one, to check those layouts too. --head-by-head adds a sequence of 4,100 tokens (a long-window model), whose own rows reach
 4,096, from which the encoder projects it one head at a time (kProjectHeadByHeadFromRows in
 encoder_layers.cc) beside the batch's shorter sequences.
 """
@@ -53,6 +56,14 @@ def read_safetensors(path):
         array = np.frombuffer(data[base + begin:base + end], dtype="<f4").reshape(info["shape"])
         tensors[name] = torch.from_numpy(array.copy())
     return tensors
+
+
+def copy_layer(layer, names, weights, prefix):
+    """Copies checkpoint tensors `prefix + names[key] + ".weight"` (and ".bias") into the
+    parameters of module `layer[key]`, for every key."""
+    for key, name in names.items():
+        for param_name, param in layer[key].named_parameters():
+            param.copy_(weights[f"{prefix}{name}.{param_name}"])
 
 
 class ReferenceBert(nn.Module):
@@ -167,9 +178,7 @@ class ReferenceNomicBert(nn.Module):
                 p = f"encoder.layers.{i}."
                 names = {"Wqkv": "attn.Wqkv", "out_proj": "attn.out_proj", "fc11": "mlp.fc11",
                          "fc12": "mlp.fc12", "fc2": "mlp.fc2", "norm1": "norm1", "norm2": "norm2"}
-                for key, name in names.items():
-                    for param_name, param in layer[key].named_parameters():
-                        param.copy_(weights[f"{p}{name}.{param_name}"])
+                copy_layer(layer, names, weights, p)
         self.eval()
 
     def angles(self, length):
@@ -238,6 +247,176 @@ def build_batch(config, max_len, rng):
     return [sequences[i] for i in order], [taus[i] for i in order]
 
 
+class ReferenceGte(nn.Module):
+    """GTE "new" as Alibaba-NLP/new-impl's NewModel computes it: word (+ token type) embeddings
+    and LayerNorm; per layer, post-norm attention with a packed qkv_proj, rotary (rotate-half,
+    fixed NTK: base theta * f, inverse frequencies divided by f^(2/d)), queries scaled by
+    log(n) / log(max_position_embeddings) (at least 1 with clip1) when logn_attention_scale is
+    set; then post-norm down_proj(act(gate) * up) over up_gate_proj = [up; gate]."""
+
+    def __init__(self, config, weights, tau):
+        super().__init__()
+        h = config["hidden_size"]
+        self.heads = config["num_attention_heads"]
+        self.head_dim = h // self.heads
+        self.tau = tau
+        self.inner = config["intermediate_size"]
+        self.max_positions = config["max_position_embeddings"]
+        self.logn = config.get("logn_attention_scale", False)
+        self.clip1 = config.get("logn_attention_clip1", False)
+        scaling = config.get("rope_scaling") or {}
+        self.factor = scaling.get("factor", 1.0)
+        self.theta = config.get("rope_theta", 10000.0)
+        eps = config.get("layer_norm_eps", 1e-12)
+        types = config.get("type_vocab_size", 0)
+        self.word = nn.Embedding(config["vocab_size"], h)
+        self.token_type = nn.Embedding(types, h) if types > 0 else None
+        self.norm = nn.LayerNorm(h, eps=eps)
+        self.layers = nn.ModuleList()
+        for _ in range(config["num_hidden_layers"]):
+            self.layers.append(nn.ModuleDict({
+                "qkv_proj": nn.Linear(h, 3 * h), "o_proj": nn.Linear(h, h),
+                "up_gate_proj": nn.Linear(h, 2 * self.inner, bias=False),
+                "down_proj": nn.Linear(self.inner, h),
+                "attn_ln": nn.LayerNorm(h, eps=eps), "mlp_ln": nn.LayerNorm(h, eps=eps)}))
+        with torch.no_grad():
+            self.word.weight.copy_(weights["embeddings.word_embeddings.weight"])
+            if self.token_type is not None:
+                self.token_type.weight.copy_(weights["embeddings.token_type_embeddings.weight"])
+            self.norm.weight.copy_(weights["embeddings.LayerNorm.weight"])
+            self.norm.bias.copy_(weights["embeddings.LayerNorm.bias"])
+            for i, layer in enumerate(self.layers):
+                names = {"qkv_proj": "attention.qkv_proj", "o_proj": "attention.o_proj",
+                         "up_gate_proj": "mlp.up_gate_proj", "down_proj": "mlp.down_proj",
+                         "attn_ln": "attn_ln", "mlp_ln": "mlp_ln"}
+                copy_layer(layer, names, weights, f"encoder.layer.{i}.")
+        self.eval()
+
+    def angles(self, length):
+        d = self.head_dim
+        base = self.theta * (self.factor if self.factor > 1 else 1)
+        inv_freq = 1.0 / (base ** (torch.arange(0, d, 2).float() / d))
+        if self.factor > 1:
+            inv_freq = inv_freq / self.factor ** (2 / d)
+        freqs = torch.einsum("i,j->ij", torch.arange(length, dtype=torch.float32), inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos(), emb.sin()
+
+    def attention(self, layer, x, cos, sin):
+        length = x.shape[0]
+        q, k, v = [t.view(length, self.heads, self.head_dim).transpose(0, 1)
+                   for t in layer["qkv_proj"](x).split(x.shape[-1], dim=-1)]
+        q = q * cos + rotate_half(q, False) * sin
+        k = k * cos + rotate_half(k, False) * sin
+        if self.logn:
+            scale = torch.tensor(float(length)).log() / torch.tensor(
+                float(self.max_positions)).log()
+            if self.clip1:
+                scale = scale.clip(1)
+            q = q * scale
+        logits = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)
+        context = torch.softmax(logits / self.tau, dim=-1) @ v
+        return layer["o_proj"](context.transpose(0, 1).reshape(length, -1))
+
+    def mlp(self, layer, x):
+        up, gate = torch.split(layer["up_gate_proj"](x), self.inner, dim=-1)
+        return layer["down_proj"](F.gelu(gate) * up)
+
+    @torch.no_grad()
+    def forward(self, ids):
+        ids = torch.tensor(ids, dtype=torch.long)
+        x = self.word(ids)
+        if self.token_type is not None:
+            x = x + self.token_type(torch.zeros_like(ids))
+        x = self.norm(x)
+        cos, sin = self.angles(len(ids))
+        for layer in self.layers:
+            x = layer["attn_ln"](x + self.attention(layer, x, cos, sin))
+            x = layer["mlp_ln"](x + self.mlp(layer, x))
+        return x
+
+
+def alibi_slopes(n):
+    """ALiBi's slopes as its authors' code computes them (ofirpress/attention_with_linear_biases)."""
+    def power_of_2(n):
+        start = 2 ** (-2 ** -(math.log2(n) - 3))
+        return [start * start ** i for i in range(n)]
+    if math.log2(n).is_integer():
+        return power_of_2(n)
+    closest = 2 ** math.floor(math.log2(n))
+    return power_of_2(closest) + alibi_slopes(2 * closest)[0::2][:n - closest]
+
+
+class ReferenceJinaBert(nn.Module):
+    """JinaBERT v2 as jinaai/jina-bert-implementation computes it: word + token type embeddings
+    and LayerNorm (no position table); per layer, BERT's self-attention with the symmetric
+    ALiBi bias -m_h |i - j| added to the scaled logits, output dense + LayerNorm(x + .), then
+    the GLU feed-forward: layernorm(x + wo(act(gated) * non_gated)) over gated_layers =
+    [gated; non_gated]."""
+
+    def __init__(self, config, weights, tau):
+        super().__init__()
+        h = config["hidden_size"]
+        self.heads = config["num_attention_heads"]
+        self.head_dim = h // self.heads
+        self.tau = tau
+        self.inner = config["intermediate_size"]
+        self.act = nn.GELU() if config.get("feed_forward_type", "geglu") == "geglu" else nn.ReLU()
+        eps = config.get("layer_norm_eps", 1e-12)
+        self.slopes = torch.tensor(alibi_slopes(self.heads), dtype=torch.float32)
+        self.word = nn.Embedding(config["vocab_size"], h)
+        self.token_type = nn.Embedding(config.get("type_vocab_size", 2), h)
+        self.norm = nn.LayerNorm(h, eps=eps)
+        self.layers = nn.ModuleList()
+        for _ in range(config["num_hidden_layers"]):
+            self.layers.append(nn.ModuleDict({
+                "query": nn.Linear(h, h), "key": nn.Linear(h, h), "value": nn.Linear(h, h),
+                "dense": nn.Linear(h, h), "attention_norm": nn.LayerNorm(h, eps=eps),
+                "gated_layers": nn.Linear(h, 2 * self.inner, bias=False),
+                "wo": nn.Linear(self.inner, h), "layernorm": nn.LayerNorm(h, eps=eps)}))
+        with torch.no_grad():
+            self.word.weight.copy_(weights["embeddings.word_embeddings.weight"])
+            self.token_type.weight.copy_(weights["embeddings.token_type_embeddings.weight"])
+            self.norm.weight.copy_(weights["embeddings.LayerNorm.weight"])
+            self.norm.bias.copy_(weights["embeddings.LayerNorm.bias"])
+            for i, layer in enumerate(self.layers):
+                names = {"query": "attention.self.query", "key": "attention.self.key",
+                         "value": "attention.self.value", "dense": "attention.output.dense",
+                         "attention_norm": "attention.output.LayerNorm",
+                         "gated_layers": "mlp.gated_layers", "wo": "mlp.wo",
+                         "layernorm": "mlp.layernorm"}
+                copy_layer(layer, names, weights, f"encoder.layer.{i}.")
+        self.eval()
+
+    @torch.no_grad()
+    def forward(self, ids):
+        ids = torch.tensor(ids, dtype=torch.long)
+        length = len(ids)
+        x = self.norm(self.word(ids) + self.token_type(torch.zeros_like(ids)))
+        positions = torch.arange(length)
+        distance = (positions[:, None] - positions[None, :]).abs().float()
+        alibi = -self.slopes[:, None, None] * distance  # [heads, L, L]
+        for layer in self.layers:
+            q, k, v = [layer[n](x).view(length, self.heads, self.head_dim).transpose(0, 1)
+                       for n in ("query", "key", "value")]
+            logits = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim) + alibi
+            context = torch.softmax(logits / self.tau, dim=-1) @ v
+            x = layer["attention_norm"](x + layer["dense"](
+                context.transpose(0, 1).reshape(length, -1)))
+            gated, non_gated = torch.split(layer["gated_layers"](x), self.inner, dim=-1)
+            x = layer["layernorm"](x + layer["wo"](self.act(gated) * non_gated))
+        return x
+
+
+REFERENCES = {"bert": ReferenceBert, "xlm-roberta": ReferenceBert,
+              "nomic_bert": ReferenceNomicBert, "new": ReferenceGte,
+              "jina_bert": ReferenceJinaBert}
+# Config rewrites that check a family's optional layouts on a copy of its demo model.
+VARIANTS = {"--prenorm": {"prenorm": True}, "--interleaved": {"rotary_emb_interleaved": True},
+            "--logn": {"logn_attention_scale": True}, "--logn-clip1": {
+                "logn_attention_scale": True, "logn_attention_clip1": True}}
+
+
 def main():
     binary, model_dir = sys.argv[1], sys.argv[2]
     flags = set(sys.argv[3:])
@@ -247,13 +426,15 @@ def main():
         shutil.copytree(model_dir, scratch, dirs_exist_ok=True)
         model_dir = scratch
         config = json.load(open(f"{model_dir}/config.json"))
-        config["prenorm"] = "--prenorm" in flags
-        config["rotary_emb_interleaved"] = "--interleaved" in flags
+        for flag in flags - {"--head-by-head"}:
+            config.update(VARIANTS[flag])
         json.dump(config, open(f"{model_dir}/config.json", "w"))
     config = json.load(open(f"{model_dir}/config.json"))
     weights = read_safetensors(f"{model_dir}/model.safetensors")
     arch = config["model_type"]
-    reference = ReferenceNomicBert if arch == "nomic_bert" else ReferenceBert
+    if config.get("position_embedding_type") == "alibi":
+        arch = "jina_bert"
+    reference = REFERENCES[arch]
     max_len = config.get("n_positions") or (
         config["max_position_embeddings"] - (config.get("pad_token_id", 0) + 1
                                               if arch == "xlm-roberta" else 0))

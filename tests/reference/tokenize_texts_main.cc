@@ -4,8 +4,8 @@
 #include <iostream>
 #include <iterator>
 
-#include "model_store/tokenizer.h"
-#include "model_store/unicode_text.h"
+#include "model_store/text/tokenizer.h"
+#include "model_store/text/unicode_text.h"
 #include "nlohmann/json.hpp"
 
 using embedding::model_store::CodePointIndex;

@@ -9,7 +9,7 @@
 #include <random>
 #include <sstream>
 
-#include "model_store/safetensors_file.h"
+#include "model_store/formats/safetensors_file.h"
 
 namespace embedding::testing {
 namespace fs = std::filesystem;
@@ -32,6 +32,8 @@ std::string SmallModelDir() {
 std::string XlmRobertaModelDir() { return EMB_XLMR_MODEL_DIR; }
 
 std::string NomicBertModelDir() { return EMB_NOMIC_MODEL_DIR; }
+std::string GteModelDir() { return EMB_GTE_MODEL_DIR; }
+std::string JinaBertModelDir() { return EMB_JINA_MODEL_DIR; }
 std::string NomicBertHeadsOf64ModelDir() { return EMB_NOMIC_HEADS64_MODEL_DIR; }
 
 std::string SingleTokenWords(int n, uint32_t seed) {

@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "model_store/safetensors_writer.h"
+#include "model_store/formats/safetensors_writer.h"
 
 namespace embedding::testing {
 
@@ -22,6 +22,11 @@ std::string SmallModelDir();
 // Unigram tokenizer, and NomicBert with rotary positions.
 std::string XlmRobertaModelDir();
 std::string NomicBertModelDir();
+// GTE "new" (2 layers, 64 wide, 8,192 tokens per window): rotary with fixed NTK scaling.
+std::string GteModelDir();
+// JinaBERT v2 (2 layers, 96 wide in 12 heads, so ALiBi's slopes for a head count that is not
+// a power of two; 8,192 tokens per window).
+std::string JinaBertModelDir();
 // NomicBert again, 128 wide in two heads of 64: projections split by head in every kernel.
 std::string NomicBertHeadsOf64ModelDir();
 

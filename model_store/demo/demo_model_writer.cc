@@ -1,0 +1,240 @@
+#include "model_store/demo/demo_model_writer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "model_store/demo/demo_tokenizer_json.h"
+#include "model_store/demo/demo_vocabulary.h"
+#include "model_store/formats/safetensors_writer.h"
+#include "model_store/formats/sentence_transformers_writer.h"
+#include "model_store/spec/architecture.h"
+#include "model_store/spec/encoder_config.h"
+#include "nlohmann/json.hpp"
+
+namespace embedding::model_store {
+namespace {
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+absl::Status ValidateSpec(const DemoModelSpec& spec) {
+  auto positive = [](const char* field, int value) -> absl::Status {
+    if (value > 0) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", value, " must be > 0"));
+  };
+  RETURN_IF_ERROR(positive("num_layers", spec.num_layers));
+  RETURN_IF_ERROR(positive("hidden_size", spec.hidden_size));
+  RETURN_IF_ERROR(positive("num_heads", spec.num_heads));
+  if (spec.hidden_size % spec.num_heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "hidden_size: ", spec.hidden_size, " must be divisible by num_heads ", spec.num_heads));
+  }
+  if (spec.max_positions < 3)
+    return absl::InvalidArgumentError("max_positions: must be >= 3 ([CLS] text [SEP])");
+  if (spec.pooling != "cls" && spec.pooling != "mean" && spec.pooling != "max")
+    return absl::InvalidArgumentError("pooling: must be one of cls, mean, max");
+  return absl::OkStatus();
+}
+
+// Seeded weights scaled by 1/sqrt(fan_in), so attention logits are O(1) and a temperature
+// visibly sharpens them; norms get weights near 1 so a reference must really apply them.
+class WeightFactory {
+ public:
+  explicit WeightFactory(uint64_t seed) : rng_(seed) {}
+
+  F32Tensor Normal(std::vector<int64_t> shape, double stddev, double mean = 0.0) {
+    F32Tensor t;
+    t.shape = std::move(shape);
+    int64_t n = 1;
+    for (int64_t d : t.shape) n *= d;
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    t.values.resize(n);
+    for (auto& v : t.values) v = static_cast<float>(mean + stddev * dist(rng_));
+    return t;
+  }
+
+  void Linear(std::map<std::string, F32Tensor>* out, const std::string& name, int64_t rows,
+              int64_t cols) {
+    (*out)[name + ".weight"] = Normal({rows, cols}, 1.0 / std::sqrt(static_cast<double>(cols)));
+    (*out)[name + ".bias"] = Normal({rows}, 0.02);
+  }
+
+  void Norm(std::map<std::string, F32Tensor>* out, const std::string& name, int64_t size) {
+    (*out)[name + ".weight"] = Normal({size}, 0.1, 1.0);
+    (*out)[name + ".bias"] = Normal({size}, 0.05);
+  }
+
+ private:
+  std::mt19937_64 rng_;
+};
+
+// Every weight the architecture names, shaped and biased as `config` says (saved without the
+// base prefix).
+std::map<std::string, F32Tensor> MakeWeights(uint64_t seed, const ArchitectureSpec& arch,
+                                             const EncoderConfig& config) {
+  WeightFactory f(seed);
+  const int64_t h = config.hidden_size;
+  const int64_t inner = config.intermediate_size;
+  std::map<std::string, F32Tensor> w;
+  auto linear = [&](const std::string& name, int64_t rows, int64_t cols, bool bias) {
+    f.Linear(&w, name, rows, cols);
+    if (!bias) w.erase(name + ".bias");
+  };
+  w[arch.word_embeddings + ".weight"] = f.Normal({config.vocab_size, h}, 0.5);
+  if (!arch.position_embeddings.empty())
+    w[arch.position_embeddings + ".weight"] = f.Normal({config.max_position_embeddings, h}, 0.5);
+  if (!arch.token_type_embeddings.empty() && config.type_vocab_size > 0)
+    w[arch.token_type_embeddings + ".weight"] = f.Normal({config.type_vocab_size, h}, 0.5);
+  f.Norm(&w, arch.embeddings_norm, h);
+  for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
+    const std::string layer = absl::StrCat(arch.layer_prefix, i, ".");
+    if (!arch.fused_qkv.empty()) {
+      linear(layer + arch.fused_qkv, 3 * h, h, config.attention_bias);
+    } else {
+      for (const std::string* part : {&arch.query, &arch.key, &arch.value})
+        linear(layer + *part, h, h, config.attention_bias);
+    }
+    linear(layer + arch.attention_output, h, h, config.attention_bias);
+    f.Norm(&w, layer + arch.attention_norm, h);
+    const bool gated = config.mlp != MlpKind::kPlain;
+    const bool halves_apart = !arch.mlp_gate.empty();
+    linear(layer + arch.mlp_in, gated && !halves_apart ? 2 * inner : inner, h, config.mlp_in_bias);
+    if (gated && halves_apart) linear(layer + arch.mlp_gate, inner, h, config.mlp_in_bias);
+    linear(layer + arch.mlp_out, h, inner, config.mlp_out_bias);
+    f.Norm(&w, layer + arch.output_norm, h);
+  }
+  return w;
+}
+
+// config.json in the family's own field names and conventions.
+Json ConfigJson(const DemoModelSpec& spec, const ArchitectureSpec& arch, int64_t vocab_size,
+                int64_t intermediate) {
+  const ConfigFieldNames& f = arch.fields;
+  Json config = {{"model_type", arch.model_type},
+                 {"vocab_size", vocab_size},
+                 {f.hidden_size, spec.hidden_size},
+                 {f.num_layers, spec.num_layers},
+                 {f.num_heads, spec.num_heads},
+                 {f.intermediate_size, intermediate},
+                 {f.max_positions, spec.max_positions},
+                 {"type_vocab_size", 2},
+                 {f.activation, "gelu"},
+                 {f.layer_norm_eps, 1e-12},
+                 {"pad_token_id", 0},
+                 {"demo_model", true},
+                 {"demo_seed", spec.seed}};
+  // Each family's own keys, as its published checkpoints set them.
+  if (arch.family == "bert") {
+    config["architectures"] = {"BertModel"};
+  } else if (arch.family == "jina_bert") {  // jina-embeddings-v2's: ALiBi, GEGLU
+    config["architectures"] = {"JinaBertModel"};
+    config["position_embedding_type"] = "alibi";
+    config["feed_forward_type"] = "geglu";
+  } else if (arch.family == "xlm-roberta") {  // <pad> is 1, positions start at 2
+    config["architectures"] = {"XLMRobertaModel"};
+    config["pad_token_id"] = 1;
+    config["bos_token_id"] = 0;
+    config["eos_token_id"] = 2;
+    config[f.max_positions] = spec.max_positions + 2;
+    config["type_vocab_size"] = 1;
+    config[f.layer_norm_eps] = 1e-5;
+  } else if (arch.family == "nomic_bert") {  // nomic-embed-text-v1.5's, NTK past 2,048
+    config["architectures"] = {"NomicBertModel"};
+    config[f.activation] = "swiglu";
+    config["rotary_emb_base"] = 1000;
+    config["rotary_emb_fraction"] = 1.0;
+    config["rotary_emb_interleaved"] = false;
+    config["rotary_scaling_factor"] = 2.0;
+    config["max_trained_positions"] = std::min(2048, spec.max_positions);
+    config["qkv_proj_bias"] = false;
+    config["mlp_fc1_bias"] = false;
+    config["mlp_fc2_bias"] = false;
+    config["prenorm"] = false;
+  } else if (arch.family == "new") {  // gte-large-en-v1.5's: fixed NTK, no token types
+    config["architectures"] = {"NewModel"};
+    config["position_embedding_type"] = "rope";
+    config["rope_theta"] = 160000;
+    config["rope_scaling"] = {{"type", "ntk"}, {"factor", 2.0}};
+    config["layer_norm_type"] = "layer_norm";
+    config["pack_qkv"] = true;
+    config["type_vocab_size"] = 0;
+    config["logn_attention_scale"] = false;
+    config["logn_attention_clip1"] = false;
+  }
+  return config;
+}
+
+// XLM-R's family tokenizes with SentencePiece Unigram; BERT, NomicBert and GTE with BERT's
+// WordPiece.
+bool UsesUnigram(const ArchitectureSpec& arch) {
+  return arch.positions == PositionKind::kAbsoluteAfterPadding;
+}
+
+// Returns the vocabulary size.
+absl::StatusOr<int64_t> WriteTokenizerFiles(const fs::path& root, const DemoModelSpec& spec,
+                                            const ArchitectureSpec& arch) {
+  Json tokenizer, settings;
+  int64_t vocab_size = 0;
+  if (UsesUnigram(arch)) {
+    ASSIGN_OR_RETURN(auto pieces, BuildDemoUnigramVocabulary(spec.word_list, spec.vocab_size));
+    tokenizer = UnigramTokenizerJson(pieces);
+    vocab_size = static_cast<int64_t>(pieces.size());
+    settings = {{"bos_token", "<s>"},    {"eos_token", "</s>"}, {"unk_token", "<unk>"},
+                {"cls_token", "<s>"},    {"sep_token", "</s>"}, {"pad_token", "<pad>"},
+                {"mask_token", "<mask>"}};
+  } else {
+    ASSIGN_OR_RETURN(auto vocab, BuildDemoVocabulary(spec.word_list, spec.vocab_size));
+    tokenizer = WordPieceTokenizerJson(vocab);
+    vocab_size = static_cast<int64_t>(vocab.size());
+    settings = {{"do_lower_case", true}, {"unk_token", "[UNK]"}, {"cls_token", "[CLS]"},
+                {"sep_token", "[SEP]"},  {"pad_token", "[PAD]"}, {"mask_token", "[MASK]"}};
+  }
+  settings["model_max_length"] = spec.max_positions;
+  RETURN_IF_ERROR(WriteTextFile(root / "tokenizer.json", tokenizer.dump()));
+  RETURN_IF_ERROR(WriteTextFile(root / "tokenizer_config.json", settings.dump(2)));
+  return vocab_size;
+}
+
+}  // namespace
+
+absl::Status WriteDemoModel(const std::string& dir, const DemoModelSpec& spec) {
+  RETURN_IF_ERROR(ValidateSpec(spec));
+  ASSIGN_OR_RETURN(const ArchitectureSpec* arch, FindFamily(spec.architecture));
+  const int64_t intermediate =
+      spec.intermediate_size > 0 ? spec.intermediate_size : 4 * spec.hidden_size;
+  const fs::path root(dir);
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (ec) return absl::InternalError(absl::StrCat(dir, ": ", ec.message()));
+
+  ASSIGN_OR_RETURN(const int64_t vocab_size, WriteTokenizerFiles(root, spec, *arch));
+  const Json config_json = ConfigJson(spec, *arch, vocab_size, intermediate);
+  RETURN_IF_ERROR(WriteTextFile(root / "config.json", config_json.dump(2)));
+  // The writer reads its own config back, so weights follow exactly what the loader will see.
+  ASSIGN_OR_RETURN(const EncoderConfig config,
+                   ParseEncoderConfig((root / "config.json").string(), config_json.dump()));
+  // NomicBert's published task prefixes; e5-style ones for the others.
+  const Json prompts = arch->family == "nomic_bert"
+                           ? Json{{"search_query", "search_query: "},
+                                  {"search_document", "search_document: "},
+                                  {"clustering", "clustering: "},
+                                  {"classification", "classification: "}}
+                           : Json{{"query", "query: "}, {"passage", "passage: "}};
+  RETURN_IF_ERROR(WriteSentenceTransformersFiles(root, spec.hidden_size, spec.pooling,
+                                                 /*normalize=*/true, prompts));
+  RETURN_IF_ERROR(WriteTextFile(
+      root / "README.md",
+      absl::StrCat("# Demo model\n\nA ", arch->model_type,
+                   "-shaped model with seeded random weights, written by write_demo_model. Its "
+                   "vectors are NOT semantically meaningful: use it to try, test and benchmark "
+                   "the service, never for retrieval.\n")));
+  return WriteSafetensors((root / "model.safetensors").string(),
+                          MakeWeights(spec.seed, *arch, config));
+}
+
+}  // namespace embedding::model_store

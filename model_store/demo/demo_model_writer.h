@@ -1,0 +1,32 @@
+// Writes a complete model directory (BERT, XLM-RoBERTa or NomicBert) in Hugging Face layout with
+// seeded random weights, so the service can run (and be tested and benchmarked) without the Hub.
+// Its vectors are not semantically meaningful.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace embedding::model_store {
+
+struct DemoModelSpec {
+  std::string architecture = "bert";  // a model_type of architecture.h
+  int num_layers = 2;
+  int hidden_size = 128;
+  int num_heads = 4;
+  int intermediate_size = 0;  // 0: four times hidden_size, as in BERT
+  int max_positions = 512;    // tokens one window holds, special tokens included
+  int vocab_size = 12000;
+  uint64_t seed = 20241031;
+  std::string pooling = "mean";  // cls | mean | max
+  std::string word_list = "/usr/share/dict/words";
+};
+
+// Writes config.json, model.safetensors, tokenizer.json, tokenizer_config.json,
+// modules.json, 1_Pooling/config.json, config_sentence_transformers.json and a README into
+// `dir` (created if needed). Same spec, same bytes. INVALID_ARGUMENT naming the field for a
+// bad size; NOT_FOUND without the word list; INTERNAL for I/O failures.
+absl::Status WriteDemoModel(const std::string& dir, const DemoModelSpec& spec);
+
+}  // namespace embedding::model_store

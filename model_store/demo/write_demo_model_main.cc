@@ -1,0 +1,54 @@
+// write_demo_model: writes a demo model directory (BERT, XLM-RoBERTa or NomicBert) (seeded random
+// weights; vectors are not semantically meaningful). Tests use a tiny one, benchmarks a
+// BERT-base-shaped one.
+#include <iostream>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "model_store/demo/demo_model_writer.h"
+
+ABSL_FLAG(std::string, out, "", "Directory to write (created if needed).");
+ABSL_FLAG(std::string, architecture, "bert",
+          "bert | xlm-roberta | nomic_bert | new (GTE) | jina_bert (JinaBERT v2).");
+ABSL_FLAG(int, layers, 2, "Transformer layers.");
+ABSL_FLAG(int, hidden, 128, "Hidden size.");
+ABSL_FLAG(int, heads, 4, "Attention heads (must divide --hidden).");
+ABSL_FLAG(int, intermediate, 0, "Feed-forward size; 0 means 4 x hidden.");
+ABSL_FLAG(int, max_positions, 512, "Position-table size (window incl. [CLS]/[SEP]).");
+ABSL_FLAG(int, vocab_size, 12000, "Vocabulary size (>= 8000).");
+ABSL_FLAG(uint64_t, seed, 20241031, "Weight seed.");
+ABSL_FLAG(std::string, pooling, "mean", "cls | mean | max.");
+ABSL_FLAG(std::string, word_list, "/usr/share/dict/words", "Word list for the vocabulary.");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Writes a demo model directory. Example:\n"
+      "  write_demo_model --out=/tmp/demo --layers=12 --hidden=768 "
+      "--heads=12");
+  absl::ParseCommandLine(argc, argv);
+  if (absl::GetFlag(FLAGS_out).empty()) {
+    std::cerr << "--out is required\n";
+    return 2;
+  }
+  embedding::model_store::DemoModelSpec spec;
+  spec.architecture = absl::GetFlag(FLAGS_architecture);
+  spec.num_layers = absl::GetFlag(FLAGS_layers);
+  spec.hidden_size = absl::GetFlag(FLAGS_hidden);
+  spec.num_heads = absl::GetFlag(FLAGS_heads);
+  spec.intermediate_size = absl::GetFlag(FLAGS_intermediate);
+  spec.max_positions = absl::GetFlag(FLAGS_max_positions);
+  spec.vocab_size = absl::GetFlag(FLAGS_vocab_size);
+  spec.seed = absl::GetFlag(FLAGS_seed);
+  spec.pooling = absl::GetFlag(FLAGS_pooling);
+  spec.word_list = absl::GetFlag(FLAGS_word_list);
+  const absl::Status status =
+      embedding::model_store::WriteDemoModel(absl::GetFlag(FLAGS_out), spec);
+  if (!status.ok()) {
+    std::cerr << "write_demo_model: " << status << "\n";
+    return 1;
+  }
+  std::cerr << "wrote demo model to " << absl::GetFlag(FLAGS_out)
+            << " (random weights: vectors are not semantically meaningful)\n";
+  return 0;
+}

@@ -1,0 +1,112 @@
+// The generic transformer encoder on LibTorch, with a TempScale temperature per sequence:
+// every self-attention layer computes softmax((QK^T/sqrt(d_head) + mask) / tau_b).
+// This header exposes no torch types; the server sees only these plain structs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model_store/formats/checkpoint.h"
+#include "model_store/formats/pooling.h"
+#include "model_store/spec/architecture.h"
+#include "model_store/spec/encoder_config.h"
+
+namespace embedding::model_store {
+
+// kInt8: dynamic int8 linear layers, everything else fp32. kAuto: the fastest dtype that
+// passes its accuracy guard on this CPU, which Model::Load picks (see dtype_choice.h).
+enum class ComputeDType { kFloat32, kBFloat16, kInt8, kAuto };
+
+// "fp32", "bf16", "int8", "auto".
+const char* ComputeDTypeName(ComputeDType dtype);
+
+struct EncoderOptions {
+  ComputeDType dtype = ComputeDType::kFloat32;
+  // torch intra-op threads; 0 leaves torch's setting alone.
+  int intra_op_threads = 0;
+};
+
+// Per-token outputs a sequence asks for, from bge-m3's heads (token_heads.h).
+struct TokenOutputs {
+  bool sparse = false;        // a lexical weight per token
+  bool multi_vector = false;  // an L2-normalised vector per token
+};
+
+struct TokenHeads;  // token_heads.h: internal to model_store
+
+struct EncodeBatch {
+  // Token ids of each sequence, special tokens included. Lengths may differ.
+  std::vector<std::vector<int32_t>> sequences;
+  // One temperature per sequence, finite and > 0; 1 leaves the model unchanged.
+  std::vector<float> temperatures;
+  PoolingMode pooling = PoolingMode::kCls;
+  // L2-normalise the pooled vectors.
+  bool normalize = true;
+  // Also return each sequence's final hidden states (late chunking needs them).
+  bool return_hidden_states = false;
+  // Per sequence; empty asks none. A sequence may ask only for what the heads offer.
+  std::vector<TokenOutputs> token_outputs;
+};
+
+struct EncodeResult {
+  int64_t dim = 0;
+  // Pooled vector per sequence, L2-normalised when the batch asked for it.
+  std::vector<std::vector<float>> pooled;
+  // Per sequence, row-major [tokens x dim]; empty unless requested.
+  std::vector<std::vector<float>> hidden_states;
+  // Per sequence, ||X - 1 mean(X)||_F / ||X||_F over its tokens: low means collapsed.
+  std::vector<float> high_frequency_ratio;
+  // Per sequence that asked, one ReLU(w . h_t + b) per token (special tokens included); empty
+  // otherwise.
+  std::vector<std::vector<float>> token_weights;
+  // Per sequence that asked, row-major [tokens x multi_vector_dim], each row L2-normalised
+  // (special tokens included); empty otherwise.
+  std::vector<std::vector<float>> token_vectors;
+};
+
+class Encoder {
+ public:
+  // Binds the checkpoint's weights to `spec`'s names (with or without its prefix), checks
+  // every shape against `config`, and converts them to the compute dtype. Errors name the
+  // tensor: DATA_LOSS (missing/mis-shaped), FAILED_PRECONDITION (bf16 on a CPU without it, int8
+  // without oneDNN), INVALID_ARGUMENT for kAuto.
+  static absl::StatusOr<std::unique_ptr<Encoder>> Create(const EncoderConfig& config,
+                                                         const ArchitectureSpec& spec,
+                                                         const Checkpoint& checkpoint,
+                                                         const EncoderOptions& options);
+  ~Encoder();
+
+  // Runs one padded forward pass. Thread-safe. INVALID_ARGUMENT for an empty batch, a
+  // sequence longer than max_positions, an id outside the vocabulary or a bad temperature;
+  // INTERNAL if torch fails.
+  absl::StatusOr<EncodeResult> Encode(const EncodeBatch& batch) const;
+
+  // bge-m3's token heads, applied to the final hidden states when a sequence asks. Model::Load
+  // attaches them before the encoder is shared; never after an Encode.
+  void AttachTokenHeads(std::shared_ptr<const TokenHeads> heads);
+  bool has_sparse_head() const;
+  // Width of the multi-vectors; 0 without the head.
+  int64_t multi_vector_dim() const;
+
+  const EncoderConfig& config() const { return config_; }
+  ComputeDType dtype() const { return options_.dtype; }
+  // Longest sequence the position table allows, special tokens included.
+  int64_t max_sequence_length() const { return max_sequence_length_; }
+
+ private:
+  struct Weights;
+  Encoder(EncoderConfig config, EncoderOptions options);
+
+  absl::Status ValidateBatch(const EncodeBatch& batch) const;
+
+  EncoderConfig config_;
+  EncoderOptions options_;
+  int64_t max_sequence_length_ = 0;
+  std::unique_ptr<Weights> weights_;
+  std::shared_ptr<const TokenHeads> heads_;
+};
+
+}  // namespace embedding::model_store

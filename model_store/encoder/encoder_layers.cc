@@ -1,0 +1,210 @@
+#include "model_store/encoder/encoder_layers.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "model_store/encoder/linear_layer.h"
+#include "model_store/kernels/attention.h"
+
+namespace embedding::model_store {
+namespace {
+
+torch::Tensor Activate(const torch::Tensor& x, Activation act) {
+  switch (act) {
+    case Activation::kGeluErf:
+      return torch::gelu(x);
+    case Activation::kGeluTanh:
+      return torch::gelu(x, "tanh");
+    case Activation::kRelu:
+      return torch::relu(x);
+    case Activation::kSilu:
+      return torch::silu(x);
+  }
+  return x;
+}
+
+// Rows per feed-forward block. Its [rows, intermediate] activations are a forward's largest
+// tensors (25 MB each at 2,048 x 3,072 fp32, several alive at once); in blocks they are bounded
+// by the block, not the batch. A 2,040-token document grew an idle BERT-base server by 175 MiB
+// in one forward before. A multiple of the encoder's row bucket (64), so block shapes repeat.
+constexpr int64_t kFeedForwardRows = 512;
+
+// Queries per attention block: the scores of one head's block are [block, L], 16 MB at
+// 8,192 tokens in fp32. One 8,190-token NomicBert-base layer pair's fp32 attention (2 threads,
+// Xeon with AMX) took 4.1-4.2 s in blocks of 256 and 512 against 4.9-5.3 s in blocks of 128
+// and 6.5-8.3 s in blocks of 32: larger blocks reuse each key and value more per pass. bf16 by
+// head (from 512 keys) measured the same way on an AMD EPYC: 33 ms in blocks of 512 against
+// 47 ms in blocks of 128 at L = 2,048. Below 512 keys bf16 batches the heads and a block is
+// the whole sequence: [heads, L, L], at most 6 MB.
+constexpr int64_t kQueryBlock = 512;
+
+// A sequence whose own rows (BucketedRows of its length) reach this many projects its queries,
+// keys and values one head at a time, attending that head before projecting the next:
+// [rows, 3 x head_dim] at a time instead of [rows, 3 x hidden], which for one 8,192-token
+// NomicBert-base window is 6 MB against 75 MB. Shorter sequences are projected together, all
+// heads in one larger GEMM, in groups whose rows stay below it. The encoder's batches pass it
+// only for a long sequence or a --max_batch_tokens above 4,096.
+constexpr int64_t kProjectHeadByHeadFromRows = 4096;
+
+// 64 rows: at most 63 idle rows, under 3% of a 2,048-token batch, while a mixed corpus's
+// batches fall into 32 shapes up to 2,048 tokens instead of hundreds.
+constexpr int64_t kRowBucket = 64;
+// From 4,096 rows on, 512: each shape's kernels stay built for the server's life, and int8's
+// differ per layer and per head slice: 20-25 MiB more resident per new long shape on a 12-layer
+// NomicBert-base (TCMALLOC_AGGRESSIVE_DECOMMIT=1, after windows of 8,190, 7,000, 6,000 and
+// 5,000 tokens; fp32's are shared, about 1 MiB). 8 shapes between 4,096 and 8,192 rows, not
+// 64, for at most 511 idle rows in the linear layers (attention reads only real tokens).
+constexpr int64_t kLongRows = 4096;
+constexpr int64_t kLongRowBucket = 512;
+
+}  // namespace
+
+int64_t BucketedRows(int64_t tokens) {
+  const int64_t bucket = tokens > kLongRows ? kLongRowBucket : kRowBucket;
+  return (tokens + bucket - 1) / bucket * bucket;
+}
+
+torch::Tensor Norm(const torch::Tensor& x, const NormWeights& w, double eps) {
+  return torch::layer_norm(x.to(torch::kFloat32), {x.size(-1)}, w.weight, w.bias, eps)
+      .to(x.scalar_type());
+}
+
+torch::Tensor Embeddings(const EncoderWeights& w, const torch::Tensor& ids,
+                         const torch::Tensor& positions, double eps) {
+  torch::Tensor x = w.word_embeddings.index_select(0, ids);
+  if (w.position_embeddings.defined()) x = x + w.position_embeddings.index_select(0, positions);
+  if (w.token_type_embedding.defined()) x = x + w.token_type_embedding;
+  return Norm(x, w.embeddings_norm, eps);
+}
+
+torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
+                            const PackedSequences& batch, const EncoderConfig& config,
+                            const RotaryEmbedding* rotary) {
+  const int64_t rows = x.size(0);
+  const int64_t heads = config.num_attention_heads;
+  const int64_t head_dim = config.head_dim();
+  // TempScale: dividing sequence b's logits by tau_b is scaling its queries by 1/tau_b, after
+  // the rotary positions (which rotate queries and keys, not logits).
+  const double base_scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  // int8 keeps attention in fp32: with bf16 attention (7.6 ms against 11.9 ms per
+  // [12 heads, 512, 64]) its pooled cosine to fp32 fell to 0.984 on real text at tau 0.5
+  // (0.9995 with fp32 attention), though bf16 linear layers with the same attention hold
+  // 0.99997.
+  torch::Tensor context = torch::empty({rows, heads * head_dim}, x.options());
+  context.slice(0, batch.offsets.back()).zero_();  // the row bucket's idle rows
+  // Attends heads [first, first + count) of sequence b, read from `projection`
+  // ([b's rows, count, 3, head_dim]) and written where they lie in the context.
+  auto attend = [&](int64_t b, const torch::Tensor& projection, int64_t first) {
+    const int64_t begin = batch.offsets[b], end = batch.offsets[b + 1];
+    const int64_t count = projection.size(1);
+    const torch::Tensor seq = projection.permute({2, 1, 0, 3});
+    torch::Tensor q = seq[0], k = seq[1];  // [count, L, head_dim]
+    if (rotary != nullptr) {
+      rotary->ApplyInPlace(q, batch.angles[b]);
+      rotary->ApplyInPlace(k, batch.angles[b]);
+    }
+    torch::Tensor out = context.slice(0, begin, end)
+                            .view({end - begin, heads, head_dim})
+                            .slice(1, first, first + count)
+                            .transpose(0, 1);
+    // GTE's logn scale is the model's own length-adaptive temperature: tau divides it further.
+    const double tau = batch.temperatures[b];
+    const double scale = base_scale * config.logn_scale.For(end - begin) / tau;
+    // TempScale divides the whole logit, ALiBi's bias with it (the mask alone stays -inf).
+    std::vector<double> alibi;
+    for (int64_t h = 0; h < count && !config.alibi_slopes.empty(); ++h) {
+      alibi.push_back(config.alibi_slopes[first + h] / tau);
+    }
+    BlockedSelfAttention(q, k, seq[2], scale, std::min(end - begin, kQueryBlock), alibi, out);
+  };
+  // Each sequence is projected and attended the way it would be alone, so its vector does not
+  // depend on its batch: a long one head by head, shorter ones with every head at once. A
+  // projection covers the group's own bucket of rows (shifted back to fit before the batch's
+  // last row), the row count it has alone: reading a short sequence's head from a head-by-head
+  // projection (another row stride, one head per call) changed it by 2.7e-6 in fp32, 0.061 in
+  // int8 and 0.033 in bf16.
+  const auto window = [&](int64_t begin, int64_t tokens) {
+    const int64_t own = BucketedRows(tokens);
+    const int64_t from = std::min(begin, rows - own);
+    return std::pair{from, x.slice(0, from, from + own)};
+  };
+  for (int64_t b = 0; b < batch.size();) {
+    const int64_t begin = batch.offsets[b];
+    const int64_t length = batch.offsets[b + 1] - begin;
+    if (BucketedRows(length) >= kProjectHeadByHeadFromRows && !layer.qkv_heads.empty()) {
+      const auto [from, in] = window(begin, length);
+      for (int64_t h = 0; h < heads; ++h) {
+        const torch::Tensor projection =
+            ApplyLinear(in, layer.qkv_heads[h]).view({in.size(0), 1, 3, head_dim});
+        attend(b, projection.slice(0, begin - from, begin - from + length), h);
+      }
+      ++b;
+      continue;
+    }
+    int64_t last = b + 1;  // the group is sequences [b, last)
+    while (last < batch.size() &&
+           BucketedRows(batch.offsets[last + 1] - begin) < kProjectHeadByHeadFromRows) {
+      ++last;
+    }
+    const auto [from, in] = window(begin, batch.offsets[last] - begin);
+    const torch::Tensor projection =
+        ApplyLinear(in, layer.qkv).view({in.size(0), heads, 3, head_dim});
+    for (; b < last; ++b) {
+      attend(b, projection.slice(0, batch.offsets[b] - from, batch.offsets[b + 1] - from), 0);
+    }
+  }
+  return ApplyLinear(context, layer.attention_output);
+}
+
+torch::Tensor FeedForward(const torch::Tensor& x, const LayerWeights& layer,
+                          const EncoderConfig& config) {
+  const int64_t inner = config.intermediate_size;
+  auto block = [&](const torch::Tensor& in) {
+    torch::Tensor hidden = ApplyLinear(in, layer.mlp_in);
+    switch (config.mlp) {
+      case MlpKind::kPlain:
+        hidden = Activate(hidden, config.hidden_act);
+        break;
+      case MlpKind::kGatedActivateFirst:
+        hidden = Activate(hidden.slice(1, 0, inner), config.hidden_act) * hidden.slice(1, inner);
+        break;
+      case MlpKind::kGatedActivateSecond:
+        hidden = hidden.slice(1, 0, inner) * Activate(hidden.slice(1, inner), config.hidden_act);
+        break;
+    }
+    return ApplyLinear(hidden.contiguous(), layer.mlp_out);
+  };
+  const int64_t rows = x.size(0);
+  if (rows <= kFeedForwardRows) return block(x);
+  torch::Tensor out = torch::empty_like(x);
+  for (int64_t begin = 0; begin < rows; begin += kFeedForwardRows) {
+    const int64_t end = std::min(rows, begin + kFeedForwardRows);
+    out.slice(0, begin, end).copy_(block(x.slice(0, begin, end)));
+  }
+  return out;
+}
+
+// Residuals are added into the sublayer's fresh output, in place, and each input is let go
+// once it has been read for the last time: an 8,192-row layer then holds at most three
+// [rows, hidden] tensors beside its sublayer's own, not five, and allocates two fewer per
+// layer.
+torch::Tensor TransformerLayer(torch::Tensor x, const LayerWeights& layer,
+                               const PackedSequences& batch, const EncoderConfig& config,
+                               const RotaryEmbedding* rotary) {
+  const double eps = config.layer_norm_eps;
+  if (config.prenorm) {
+    torch::Tensor h =
+        SelfAttention(Norm(x, layer.attention_norm, eps), layer, batch, config, rotary).add_(x);
+    x.reset();
+    return FeedForward(Norm(h, layer.output_norm, eps), layer, config).add_(h);
+  }
+  torch::Tensor sum = SelfAttention(x, layer, batch, config, rotary).add_(x);
+  x.reset();
+  const torch::Tensor h = Norm(sum, layer.attention_norm, eps);
+  sum.reset();
+  return Norm(FeedForward(h, layer, config).add_(h), layer.output_norm, eps);
+}
+
+}  // namespace embedding::model_store

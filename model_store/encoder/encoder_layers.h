@@ -1,0 +1,55 @@
+// Internal to model_store: the encoder's layers, each configured by EncoderConfig data
+// (position kind, MLP kind, norm placement, biases), never by architecture name. Encoder::Encode
+// chains them. Included only by encoder*.cc.
+#pragma once
+
+#include <torch/types.h>
+
+#include <vector>
+
+#include "model_store/encoder/encoder_weights.h"
+#include "model_store/encoder/rotary.h"
+#include "model_store/spec/encoder_config.h"
+
+namespace embedding::model_store {
+
+// The batch's sequences back to back, unpadded, in `rows` rows (the tail rows past the last
+// sequence are filler that nothing attends to).
+struct PackedSequences {
+  std::vector<int64_t> offsets;  // sequence b is rows [offsets[b], offsets[b + 1])
+  int64_t rows = 0;
+  std::vector<float> temperatures;
+  // Per sequence, when positions are rotary.
+  std::vector<RotaryEmbedding::Angles> angles;
+  int64_t size() const { return static_cast<int64_t>(offsets.size()) - 1; }
+};
+
+// The rows a batch of `tokens` tokens is computed on: rounded up to a bucket, so oneDNN's
+// kernels, built and cached per shape, keep being reused (the extra rows are filler).
+int64_t BucketedRows(int64_t tokens);
+
+// LayerNorm in fp32 (see NormWeights), back in x's dtype.
+torch::Tensor Norm(const torch::Tensor& x, const NormWeights& w, double eps);
+
+// Word + absolute position (when the model has a table) + token type 0, normalised. [rows, H]
+torch::Tensor Embeddings(const EncoderWeights& w, const torch::Tensor& ids,
+                         const torch::Tensor& positions, double eps);
+
+// Multi-head self-attention per sequence with its own temperature, rotary positions on queries
+// and keys first when `rotary` is set, then the output projection. [rows, H] -> [rows, H]
+torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
+                            const PackedSequences& batch, const EncoderConfig& config,
+                            const RotaryEmbedding* rotary);
+
+// The MLP, plain or gated, in blocks of rows so its activations stay bounded. [rows, H]
+torch::Tensor FeedForward(const torch::Tensor& x, const LayerWeights& layer,
+                          const EncoderConfig& config);
+
+// One transformer layer: attention and MLP, each with its residual and norm, post-norm
+// (norm(x + f(x))) or pre-norm (x + f(norm(x))) as the config says. Takes `x` by value and
+// lets it go once it is last read: pass it with std::move and its memory is back before the MLP.
+torch::Tensor TransformerLayer(torch::Tensor x, const LayerWeights& layer,
+                               const PackedSequences& batch, const EncoderConfig& config,
+                               const RotaryEmbedding* rotary);
+
+}  // namespace embedding::model_store

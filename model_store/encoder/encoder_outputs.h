@@ -1,0 +1,21 @@
+// Internal to model_store: what Encode returns, from the final hidden states: pooled vectors
+// and each sequence's collapse statistic. Included only by encoder.cc.
+#pragma once
+
+#include <torch/types.h>
+
+#include <vector>
+
+#include "model_store/encoder/encoder.h"
+#include "model_store/encoder/token_heads.h"
+
+namespace embedding::model_store {
+
+// `x`: the packed final hidden states [>= offsets.back(), H], any dtype. Pools each sequence
+// as `batch` asks (normalising if asked), measures its high-frequency ratio, copies the
+// hidden states out when requested, and applies `heads` (may be null when no sequence asks)
+// for the token outputs each sequence asks. All in fp32.
+EncodeResult PoolAndMeasure(const torch::Tensor& x, const std::vector<int64_t>& offsets,
+                            const EncodeBatch& batch, const TokenHeads* heads);
+
+}  // namespace embedding::model_store

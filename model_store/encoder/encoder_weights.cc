@@ -1,0 +1,169 @@
+#include "model_store/encoder/encoder_weights.h"
+
+#include <cstring>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+
+namespace embedding::model_store {
+torch::ScalarType TorchType(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return torch::kFloat32;
+    case DType::kF16:
+      return torch::kFloat16;
+    case DType::kBF16:
+      return torch::kBFloat16;
+  }
+  return torch::kFloat32;
+}
+
+namespace {
+
+class Binder {
+ public:
+  Binder(const Checkpoint& checkpoint, std::string prefix, torch::ScalarType dtype)
+      : checkpoint_(checkpoint), prefix_(std::move(prefix)), dtype_(dtype) {}
+
+  // Copies the tensor out of the mapping (which may be unaligned) and converts it to `dtype`
+  // (the compute dtype unless given).
+  absl::StatusOr<torch::Tensor> Take(const std::string& name, std::vector<int64_t> shape,
+                                     std::optional<torch::ScalarType> dtype = std::nullopt) {
+    const std::string full = prefix_ + name;
+    const TensorView* view = checkpoint_.Find(full);
+    if (view == nullptr) return absl::DataLossError(absl::StrCat("missing tensor '", full, "'"));
+    if (view->shape != shape) {
+      return absl::DataLossError(absl::StrCat(
+          view->file, ": tensor '", full, "' has shape [", absl::StrJoin(view->shape, ", "),
+          "] but config.json implies [", absl::StrJoin(shape, ", "), "]"));
+    }
+    torch::Tensor raw = torch::empty(shape, torch::TensorOptions().dtype(TorchType(view->dtype)));
+    std::memcpy(raw.data_ptr(), view->data, view->size_bytes);
+    // A NaN or infinite weight once loaded and served NaN vectors with status OK.
+    if (!torch::isfinite(raw).all().item<bool>()) {
+      return absl::DataLossError(
+          absl::StrCat(view->file, ": tensor '", full, "' holds NaN or infinite values"));
+    }
+    return raw.to(dtype.value_or(dtype_)).contiguous();
+  }
+
+  // `bias` false: the config says the layer has none, and it gets zeros, so every linear layer
+  // runs the same kernel.
+  absl::StatusOr<LinearWeights> Linear(const std::string& name, int64_t out, int64_t in,
+                                       bool bias) {
+    LinearWeights linear;
+    ASSIGN_OR_RETURN(linear.weight, Take(name + ".weight", {out, in}));
+    if (bias) {
+      ASSIGN_OR_RETURN(linear.bias, Take(name + ".bias", {out}));
+    } else {
+      linear.bias = torch::zeros({out}, torch::TensorOptions().dtype(dtype_));
+    }
+    return linear;
+  }
+
+  // LayerNorm runs in fp32 whatever the compute dtype (see NormWeights).
+  absl::StatusOr<NormWeights> Norm(const std::string& name, int64_t size) {
+    NormWeights norm;
+    ASSIGN_OR_RETURN(norm.weight, Take(name + ".weight", {size}, torch::kFloat32));
+    ASSIGN_OR_RETURN(norm.bias, Take(name + ".bias", {size}, torch::kFloat32));
+    return norm;
+  }
+
+ private:
+  const Checkpoint& checkpoint_;
+  std::string prefix_;
+  torch::ScalarType dtype_;
+};
+
+// [all queries; all keys; all values] rows reordered head by head ([q, k, v] of head 0, then
+// head 1, ...), so that one head's projection is one slice of the weights.
+LinearWeights HeadMajor(LinearWeights qkv, int64_t heads) {
+  const int64_t in = qkv.weight.size(1);
+  qkv.weight = qkv.weight.view({3, heads, -1, in}).transpose(0, 1).reshape({-1, in}).contiguous();
+  qkv.bias = qkv.bias.view({3, heads, -1}).transpose(0, 1).reshape({-1}).contiguous();
+  return qkv;
+}
+
+}  // namespace
+
+absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
+                                                  const ArchitectureSpec& spec,
+                                                  const Checkpoint& checkpoint,
+                                                  torch::ScalarType dtype) {
+  const std::string probe = spec.word_embeddings + ".weight";
+  const std::string* prefix = nullptr;
+  for (const auto& candidate : spec.weight_prefixes) {
+    if (checkpoint.Find(candidate + probe) != nullptr) {
+      prefix = &candidate;
+      break;
+    }
+  }
+  if (prefix == nullptr) {
+    return absl::DataLossError(absl::StrCat("missing tensor '", probe, "' (tried prefixes '",
+                                            absl::StrJoin(spec.weight_prefixes, "', '"), "')"));
+  }
+  Binder bind(checkpoint, *prefix, dtype);
+  const int64_t h = config.hidden_size;
+  const int64_t inner = config.intermediate_size;
+  EncoderWeights w;
+  ASSIGN_OR_RETURN(w.word_embeddings,
+                   bind.Take(spec.word_embeddings + ".weight", {config.vocab_size, h}));
+  if (!spec.position_embeddings.empty()) {
+    ASSIGN_OR_RETURN(w.position_embeddings, bind.Take(spec.position_embeddings + ".weight",
+                                                      {config.max_position_embeddings, h}));
+  }
+  if (!spec.token_type_embeddings.empty() && config.type_vocab_size > 0) {
+    ASSIGN_OR_RETURN(torch::Tensor types, bind.Take(spec.token_type_embeddings + ".weight",
+                                                    {config.type_vocab_size, h}));
+    w.token_type_embedding = types[0].contiguous();
+  }
+  ASSIGN_OR_RETURN(w.embeddings_norm, bind.Norm(spec.embeddings_norm, h));
+  auto stack = [](const std::vector<LinearWeights>& parts) {
+    LinearWeights out;
+    std::vector<torch::Tensor> weights, biases;
+    for (const auto& part : parts) {
+      weights.push_back(part.weight);
+      biases.push_back(part.bias);
+    }
+    out.weight = torch::cat(weights, 0).contiguous();
+    out.bias = torch::cat(biases, 0).contiguous();
+    return out;
+  };
+  for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
+    const std::string p = absl::StrCat(spec.layer_prefix, i, ".");
+    LayerWeights layer;
+    if (!spec.fused_qkv.empty()) {
+      ASSIGN_OR_RETURN(layer.qkv, bind.Linear(p + spec.fused_qkv, 3 * h, h, config.attention_bias));
+    } else {
+      ASSIGN_OR_RETURN(LinearWeights query,
+                       bind.Linear(p + spec.query, h, h, config.attention_bias));
+      ASSIGN_OR_RETURN(LinearWeights key, bind.Linear(p + spec.key, h, h, config.attention_bias));
+      ASSIGN_OR_RETURN(LinearWeights value,
+                       bind.Linear(p + spec.value, h, h, config.attention_bias));
+      layer.qkv = stack({query, key, value});
+    }
+    layer.qkv = HeadMajor(std::move(layer.qkv), config.num_attention_heads);
+    ASSIGN_OR_RETURN(layer.attention_output,
+                     bind.Linear(p + spec.attention_output, h, h, config.attention_bias));
+    ASSIGN_OR_RETURN(layer.attention_norm, bind.Norm(p + spec.attention_norm, h));
+    if (config.mlp == MlpKind::kPlain || !spec.mlp_gate.empty()) {
+      ASSIGN_OR_RETURN(layer.mlp_in, bind.Linear(p + spec.mlp_in, inner, h, config.mlp_in_bias));
+    } else {  // both halves in one projection
+      ASSIGN_OR_RETURN(layer.mlp_in,
+                       bind.Linear(p + spec.mlp_in, 2 * inner, h, config.mlp_in_bias));
+    }
+    if (config.mlp != MlpKind::kPlain && !spec.mlp_gate.empty()) {
+      ASSIGN_OR_RETURN(LinearWeights gate,
+                       bind.Linear(p + spec.mlp_gate, inner, h, config.mlp_in_bias));
+      layer.mlp_in = stack({layer.mlp_in, gate});
+    }
+    ASSIGN_OR_RETURN(layer.mlp_out, bind.Linear(p + spec.mlp_out, h, inner, config.mlp_out_bias));
+    ASSIGN_OR_RETURN(layer.output_norm, bind.Norm(p + spec.output_norm, h));
+    w.layers.push_back(std::move(layer));
+  }
+  return w;
+}
+
+}  // namespace embedding::model_store

@@ -1,0 +1,81 @@
+#include "model_store/formats/sentence_transformers_config.h"
+
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
+
+namespace embedding::model_store {
+namespace {
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+// Absent file: an empty object.
+absl::StatusOr<Json> ReadOptionalJson(const fs::path& path) {
+  if (!fs::exists(path)) return Json::object();
+  std::ifstream in(path);
+  Json json = Json::parse(in, nullptr, false);
+  if (json.is_discarded())
+    return absl::DataLossError(absl::StrCat(path.string(), ": not well-formed JSON"));
+  return json;
+}
+
+absl::StatusOr<std::optional<PoolingMode>> ParsePooling(const fs::path& path, const Json& json) {
+  if (!json.is_object() || json.empty()) return std::optional<PoolingMode>();
+  std::vector<std::string> enabled;
+  for (const auto& [key, value] : json.items()) {
+    if (key.rfind("pooling_mode_", 0) == 0 && value.is_boolean() && value.get<bool>())
+      enabled.push_back(key);
+  }
+  if (enabled.size() == 1 && enabled[0] == "pooling_mode_cls_token") return {PoolingMode::kCls};
+  if (enabled.size() == 1 && enabled[0] == "pooling_mode_mean_tokens") return {PoolingMode::kMean};
+  if (enabled.size() == 1 && enabled[0] == "pooling_mode_max_tokens") return {PoolingMode::kMax};
+  return absl::InvalidArgumentError(absl::StrCat(
+      path.string(), ": pooling modes [", absl::StrJoin(enabled, ", "),
+      "] are not supported (exactly one of pooling_mode_cls_token, pooling_mode_mean_tokens, "
+      "pooling_mode_max_tokens)"));
+}
+
+}  // namespace
+
+absl::StatusOr<SentenceTransformersConfig> LoadSentenceTransformersConfig(
+    const std::string& model_dir) {
+  SentenceTransformersConfig config;
+  const fs::path dir(model_dir);
+  try {
+    ASSIGN_OR_RETURN(Json modules, ReadOptionalJson(dir / "modules.json"));
+    std::string pooling_dir = "1_Pooling";
+    if (modules.is_array()) {
+      for (const Json& module : modules) {
+        const std::string type = module.value("type", "");
+        if (type.find("Pooling") != std::string::npos) pooling_dir = module.value("path", "");
+      }
+    }
+    if (pooling_dir.find("..") != std::string::npos)
+      return absl::DataLossError(absl::StrCat(model_dir, "/modules.json: bad Pooling path"));
+    const fs::path pooling_path = dir / pooling_dir / "config.json";
+    ASSIGN_OR_RETURN(Json pooling, ReadOptionalJson(pooling_path));
+    ASSIGN_OR_RETURN(config.pooling, ParsePooling(pooling_path, pooling));
+
+    ASSIGN_OR_RETURN(Json st, ReadOptionalJson(dir / "config_sentence_transformers.json"));
+    if (st.is_object()) {
+      if (auto it = st.find("prompts"); it != st.end() && it->is_object()) {
+        for (const auto& [name, prompt] : it->items()) {
+          if (prompt.is_string()) config.prompts[name] = prompt.get<std::string>();
+        }
+      }
+      if (auto it = st.find("default_prompt_name"); it != st.end() && it->is_string())
+        config.default_prompt_name = it->get<std::string>();
+    }
+  } catch (const Json::exception& e) {
+    return absl::DataLossError(
+        absl::StrCat(model_dir, ": malformed sentence-transformers file: ", e.what()));
+  }
+  return config;
+}
+
+}  // namespace embedding::model_store

@@ -1,0 +1,50 @@
+// Internal to model_store: scaled dot-product self-attention for one unpadded sequence, with
+// memory bounded by a block of queries. Scores for `query_block` queries at a time, never the
+// whole [heads x L x L] matrix: an 8,192-token window would need gigabytes per layer.
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace embedding::model_store {
+
+// From this many keys on, fp32 attention folds its softmax into its two products
+// (FusedAttention). That saves the softmax's passes over a [512 x L] block of scores once the
+// block has left the L2 cache (2 MB at L = 1,024) and costs an exponential in the first
+// product's epilogue and a 65th column in its keys. Measured on an AMD EPYC (avx512, 1 MB of
+// L2 per core), 2 threads, against the plain way: 1.2x slower at L = 1,024, even at 2,048,
+// 1.06x faster at 4,096, 1.27x at 8,190.
+inline constexpr int64_t kFusedAttentionFromKeys = 4096;
+
+// From this many keys on, bf16 attends one head at a time through the plain path's oneDNN
+// products, below it every head in one batched LibTorch call. Measured on [12 heads, L, 64],
+// AMD EPYC (avx512_bf16, no AMX), 2 threads, one sequence's attention: batched 0.08 / 0.33 /
+// 0.90 ms at L = 16 / 128 / 256 against 0.30 / 0.59 / 0.88 ms one head at a time (each call
+// costs a few microseconds); at L = 512 / 2,048 / 4,096, 14 / 46 / 377 ms batched against
+// 2.2 / 33 / 116 ms by head. The choice rests on the sequence's own length only, so a text
+// takes the same kernels alone and in any batch (a batched product's kernel varies with the
+// number of heads in the call: 1 against 12 rounded a 5-token sequence's context differently).
+inline constexpr int64_t kBf16HeadByHeadFromKeys = 512;
+
+// |i - j| for queries [begin, end) against keys [0, length): [end - begin, length] fp32.
+torch::Tensor AlibiDistances(int64_t begin, int64_t end, int64_t length);
+
+// out = softmax(Q K^T * scale) V for one sequence. `q`, `k`, `v`, `out`: [heads, L, head_dim]
+// views with unit stride in the last dimension and any other strides, so heads are read from a
+// packed projection and written into the layer's [L, heads x head_dim] context in place. No
+// padding: every key is real, so no mask. `scale` is 1 / (sqrt(head_dim) * tau): TempScale's
+// temperature divides the logits, which is the same as scaling them. Everything runs in `q`'s
+// dtype (a bf16 softmax measured 2-3x faster than one through fp32 on this CPU). Exact in fp32
+// to rounding, at every tau, on either fp32 path. A call's heads are computed independently of
+// each other: head h gives the same bits whether it comes alone or with the others, except for
+// bf16 below kBf16HeadByHeadFromKeys, whose callers always pass every head.
+// `alibi`: empty, or one slope per head of the call, and head h's logit for query i and key j
+// gets -alibi[h] * |i - j| added after the scale (symmetric ALiBi; the caller divides the
+// slopes by tau with the rest of the logit). Such attention always runs the plain way.
+void BlockedSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                          double scale, int64_t query_block, const std::vector<double>& alibi,
+                          torch::Tensor& out);
+
+}  // namespace embedding::model_store

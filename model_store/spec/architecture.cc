@@ -1,0 +1,198 @@
+#include "model_store/spec/architecture.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "model_store/spec/family_configs.h"
+#include "nlohmann/json.hpp"
+
+namespace embedding::model_store {
+namespace {
+
+// BERT's layer names, which RoBERTa and XLM-RoBERTa keep.
+ArchitectureSpec BertLayout(std::string model_type, std::string prefix) {
+  ArchitectureSpec spec;
+  spec.family = model_type;
+  spec.model_type = std::move(model_type);
+  spec.variant_field = "position_embedding_type";
+  spec.variant_values = {"absolute"};
+  spec.map_config = MapBertConfig;
+  spec.weight_prefixes = {std::move(prefix), ""};
+  spec.word_embeddings = "embeddings.word_embeddings";
+  spec.position_embeddings = "embeddings.position_embeddings";
+  spec.token_type_embeddings = "embeddings.token_type_embeddings";
+  spec.embeddings_norm = "embeddings.LayerNorm";
+  spec.layer_prefix = "encoder.layer.";
+  spec.query = "attention.self.query";
+  spec.key = "attention.self.key";
+  spec.value = "attention.self.value";
+  spec.attention_output = "attention.output.dense";
+  spec.attention_norm = "attention.output.LayerNorm";
+  spec.mlp_in = "intermediate.dense";
+  spec.mlp_out = "output.dense";
+  spec.output_norm = "output.LayerNorm";
+  return spec;
+}
+
+ArchitectureSpec BertSpec() {
+  ArchitectureSpec spec = BertLayout("bert", "bert.");
+  spec.known_checkpoints =
+      "BAAI/bge-small-en-v1.5, BAAI/bge-base-en-v1.5, BAAI/bge-large-en-v1.5, "
+      "sentence-transformers/all-MiniLM-L6-v2, intfloat/e5-base-v2, thenlper/gte-base";
+  return spec;
+}
+
+ArchitectureSpec XlmRobertaSpec() {
+  ArchitectureSpec spec = BertLayout("xlm-roberta", "roberta.");
+  spec.known_checkpoints =
+      "BAAI/bge-m3, intfloat/multilingual-e5-small, intfloat/multilingual-e5-base, "
+      "intfloat/multilingual-e5-large, sentence-transformers/paraphrase-multilingual-mpnet-base-v2";
+  // As Hugging Face's create_position_ids_from_input_ids: positions count the non-padding
+  // tokens from padding_idx + 1.
+  spec.positions = PositionKind::kAbsoluteAfterPadding;
+  return spec;
+}
+
+// nomic-embed-text's layout: GPT-2 config names, a fused QKV, a gated MLP, rotary positions.
+ArchitectureSpec NomicBertSpec() {
+  ArchitectureSpec spec;
+  spec.family = spec.model_type = "nomic_bert";
+  spec.known_checkpoints = "nomic-ai/nomic-embed-text-v1, nomic-ai/nomic-embed-text-v1.5";
+  spec.fields.hidden_size = "n_embd";
+  spec.fields.num_layers = "n_layer";
+  spec.fields.num_heads = "n_head";
+  spec.fields.intermediate_size = "n_inner";
+  spec.fields.max_positions = "n_positions";
+  spec.fields.layer_norm_eps = "layer_norm_epsilon";
+  spec.fields.activation = "activation_function";
+  spec.map_config = MapNomicBertConfig;
+  spec.positions = PositionKind::kRotary;
+  spec.weight_prefixes = {"", "bert."};
+  spec.word_embeddings = "embeddings.word_embeddings";
+  spec.token_type_embeddings = "embeddings.token_type_embeddings";
+  spec.embeddings_norm = "emb_ln";
+  spec.layer_prefix = "encoder.layers.";
+  spec.fused_qkv = "attn.Wqkv";
+  spec.attention_output = "attn.out_proj";
+  spec.attention_norm = "norm1";
+  // fc2(fc11(x) * act(fc12(x))): the gate, stored second, is activated.
+  spec.mlp = MlpKind::kGatedActivateSecond;
+  spec.mlp_in = "mlp.fc11";
+  spec.mlp_gate = "mlp.fc12";
+  spec.mlp_out = "mlp.fc2";
+  spec.output_norm = "norm2";
+  return spec;
+}
+
+// JinaBERT v2 (jinaai/jina-bert-implementation): BERT's names for attention and embeddings,
+// no position table (symmetric ALiBi), a GLU feed-forward whose first half is activated, and
+// its own post-norm.
+ArchitectureSpec JinaBertSpec() {
+  ArchitectureSpec spec = BertLayout("bert", "bert.");
+  spec.family = "jina_bert";
+  spec.variant_values = {"alibi"};
+  spec.variant_default = false;
+  spec.map_config = MapJinaBertConfig;
+  spec.known_checkpoints = "jinaai/jina-embeddings-v2-base-en, jinaai/jina-embeddings-v2-small-en";
+  spec.positions = PositionKind::kAlibi;
+  spec.position_embeddings.clear();
+  // wo(act(gated) * non_gated) over gated_layers = [gated; non_gated].
+  spec.mlp = MlpKind::kGatedActivateFirst;
+  spec.mlp_in = "mlp.gated_layers";
+  spec.mlp_out = "mlp.wo";
+  spec.output_norm = "mlp.layernorm";
+  return spec;
+}
+
+// GTE "new" (Alibaba-NLP/new-impl): post-norm, one packed qkv_proj, rotary with fixed NTK
+// scaling and an optional logn attention scale, up_gate_proj whose second half is activated.
+ArchitectureSpec GteSpec() {
+  ArchitectureSpec spec;
+  spec.family = spec.model_type = "new";
+  spec.model_type_aliases = {"gte"};
+  spec.known_checkpoints =
+      "Alibaba-NLP/gte-base-en-v1.5, Alibaba-NLP/gte-large-en-v1.5, "
+      "Alibaba-NLP/gte-multilingual-base, Snowflake/snowflake-arctic-embed-m-v2.0";
+  spec.map_config = MapGteConfig;
+  spec.positions = PositionKind::kRotary;
+  spec.weight_prefixes = {"new.", ""};
+  spec.word_embeddings = "embeddings.word_embeddings";
+  spec.token_type_embeddings = "embeddings.token_type_embeddings";
+  spec.embeddings_norm = "embeddings.LayerNorm";
+  spec.layer_prefix = "encoder.layer.";
+  spec.fused_qkv = "attention.qkv_proj";
+  spec.attention_output = "attention.o_proj";
+  spec.attention_norm = "attn_ln";
+  // down(up * act(gate)) over up_gate_proj = [up; gate].
+  spec.mlp = MlpKind::kGatedActivateSecond;
+  spec.mlp_in = "mlp.up_gate_proj";
+  spec.mlp_out = "mlp.down_proj";
+  spec.output_norm = "mlp_ln";
+  return spec;
+}
+
+bool Named(const ArchitectureSpec& spec, const std::string& model_type) {
+  return spec.model_type == model_type ||
+         std::find(spec.model_type_aliases.begin(), spec.model_type_aliases.end(), model_type) !=
+             spec.model_type_aliases.end();
+}
+
+absl::Status Unsupported(const std::string& model_type) {
+  return absl::InvalidArgumentError(absl::StrCat("config.json: unsupported model_type '",
+                                                 model_type,
+                                                 "'; supported: ", SupportedArchitectures()));
+}
+
+}  // namespace
+
+const std::vector<ArchitectureSpec>& AllArchitectures() {
+  static const auto* const kSpecs = new std::vector<ArchitectureSpec>{
+      BertSpec(), XlmRobertaSpec(), NomicBertSpec(), GteSpec(), JinaBertSpec()};
+  return *kSpecs;
+}
+
+absl::StatusOr<const ArchitectureSpec*> FindFamily(const std::string& name) {
+  std::vector<std::string> families;
+  for (const auto& spec : AllArchitectures()) {
+    if (spec.family == name) return &spec;
+    families.push_back(spec.family);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("architecture: unknown family '", name,
+                                                 "'; known: ", absl::StrJoin(families, ", ")));
+}
+
+absl::StatusOr<const ArchitectureSpec*> FindArchitectureForConfig(const nlohmann::json& config) {
+  const auto type = config.find("model_type");
+  const std::string model_type =
+      type != config.end() && type->is_string() ? type->get<std::string>() : "";
+  std::vector<std::string> variants;  // every value the specs of this model_type accept
+  std::string field;
+  for (const auto& spec : AllArchitectures()) {
+    if (!Named(spec, model_type)) continue;
+    if (spec.variant_field.empty()) return &spec;
+    field = spec.variant_field;
+    const auto value = config.find(spec.variant_field);
+    if (value == config.end() || value->is_null()) {
+      if (spec.variant_default) return &spec;
+    } else if (value->is_string() &&
+               std::find(spec.variant_values.begin(), spec.variant_values.end(),
+                         value->get<std::string>()) != spec.variant_values.end()) {
+      return &spec;
+    }
+    variants.insert(variants.end(), spec.variant_values.begin(), spec.variant_values.end());
+  }
+  if (field.empty()) return Unsupported(model_type);
+  const auto value = config.find(field);
+  return absl::InvalidArgumentError(absl::StrCat(
+      "config.json: field '", field, "' is ", value == config.end() ? "absent" : value->dump(),
+      " for model_type '", model_type, "'; supported: ", absl::StrJoin(variants, ", ")));
+}
+
+std::string SupportedArchitectures() {
+  std::vector<std::string> names;
+  for (const auto& spec : AllArchitectures()) names.push_back(spec.model_type);
+  return absl::StrJoin(names, ", ");
+}
+
+}  // namespace embedding::model_store

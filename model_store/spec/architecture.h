@@ -1,0 +1,99 @@
+// Architectures as data: one generic encoder, described per family by the names of its config
+// fields and weights and by which layers it uses. Adding a family means adding a spec here;
+// the forward pass has no architecture branches.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json_fwd.hpp"
+
+namespace embedding::model_store {
+
+struct EncoderConfig;
+
+enum class PositionKind {
+  kAbsolute,              // a learned table indexed from 0 (BERT)
+  kAbsoluteAfterPadding,  // a learned table indexed from pad_token_id + 1 (RoBERTa, XLM-R)
+  kRotary,                // no table: rotary on queries and keys (NomicBert, GTE)
+  kAlibi,                 // no table: -m_h |i - j| on head h's logits (JinaBERT v2)
+};
+
+// The feed-forward block: out(act(in(x))), or gated over a [2 x intermediate] projection,
+// out(act(first) * second) or out(first * act(second)). Which half is activated differs by
+// family, and getting it wrong still runs: each spec names it.
+enum class MlpKind { kPlain, kGatedActivateFirst, kGatedActivateSecond };
+
+// Reads what a family's config.json says about its structure (positions, norms, biases, the
+// activation) in that family's own keys, after the sizes. DATA_LOSS naming `label` and the
+// field.
+using ConfigMapping = absl::Status (*)(const std::string& label, const nlohmann::json& json,
+                                       EncoderConfig* config);
+
+// The config.json field names a family uses for the encoder's sizes.
+struct ConfigFieldNames {
+  std::string hidden_size = "hidden_size";
+  std::string num_layers = "num_hidden_layers";
+  std::string num_heads = "num_attention_heads";
+  std::string intermediate_size = "intermediate_size";
+  std::string max_positions = "max_position_embeddings";
+  std::string layer_norm_eps = "layer_norm_eps";
+  std::string activation = "hidden_act";
+};
+
+struct ArchitectureSpec {
+  // The family's own name (the demo writer's --architecture); its model_type unless two
+  // families share one.
+  std::string family;
+  std::string model_type;
+  // Other model_type spellings of the same family (GTE's "new" is also shipped as "gte").
+  std::vector<std::string> model_type_aliases;
+  // Families sharing a model_type are told apart by one config field: the spec applies when
+  // `variant_field` holds one of `variant_values`, or is absent and `variant_default` is set
+  // (BERT and JinaBERT v2 are both "bert", told apart by position_embedding_type).
+  std::string variant_field;
+  std::vector<std::string> variant_values;
+  bool variant_default = true;
+  ConfigMapping map_config = nullptr;
+  // Hub checkpoints of the family, ", "-separated (the README's table lists each).
+  std::string known_checkpoints;
+  ConfigFieldNames fields;
+  PositionKind positions = PositionKind::kAbsolute;
+  // Checkpoints save weights with or without the base-model prefix; tried in order.
+  std::vector<std::string> weight_prefixes;
+
+  std::string word_embeddings;
+  std::string position_embeddings;    // empty for rotary positions
+  std::string token_type_embeddings;  // bound when config.type_vocab_size > 0
+  std::string embeddings_norm;
+  // Layer i's weights are `layer_prefix + i + "." + suffix`.
+  std::string layer_prefix;
+  // Either one fused [3 x hidden, hidden] projection, or three separate ones.
+  std::string fused_qkv;
+  std::string query, key, value;
+  std::string attention_output;
+  std::string attention_norm;
+  // The feed-forward input projection: [intermediate, hidden] plain, [2 x intermediate,
+  // hidden] gated, where a family that stores the two halves apart names the second `mlp_gate`.
+  MlpKind mlp = MlpKind::kPlain;
+  std::string mlp_in;
+  std::string mlp_gate;
+  std::string mlp_out;
+  std::string output_norm;
+};
+
+// The spec a config.json describes, by its model_type and, where families share one, the
+// variant field. INVALID_ARGUMENT listing the supported types, or naming the variant field and
+// the values it may hold.
+absl::StatusOr<const ArchitectureSpec*> FindArchitectureForConfig(const nlohmann::json& config);
+// The spec whose `family` is `name`; INVALID_ARGUMENT listing the families otherwise.
+absl::StatusOr<const ArchitectureSpec*> FindFamily(const std::string& name);
+
+// Comma-separated supported model types, for messages and ListModels.
+std::string SupportedArchitectures();
+
+// Every spec, in registry order (the README's table is checked against it).
+const std::vector<ArchitectureSpec>& AllArchitectures();
+
+}  // namespace embedding::model_store

@@ -1,0 +1,90 @@
+// Typed mirror of a Hugging Face `config.json` for encoder-only transformers, read through the
+// family's ArchitectureSpec (field names, position kind), so the encoder sees one shape.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model_store/spec/architecture.h"
+
+namespace embedding::model_store {
+
+enum class Activation { kGeluErf, kGeluTanh, kRelu, kSilu };
+
+// Rotary positions (NomicBert, GTE): the first `dim` features of each head's queries and keys are
+// rotated by position-dependent angles with inverse frequencies base^(-2i/dim).
+struct RotaryConfig {
+  int64_t dim = 0;  // 0: no rotary
+  double base = 10000.0;
+  bool interleaved = false;  // pairs (0,1),(2,3)... instead of halves (i, i + dim/2)
+  // Dynamic NTK: past `max_trained_positions` tokens the base grows with the sequence length,
+  // base * (factor * L / max_trained - (factor - 1))^(dim / (dim - 2)). 0: no scaling.
+  double scaling_factor = 0.0;
+  int64_t max_trained_positions = 0;
+  // Static NTK (GTE's rope_scaling {"type": "ntk"}), at every length: inverse frequencies
+  // (base * f)^(-2i/dim) / f^(2/dim). 0: none.
+  double static_ntk_factor = 0.0;
+};
+
+// GTE's logn attention scale: a sequence of n tokens has its queries scaled by
+// ln(n) / ln(trained_length), at least 1 with `clip_at_one`: a length-adaptive temperature
+// built into the model, which the request's tau divides further.
+struct LognScale {
+  bool enabled = false;
+  bool clip_at_one = false;
+  int64_t trained_length = 0;
+  // The factor for a sequence of `length` tokens; 1 when disabled.
+  double For(int64_t length) const;
+};
+
+struct EncoderConfig {
+  std::string model_type;
+  std::string family;  // ArchitectureSpec::family: what model info reports
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t intermediate_size = 0;
+  int64_t max_position_embeddings = 0;
+  int64_t type_vocab_size = 2;
+  int64_t pad_token_id = 0;
+  double layer_norm_eps = 1e-12;
+  Activation hidden_act = Activation::kGeluErf;
+  MlpKind mlp = MlpKind::kPlain;  // the family's (ArchitectureSpec::mlp)
+  // x + f(norm(x)) instead of norm(x + f(x)).
+  bool prenorm = false;
+  bool attention_bias = true;  // query/key/value and attention output
+  bool mlp_in_bias = true;
+  bool mlp_out_bias = true;
+  PositionKind positions = PositionKind::kAbsolute;
+  // Index of the first token's row in the position table (pad_token_id + 1 for XLM-R).
+  int64_t position_offset = 0;
+  RotaryConfig rotary;
+  // Per head, for ALiBi positions: head h adds -alibi_slopes[h] * |i - j| to its logits.
+  std::vector<double> alibi_slopes;
+  LognScale logn_scale;
+  // Written by write_demo_model: seeded random weights.
+  bool demo_model = false;
+
+  int64_t head_dim() const { return hidden_size / num_attention_heads; }
+  // Longest sequence, special tokens included: the position table less its offset.
+  int64_t max_sequence_length() const { return max_position_embeddings - position_offset; }
+};
+
+// ALiBi's slopes for `heads` heads (Press et al.): for a power of two n, 2^(-8i/n) for
+// i = 1..n; otherwise those of the largest power of two below, then every other slope of twice
+// that many (12 heads: 2^-1 ... 2^-8, then 2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5).
+std::vector<double> AlibiSlopes(int64_t heads);
+
+// Reads and validates `config.json` through the spec of its model_type: the sizes under the
+// family's field names (positive, hidden divisible by heads), then its structure through the
+// family's config mapping. INVALID_ARGUMENT for an unsupported
+// model_type; DATA_LOSS names the file and the field; NOT_FOUND when the file is missing.
+absl::StatusOr<EncoderConfig> LoadEncoderConfig(const std::string& path);
+
+// Same, from JSON text (for tests and for the demo-model writer's round trip).
+absl::StatusOr<EncoderConfig> ParseEncoderConfig(const std::string& label, const std::string& text);
+
+}  // namespace embedding::model_store

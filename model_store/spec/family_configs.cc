@@ -1,0 +1,158 @@
+#include "model_store/spec/family_configs.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "model_store/spec/config_fields.h"
+
+namespace embedding::model_store {
+namespace {
+using Json = nlohmann::json;
+
+// An ungated activation by its Hugging Face name, read from `field` (`fallback` when absent).
+absl::Status MapActivation(const std::string& label, const Json& json, const std::string& field,
+                           const std::string& fallback, Activation* out) {
+  std::string name = fallback;
+  RETURN_IF_ERROR(ReadString(label, json, field, &name));
+  if (name == "gelu") {
+    *out = Activation::kGeluErf;
+  } else if (name == "gelu_new" || name == "gelu_pytorch_tanh") {
+    *out = Activation::kGeluTanh;
+  } else if (name == "relu") {
+    *out = Activation::kRelu;
+  } else if (name == "silu" || name == "swish") {
+    *out = Activation::kSilu;
+  } else {
+    return absl::DataLossError(
+        absl::StrCat(label, ": field '", field, "' is '", name,
+                     "'; supported: gelu, gelu_new, gelu_pytorch_tanh, relu, silu, swish"));
+  }
+  return absl::OkStatus();
+}
+
+// A field that must hold `expected` when present: a setting this service does not implement
+// is refused by name rather than served wrongly.
+absl::Status RequireString(const std::string& label, const Json& json, const std::string& field,
+                           const std::string& expected) {
+  std::string value = expected;
+  RETURN_IF_ERROR(ReadString(label, json, field, &value));
+  if (value != expected) {
+    return absl::DataLossError(
+        absl::StrCat(label, ": field '", field, "' is '", value, "'; supported: ", expected));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status MapBertConfig(const std::string& label, const Json& json, EncoderConfig* config) {
+  return MapActivation(label, json, "hidden_act", "gelu", &config->hidden_act);
+}
+
+absl::Status MapNomicBertConfig(const std::string& label, const Json& json, EncoderConfig* config) {
+  // nomic's MLP is gated: swiglu is SiLU, geglu GELU, on the gate.
+  std::string activation = "swiglu";
+  RETURN_IF_ERROR(ReadString(label, json, "activation_function", &activation));
+  if (activation == "swiglu") {
+    config->hidden_act = Activation::kSilu;
+  } else if (activation == "geglu") {
+    config->hidden_act = Activation::kGeluErf;
+  } else {
+    return absl::DataLossError(absl::StrCat(label, ": field 'activation_function' is '", activation,
+                                            "'; supported for nomic_bert: swiglu, "
+                                            "geglu"));
+  }
+  RETURN_IF_ERROR(ReadBool(label, json, "prenorm", &config->prenorm));
+  RETURN_IF_ERROR(ReadBool(label, json, "qkv_proj_bias", &config->attention_bias));
+  RETURN_IF_ERROR(ReadBool(label, json, "mlp_fc1_bias", &config->mlp_in_bias));
+  RETURN_IF_ERROR(ReadBool(label, json, "mlp_fc2_bias", &config->mlp_out_bias));
+  double fraction = 1.0;
+  RETURN_IF_ERROR(ReadNumber(label, json, "rotary_emb_fraction", 0.0, 1.0, &fraction));
+  RotaryConfig& rotary = config->rotary;
+  rotary.dim = static_cast<int64_t>(static_cast<double>(config->head_dim()) * fraction);
+  if (rotary.dim < 2 || rotary.dim % 2 != 0) {
+    return absl::DataLossError(absl::StrCat(label, ": field 'rotary_emb_fraction' gives ",
+                                            rotary.dim,
+                                            " rotary features per head; need an "
+                                            "even number >= 2"));
+  }
+  RETURN_IF_ERROR(ReadNumber(label, json, "rotary_emb_base", 1.0, 1e12, &rotary.base));
+  RETURN_IF_ERROR(ReadBool(label, json, "rotary_emb_interleaved", &rotary.interleaved));
+  RETURN_IF_ERROR(
+      ReadNumber(label, json, "rotary_scaling_factor", 0.0, 1e6, &rotary.scaling_factor));
+  // nomic's own config class defaults max_trained_positions to 2,048.
+  rotary.max_trained_positions = 2048;
+  return ReadPositive(label, json, "max_trained_positions", false, &rotary.max_trained_positions);
+}
+
+absl::Status MapJinaBertConfig(const std::string& label, const Json& json, EncoderConfig* config) {
+  std::string feed_forward = "geglu";
+  RETURN_IF_ERROR(ReadString(label, json, "feed_forward_type", &feed_forward));
+  if (feed_forward == "geglu") {
+    config->hidden_act = Activation::kGeluErf;
+  } else if (feed_forward == "reglu") {
+    config->hidden_act = Activation::kRelu;
+  } else {
+    return absl::DataLossError(absl::StrCat(label, ": field 'feed_forward_type' is '", feed_forward,
+                                            "'; supported: geglu, reglu"));
+  }
+  config->mlp_in_bias = false;  // gated_layers has none; wo does
+  config->alibi_slopes = AlibiSlopes(config->num_attention_heads);
+  return absl::OkStatus();
+}
+
+absl::Status MapGteConfig(const std::string& label, const Json& json, EncoderConfig* config) {
+  RETURN_IF_ERROR(MapActivation(label, json, "hidden_act", "gelu", &config->hidden_act));
+  RETURN_IF_ERROR(RequireString(label, json, "position_embedding_type", "rope"));
+  RETURN_IF_ERROR(RequireString(label, json, "layer_norm_type", "layer_norm"));
+  bool packed_qkv = true;
+  RETURN_IF_ERROR(ReadBool(label, json, "pack_qkv", &packed_qkv));
+  if (!packed_qkv) {
+    return absl::DataLossError(
+        absl::StrCat(label, ": field 'pack_qkv' is false; supported: true (one qkv_proj)"));
+  }
+  // The up half of up_gate_proj has no bias; q, k, v, o and down do.
+  config->mlp_in_bias = false;
+  RotaryConfig& rotary = config->rotary;
+  rotary.dim = config->head_dim();
+  if (rotary.dim % 2 != 0) {
+    return absl::DataLossError(absl::StrCat(label,
+                                            ": rotary positions need an even head "
+                                            "size, not ",
+                                            rotary.dim));
+  }
+  RETURN_IF_ERROR(ReadNumber(label, json, "rope_theta", 1.0, 1e12, &rotary.base));
+  if (auto it = json.find("rope_scaling"); it != json.end() && !it->is_null()) {
+    if (!it->is_object()) {
+      return absl::DataLossError(absl::StrCat(label,
+                                              ": field 'rope_scaling' must be an object "
+                                              "or null"));
+    }
+    const std::string field = label + ": rope_scaling";
+    RETURN_IF_ERROR(RequireString(field, *it, "type", "ntk"));
+    if (it->contains("mixed_b") && !(*it)["mixed_b"].is_null()) {
+      return absl::DataLossError(absl::StrCat(label,
+                                              ": field 'rope_scaling.mixed_b' is set; "
+                                              "supported: fixed NTK scaling only"));
+    }
+    double factor = 0.0;
+    RETURN_IF_ERROR(ReadNumber(field, *it, "factor", 0.0, 1e6, &factor));
+    if (factor == 0.0) {
+      return absl::DataLossError(absl::StrCat(label, ": field 'rope_scaling.factor' is missing"));
+    }
+    // The published code scales only when its cache, max_position_embeddings x factor
+    // positions, outgrows max_position_embeddings: for a factor above 1, at every length.
+    if (factor > 1.0) rotary.static_ntk_factor = factor;
+  }
+  LognScale& logn = config->logn_scale;
+  RETURN_IF_ERROR(ReadBool(label, json, "logn_attention_scale", &logn.enabled));
+  RETURN_IF_ERROR(ReadBool(label, json, "logn_attention_clip1", &logn.clip_at_one));
+  logn.trained_length = config->max_position_embeddings;
+  if (logn.enabled && logn.trained_length < 2) {
+    return absl::DataLossError(absl::StrCat(label,
+                                            ": logn_attention_scale needs "
+                                            "max_position_embeddings >= 2"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace embedding::model_store

@@ -1,0 +1,30 @@
+// Each family's config mapping (ArchitectureSpec::map_config): the structure its config.json
+// states in its own keys, read into EncoderConfig. A key of one family is never read for
+// another.
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "model_store/spec/encoder_config.h"
+#include "nlohmann/json.hpp"
+
+namespace embedding::model_store {
+
+// BERT and XLM-RoBERTa: hidden_act.
+absl::Status MapBertConfig(const std::string& label, const nlohmann::json& json,
+                           EncoderConfig* config);
+// NomicBert: activation_function (swiglu or geglu), rotary_emb_*, max_trained_positions,
+// prenorm, qkv_proj_bias, mlp_fc1_bias, mlp_fc2_bias.
+absl::Status MapNomicBertConfig(const std::string& label, const nlohmann::json& json,
+                                EncoderConfig* config);
+// JinaBERT v2: feed_forward_type (geglu or reglu), ALiBi slopes for num_attention_heads.
+absl::Status MapJinaBertConfig(const std::string& label, const nlohmann::json& json,
+                               EncoderConfig* config);
+// GTE "new" (Alibaba-NLP/new-impl): hidden_act, position_embedding_type (rope), rope_theta,
+// rope_scaling ({"type": "ntk", "factor": f}), logn_attention_scale, logn_attention_clip1,
+// layer_norm_type (layer_norm), pack_qkv (true).
+absl::Status MapGteConfig(const std::string& label, const nlohmann::json& json,
+                          EncoderConfig* config);
+
+}  // namespace embedding::model_store

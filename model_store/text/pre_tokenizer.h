@@ -1,0 +1,31 @@
+// Tokenizer pre-tokenizers, configured from a `tokenizer.json` "pre_tokenizer" object: split
+// normalized text into the words the subword model sees. BertPreTokenizer, Metaspace
+// (SentencePiece's "▁" convention), WhitespaceSplit, and Sequence of these.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model_store/text/normalized_text.h"
+#include "nlohmann/json.hpp"
+
+namespace embedding::model_store {
+
+class PreTokenizer {
+ public:
+  virtual ~PreTokenizer() = default;
+  // Splits `text` into non-empty words. `at_text_start`: the text begins the input (Metaspace's
+  // "first" scheme prepends only there). Thread-safe.
+  virtual std::vector<NormalizedText> Split(NormalizedText text, bool at_text_start) const = 0;
+};
+
+// A JSON null splits nothing (the whole text is one word). INVALID_ARGUMENT naming `label` and
+// listing the supported types for an unknown one.
+absl::StatusOr<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(const std::string& label,
+                                                                const nlohmann::json& json);
+
+std::unique_ptr<PreTokenizer> MakeBertPreTokenizer();
+
+}  // namespace embedding::model_store

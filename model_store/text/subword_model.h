@@ -1,0 +1,51 @@
+// Tokenizer models: turn one pre-tokenized word into vocabulary ids with original byte spans.
+// WordPiece (greedy longest match, BERT) and Unigram (Viterbi over piece scores, SentencePiece),
+// as `tokenizer.json` configures them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/span.h"
+#include "model_store/text/normalized_text.h"
+
+namespace embedding::model_store {
+
+// Byte span [begin, end) in the original UTF-8 text.
+using TextSpan = ::embedding::Span;
+
+struct TokenizedText {
+  std::vector<int32_t> ids;  // content tokens only, no special tokens
+  std::vector<TextSpan> spans;
+};
+
+class SubwordModel {
+ public:
+  virtual ~SubwordModel() = default;
+  // Appends the tokens of `word` (non-empty) to `out`. Thread-safe.
+  virtual void Tokenize(const NormalizedText& word, TokenizedText* out) const = 0;
+};
+
+struct WordPieceOptions {
+  int32_t unk_id = 0;
+  std::string continuing_subword_prefix = "##";
+  int max_input_chars_per_word = 100;
+};
+std::unique_ptr<SubwordModel> MakeWordPiece(std::unordered_map<std::string, int32_t> vocab,
+                                            WordPieceOptions options);
+
+struct UnigramOptions {
+  int32_t unk_id = 0;
+  // A piece outside the vocabulary becomes its UTF-8 bytes as <0xNN> pieces, when all exist.
+  bool byte_fallback = false;
+};
+// `pieces[id]` is (piece, log probability). INVALID_ARGUMENT when unk_id is out of range.
+absl::StatusOr<std::unique_ptr<SubwordModel>> MakeUnigram(
+    std::vector<std::pair<std::string, double>> pieces, UnigramOptions options);
+
+}  // namespace embedding::model_store

@@ -1,0 +1,85 @@
+// A Hugging Face tokenizer as `tokenizer.json` composes it: added tokens matched in the raw
+// text, then normalizer -> pre-tokenizer -> model (WordPiece or Unigram) -> template
+// post-processor. Also loads a BERT `vocab.txt` + `tokenizer_config.json`. Every token keeps the
+// byte span of the original text it came from.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "model_store/text/normalizer.h"
+#include "model_store/text/pre_tokenizer.h"
+#include "model_store/text/subword_model.h"
+
+namespace embedding::model_store {
+
+struct TokenizerConfig {
+  // Post-processor for a single sequence: ids before and after the text.
+  std::vector<int32_t> prefix_ids;
+  std::vector<int32_t> suffix_ids;
+  // Tokens matched verbatim in the raw text before normalization (e.g. "[SEP]", "<s>").
+  std::vector<std::pair<std::string, int32_t>> added_tokens;
+  int32_t pad_id = 0;
+  int32_t unk_id = -1;  // the subword model's unknown token; -1 when it has none
+};
+
+// The stages of one tokenizer. `normalizer` may be null.
+struct TokenizerParts {
+  TokenizerConfig config;
+  std::unique_ptr<Normalizer> normalizer;
+  std::unique_ptr<PreTokenizer> pre_tokenizer;
+  std::unique_ptr<SubwordModel> model;
+  // Every vocabulary token with its id (the model's and the added ones), for IdToToken.
+  std::unordered_map<std::string, int32_t> vocab;
+};
+
+class Tokenizer {
+ public:
+  // Reads `tokenizer.json`, or else `vocab.txt` with optional `tokenizer_config.json`.
+  // NOT_FOUND when neither exists; DATA_LOSS naming the file and field for bad content;
+  // INVALID_ARGUMENT listing supported components for an unsupported model/normalizer.
+  static absl::StatusOr<std::unique_ptr<Tokenizer>> Load(const std::string& model_dir);
+
+  // The text of a tokenizer.json, named `label` in errors (the fuzz target's entry).
+  static absl::StatusOr<std::unique_ptr<Tokenizer>> FromJson(const std::string& label,
+                                                             std::string_view text);
+
+  // From its stages. DATA_LOSS for a negative id.
+  static absl::StatusOr<std::unique_ptr<Tokenizer>> Create(TokenizerParts parts);
+
+  // Splits `text` into content tokens with their byte spans. INVALID_ARGUMENT naming `field`
+  // for invalid UTF-8. Thread-safe; linear in the text length.
+  absl::StatusOr<TokenizedText> Tokenize(std::string_view text,
+                                         absl::string_view field = "text") const;
+
+  // `content` wrapped in the post-processor's special tokens (e.g. [CLS] ... [SEP]).
+  std::vector<int32_t> AddSpecialTokens(const std::vector<int32_t>& content) const;
+  int num_special_tokens() const {
+    return static_cast<int>(config_.prefix_ids.size() + config_.suffix_ids.size());
+  }
+
+  // The token string for `id`, or "" when out of range.
+  const std::string& IdToToken(int32_t id) const;
+  size_t vocab_size() const { return id_to_token_.size(); }
+  const TokenizerConfig& config() const { return config_; }
+
+ private:
+  Tokenizer() = default;
+
+  void TokenizeSegment(std::string_view text, uint32_t base, TokenizedText* out) const;
+
+  TokenizerConfig config_;
+  std::unique_ptr<Normalizer> normalizer_;
+  std::unique_ptr<PreTokenizer> pre_tokenizer_;
+  std::unique_ptr<SubwordModel> model_;
+  std::vector<std::string> id_to_token_;
+};
+
+}  // namespace embedding::model_store

@@ -1,0 +1,1 @@
+// Its own folder: allowed.

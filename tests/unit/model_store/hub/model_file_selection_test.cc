@@ -1,0 +1,183 @@
+// Which files of a Hub repository are fetched, and the digests blobs are checked against:
+// the selection from listings shaped like real repositories (sentence-transformers, sharded,
+// pickle-only, hostile paths), and the digests against values git and sha256sum print.
+#include "model_store/hub/model_file_selection.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "model_store/formats/content_digest.h"
+#include "tests/testing/test_models.h"
+
+namespace embedding::model_store {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// A listing plus the text of its metadata files; records which files were read.
+struct FakeRepo {
+  std::set<std::string> listing;
+  std::map<std::string, std::string> texts;
+  std::vector<std::string> read;
+  MetadataReader Reader() {
+    return [this](const std::string& path) -> absl::StatusOr<std::string> {
+      read.push_back(path);
+      return texts.at(path);
+    };
+  }
+};
+
+TEST(ModelFileSelectionTest, SentenceTransformersRepositoryTakesOnlyWhatTheServerReads) {
+  FakeRepo repo{{"config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt",
+                 "special_tokens_map.json", "modules.json", "2_Pool/config.json",
+                 "1_Pooling/config.json", "config_sentence_transformers.json", "model.safetensors",
+                 "pytorch_model.bin", "onnx/model.onnx", "README.md", ".gitattributes"}};
+  repo.texts["modules.json"] =
+      R"([{"idx":0,"path":"","type":"sentence_transformers.models.Transformer"},
+          {"idx":1,"path":"2_Pool","type":"sentence_transformers.models.Pooling"}])";
+  auto files = SelectModelFiles("org/st", repo.listing, repo.Reader());
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_THAT(*files,
+              ElementsAre("config.json", "tokenizer.json", "vocab.txt", "tokenizer_config.json",
+                          "special_tokens_map.json", "config_sentence_transformers.json",
+                          "modules.json", "2_Pool/config.json", "model.safetensors"));
+  EXPECT_THAT(repo.read, ElementsAre("modules.json"));
+}
+
+TEST(ModelFileSelectionTest, ACustomCodeRepositoryIsServedFromItsFilesNeverItsCode) {
+  // GTE's and JinaBERT v2's layouts: config.json's auto_map names Python modelling code (in
+  // the repository or another one) and ONNX exports sit beside the checkpoint. The config's
+  // fields say all the server needs; no code is fetched, so none can ever run.
+  FakeRepo repo{{"config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt",
+                 "special_tokens_map.json", "modules.json", "1_Pooling/config.json",
+                 "config_sentence_transformers.json", "model.safetensors", "onnx/model.onnx",
+                 "configuration.py", "modeling.py", "configuration_bert.py", "README.md"}};
+  repo.texts["modules.json"] =
+      R"([{"idx":0,"path":"","type":"sentence_transformers.models.Transformer"},
+          {"idx":1,"path":"1_Pooling","type":"sentence_transformers.models.Pooling"}])";
+  auto files = SelectModelFiles("Alibaba-NLP/gte-base-en-v1.5", repo.listing, repo.Reader());
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_THAT(*files,
+              ElementsAre("config.json", "tokenizer.json", "vocab.txt", "tokenizer_config.json",
+                          "special_tokens_map.json", "config_sentence_transformers.json",
+                          "modules.json", "1_Pooling/config.json", "model.safetensors"));
+}
+
+TEST(ModelFileSelectionTest, BgeM3HeadsComeAlongPreferringSafetensorsCopies) {
+  // BAAI/bge-m3's layout: the heads as torch.save files beside the checkpoint.
+  FakeRepo repo{{"config.json", "tokenizer.json", "model.safetensors", "pytorch_model.bin",
+                 "sparse_linear.pt", "colbert_linear.pt", "colbert_linear.safetensors",
+                 "onnx/model.onnx"}};
+  auto files = SelectModelFiles("BAAI/bge-m3", repo.listing, repo.Reader());
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_THAT(*files, ElementsAre("config.json", "tokenizer.json", "sparse_linear.pt",
+                                  "colbert_linear.safetensors", "model.safetensors"));
+}
+
+TEST(ModelFileSelectionTest, ShardsComeFromTheIndexOnceEach) {
+  FakeRepo repo{{"config.json", "vocab.txt", "model.safetensors.index.json",
+                 "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
+                 "model-00003-of-00003.safetensors"}};
+  repo.texts["model.safetensors.index.json"] = R"({"metadata": {"total_size": 8},
+      "weight_map": {"a": "model-00002-of-00002.safetensors",
+                     "b": "model-00001-of-00002.safetensors",
+                     "c": "model-00002-of-00002.safetensors"}})";
+  auto files = SelectModelFiles("org/sharded", repo.listing, repo.Reader());
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_THAT(*files,
+              ElementsAre("config.json", "vocab.txt", "model.safetensors.index.json",
+                          "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"));
+}
+
+TEST(ModelFileSelectionTest, EachRefusalNamesTheRepositoryAndWhy) {
+  struct Case {
+    std::set<std::string> listing;
+    std::map<std::string, std::string> texts;
+    absl::StatusCode code;
+    std::string message;
+  };
+  const std::string index = "model.safetensors.index.json";
+  const std::vector<Case> cases = {
+      {{"tokenizer.json", "model.safetensors"},
+       {},
+       absl::StatusCode::kNotFound,
+       "org/x: no config.json in the repository"},
+      {{"config.json", "model.safetensors", "tokenizer_config.json"},
+       {},
+       absl::StatusCode::kNotFound,
+       "org/x: neither tokenizer.json nor vocab.txt"},
+      {{"config.json", "tokenizer.json", "pytorch_model.bin"},
+       {},
+       absl::StatusCode::kFailedPrecondition,
+       "org/x: the repository has pytorch_model.bin but no model.safetensors. Backbone weights "
+       "are read from safetensors only"},
+      {{"config.json", "tokenizer.json", "pytorch_model.bin.index.json"},
+       {},
+       absl::StatusCode::kFailedPrecondition,
+       "--model=org/x@refs/pr/1"},
+      {{"config.json", "tokenizer.json", "model.onnx"},
+       {},
+       absl::StatusCode::kNotFound,
+       "org/x: no model.safetensors or model.safetensors.index.json"},
+      {{"config.json", "tokenizer.json", index},
+       {{index, R"({"weight_map": {"a": "gone.safetensors"}})"}},
+       absl::StatusCode::kNotFound,
+       "org/x: model.safetensors.index.json names gone.safetensors, which is not in the "
+       "repository"},
+      {{"config.json", "tokenizer.json", index},
+       {{index, R"({"weight_map": {"a": "../../x"}})"}},
+       absl::StatusCode::kInvalidArgument,
+       "repository path \"../../x\" has an empty, . or .. part"},
+      {{"config.json", "tokenizer.json", index},
+       {{index, R"({"weight_map": {"a": "/etc/x"}})"}},
+       absl::StatusCode::kInvalidArgument,
+       "repository path \"/etc/x\" is absolute"},
+      {{"config.json", "tokenizer.json", index},
+       {{index, R"({"weight_map": {"a": 3}})"}},
+       absl::StatusCode::kDataLoss,
+       "weight_map[\"a\"] is not a file name"},
+      {{"config.json", "tokenizer.json", index},
+       {{index, "{not json"}},
+       absl::StatusCode::kDataLoss,
+       "org/x: model.safetensors.index.json is not valid JSON"},
+      {{"config.json", "tokenizer.json", "model.safetensors", "modules.json"},
+       {{"modules.json", R"([{"path": "a\\b", "type": "x.Pooling"}])"}},
+       absl::StatusCode::kInvalidArgument,
+       "contains a backslash or NUL"},
+  };
+  for (const Case& c : cases) {
+    FakeRepo repo{c.listing, c.texts};
+    auto files = SelectModelFiles("org/x", repo.listing, repo.Reader());
+    ASSERT_FALSE(files.ok()) << c.message;
+    EXPECT_EQ(files.status().code(), c.code) << files.status();
+    EXPECT_THAT(std::string(files.status().message()), HasSubstr(c.message));
+  }
+}
+
+TEST(ContentDigestTest, MatchesGitAndSha256sum) {
+  const std::string dir = testing::MakeScratchDir("content_digest");
+  testing::WriteFile(dir + "/empty", "");
+  testing::WriteFile(dir + "/hello", "hello world\n");
+  // `git hash-object` and `sha256sum` of the same bytes.
+  EXPECT_EQ(*FileDigest(dir + "/empty", DigestKind::kGitBlobSha1),
+            "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391");
+  EXPECT_EQ(*FileDigest(dir + "/hello", DigestKind::kGitBlobSha1),
+            "3b18e512dba79e4c8300dd08aeb37f8e728b8dad");
+  EXPECT_EQ(*FileDigest(dir + "/hello", DigestKind::kSha256),
+            "a948904f2f0f479b8f8197694b30184b0d2ed1c1cd2a1ec0fb85d299a192a447");
+  EXPECT_EQ(Sha256Hex("hello world\n"),
+            "a948904f2f0f479b8f8197694b30184b0d2ed1c1cd2a1ec0fb85d299a192a447");
+  EXPECT_EQ(*DigestKindOfEtag(std::string(64, 'a')), DigestKind::kSha256);
+  EXPECT_EQ(*DigestKindOfEtag(std::string(40, 'f')), DigestKind::kGitBlobSha1);
+  EXPECT_EQ(DigestKindOfEtag("xyz").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DigestKindOfEtag(std::string(64, 'g')).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FileDigest(dir + "/missing", DigestKind::kSha256).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace embedding::model_store

@@ -1,0 +1,228 @@
+// The blocked attention against the plain formula softmax((Q K^T / sqrt(d) + mask) / tau) V,
+// and its memory bound at 8,192 tokens.
+#include "model_store/kernels/attention.h"
+
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <cmath>
+#include <tuple>
+
+#include "model_store/kernels/fused_attention.h"
+
+namespace embedding::model_store {
+namespace {
+
+// The textbook computation on a padded batch: full score matrix, -inf on padded keys.
+torch::Tensor PlainAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                             const torch::Tensor& key_mask, double tau) {
+  const double d = static_cast<double>(q.size(-1));
+  torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(d);
+  scores = scores.masked_fill(key_mask.logical_not(), -INFINITY);
+  return torch::matmul(torch::softmax(scores / tau, -1), v);
+}
+
+// fp32 (oneDNN, one head at a time) to 1e-5; bf16 (batched over heads) to 0.2: at tau 0.2
+// its logits reach about 20, where bf16's 8-bit mantissa alone moves a weight by 6%. (The
+// encoder's pooled-cosine guard bounds what that does to an embedding.)
+TEST(BlockedSelfAttention, EqualsThePlainFormulaForEveryBlockSizeAndTemperature) {
+  torch::manual_seed(3);
+  const int64_t heads = 3, d = 16, padded = 70;
+  for (auto [dtype_case, tolerance] :
+       {std::pair{torch::kFloat32, 1e-5}, std::pair{torch::kBFloat16, 2e-1}}) {
+    const auto dtype = dtype_case;  // a plain variable: lambdas may not capture bindings (C++17)
+    for (int64_t length : {1, 5, 64, 70}) {
+      for (int64_t block : {1, 7, 64, 128}) {
+        for (double tau : {1.0, 0.7, 0.2, 2.5}) {
+          // One real sequence of `length` tokens inside a padded batch row of 70, its heads
+          // laid out as the encoder's projection holds them ([L, 3, heads, d]) and read in
+          // place. Drawn in `dtype`, so the plain formula (in fp32) sees the same inputs.
+          const torch::Tensor packed =
+              torch::randn({padded, 3, heads, d}).to(dtype).to(torch::kFloat32);
+          auto head_view = [&](int64_t i) { return packed.select(1, i).transpose(0, 1); };
+          torch::Tensor mask = torch::arange(padded).lt(length).view({1, 1, padded});
+          torch::Tensor expected =
+              PlainAttention(head_view(0).contiguous(), head_view(1).contiguous(),
+                             head_view(2).contiguous(), mask, tau)
+                  .slice(1, 0, length);
+          const torch::Tensor real = packed.slice(0, 0, length).to(dtype);
+          // Written into a [L, heads x d] context, as the encoder's next layer reads it.
+          torch::Tensor context = torch::full({length, heads * d}, NAN, real.options());
+          torch::Tensor out = context.view({length, heads, d}).transpose(0, 1);
+          auto real_head = [&](int64_t i) { return real.select(1, i).transpose(0, 1); };
+          BlockedSelfAttention(real_head(0), real_head(1), real_head(2),
+                               1.0 / (std::sqrt(double(d)) * tau), block, {}, out);
+          const torch::Tensor actual = context.view({length, heads, d}).transpose(0, 1);
+          EXPECT_EQ(actual.scalar_type(), dtype);
+          EXPECT_LT((actual.to(torch::kFloat32) - expected).abs().max().item<float>(), tolerance)
+              << dtype << " length " << length << " block " << block << " tau " << tau;
+        }
+      }
+    }
+  }
+}
+
+// Symmetric ALiBi (JinaBERT v2): -m_h |i - j| on every logit, head by head, after the scale,
+// against the formula on a full score matrix, in both dtypes and on both paths (bf16 batches
+// the heads under 512 keys).
+TEST(BlockedSelfAttention, AlibiAddsEachHeadsSlopeTimesTheDistance) {
+  torch::manual_seed(5);
+  const int64_t heads = 4, d = 16;
+  const std::vector<double> slopes = {0.5, 0.25, 0.0625, 0.0078125};
+  for (auto [dtype_case, tolerance] :
+       {std::pair{torch::kFloat32, 1e-5}, std::pair{torch::kBFloat16, 2e-1}}) {
+    const auto dtype = dtype_case;
+    for (int64_t length : {1, 9, 300, 700}) {
+      for (double tau : {1.0, 0.5}) {
+        const torch::Tensor packed =
+            torch::randn({length, 3, heads, d}).to(dtype).to(torch::kFloat32);
+        auto head_view = [&](const torch::Tensor& t, int64_t i) {
+          return t.select(1, i).transpose(0, 1);
+        };
+        const torch::Tensor positions = torch::arange(length, torch::kFloat32);
+        const torch::Tensor distance = (positions.unsqueeze(1) - positions.unsqueeze(0)).abs();
+        const torch::Tensor bias =
+            -torch::tensor(slopes).to(torch::kFloat32).view({heads, 1, 1}) * distance;
+        const torch::Tensor q = head_view(packed, 0), k = head_view(packed, 1);
+        const torch::Tensor logits =
+            torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(double(d)) + bias;
+        const torch::Tensor expected =
+            torch::matmul(torch::softmax(logits / tau, -1), head_view(packed, 2));
+        const torch::Tensor real = packed.to(dtype);
+        torch::Tensor context = torch::full({length, heads * d}, NAN, real.options());
+        torch::Tensor out = context.view({length, heads, d}).transpose(0, 1);
+        std::vector<double> scaled;
+        for (double m : slopes) scaled.push_back(m / tau);
+        BlockedSelfAttention(head_view(real, 0), head_view(real, 1), head_view(real, 2),
+                             1.0 / (std::sqrt(double(d)) * tau), 256, scaled, out);
+        const torch::Tensor actual = context.view({length, heads, d}).transpose(0, 1);
+        EXPECT_LT((actual.to(torch::kFloat32) - expected).abs().max().item<float>(), tolerance)
+            << dtype << " length " << length << " tau " << tau;
+      }
+    }
+  }
+}
+
+// One key far longer than the rest, along a direction no query has: a Cauchy-Schwarz bound on
+// every row's largest logit (|q| times the longest key) sits hundreds above the logits
+// themselves, which stay small enough for fp32 to compute exactly.
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> ExtremeHead(int64_t length, int64_t d) {
+  torch::manual_seed(11);
+  torch::Tensor q = torch::randn({length, d});
+  q.select(1, 0).zero_();
+  torch::Tensor k = torch::randn({length, d});
+  k[0].zero_();
+  k[0][0] = 1000;
+  return {q, k, torch::randn({length, d})};
+}
+
+// FusedAttention on its own: each block exact against the plain formula, written only into its
+// own rows; and a block it cannot hold in fp32 reported, with nothing written.
+TEST(FusedAttention, WritesEachBlockExactlyAndRefusesRowsOutOfRange) {
+  torch::manual_seed(5);
+  const int64_t length = 150, d = 16, block = 64;
+  const torch::Tensor q = torch::randn({length, d}), k = torch::randn({length, d}),
+                      v = torch::randn({length, d});
+  const torch::Tensor all_keys = torch::ones({1, 1, length}, torch::kBool);
+  for (double tau : {1.0, 0.3}) {
+    const double scale = 1.0 / (std::sqrt(double(d)) * tau);
+    const torch::Tensor expected = PlainAttention(q, k, v, all_keys.view({1, length}), tau);
+    FusedAttention fused(length, d, block);
+    fused.SetHead(k, v);
+    torch::Tensor out = torch::full({length, d}, NAN);
+    ASSERT_TRUE(fused.Block(q, 64, 128, scale, out));
+    EXPECT_LT((out.slice(0, 64, 128) - expected.slice(0, 64, 128)).abs().max().item<float>(), 1e-5)
+        << "tau " << tau;
+    EXPECT_TRUE(torch::isnan(out.slice(0, 0, 64)).all().item<bool>());
+    EXPECT_TRUE(torch::isnan(out.slice(0, 128)).all().item<bool>());
+  }
+  const auto [eq, ek, ev] = ExtremeHead(length, d);
+  FusedAttention fused(length, d, block);
+  fused.SetHead(ek, ev);
+  torch::Tensor out = torch::full({length, d}, NAN);
+  EXPECT_FALSE(fused.Block(eq, 0, 64, 1.0 / std::sqrt(double(d)), out));
+  EXPECT_TRUE(torch::isnan(out).all().item<bool>());
+}
+
+// Where FusedAttention refuses a block, the plain path computes it: still exact.
+TEST(BlockedSelfAttention, StaysExactWhereWeightsLeaveFp32sRange) {
+  const int64_t length = kFusedAttentionFromKeys + 5, d = 16;
+  const auto [q, k, v] = ExtremeHead(length, d);
+  const torch::Tensor rows = torch::tensor({0L, 1L, 63L, 64L, 2050L, length - 1});
+  for (double tau : {1.0, 0.5}) {
+    const torch::Tensor expected =
+        PlainAttention(q.index_select(0, rows), k, v, torch::ones({1, length}, torch::kBool), tau);
+    torch::Tensor out = torch::full({1, length, d}, NAN);
+    BlockedSelfAttention(q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0),
+                         1.0 / (std::sqrt(double(d)) * tau), 64, {}, out);
+    EXPECT_LT((out[0].index_select(0, rows) - expected).abs().max().item<float>(), 1e-5)
+        << "tau " << tau;
+  }
+}
+
+// The same from kFusedAttentionFromKeys keys on, where fp32 takes FusedAttention: a length that
+// is no multiple of its shape step, a last block of 5 queries, and every temperature. Checked
+// on query rows at the ends of blocks (the plain formula over all 4,101 rows takes seconds).
+TEST(BlockedSelfAttention, EqualsThePlainFormulaWhereTheSoftmaxIsFolded) {
+  torch::manual_seed(7);
+  const int64_t heads = 2, d = 16, length = kFusedAttentionFromKeys + 5;
+  const torch::Tensor packed = torch::randn({length, 3, heads, d});
+  auto head_view = [&](int64_t i) { return packed.select(1, i).transpose(0, 1); };
+  const torch::Tensor rows =
+      torch::tensor({0L, 1L, 99L, 100L, 511L, 512L, 2050L, length - 6, length - 5, length - 1});
+  for (double tau : {1.0, 0.7, 0.2, 2.5}) {
+    const torch::Tensor expected =
+        PlainAttention(head_view(0).index_select(1, rows), head_view(1).contiguous(),
+                       head_view(2).contiguous(), torch::ones({1, 1, length}, torch::kBool), tau);
+    for (int64_t block : {512, 100}) {
+      torch::Tensor context = torch::full({length, heads * d}, NAN);
+      torch::Tensor out = context.view({length, heads, d}).transpose(0, 1);
+      BlockedSelfAttention(head_view(0), head_view(1), head_view(2),
+                           1.0 / (std::sqrt(double(d)) * tau), block, {}, out);
+      EXPECT_LT((out.index_select(1, rows) - expected).abs().max().item<float>(), 1e-5)
+          << "block " << block << " tau " << tau;
+    }
+  }
+}
+
+// Lengths within one shape step share their kernels, so a model builds a bounded number.
+TEST(BlockedSelfAttention, LengthsWithinAShapeStepShareTheFoldedKernels) {
+  const int64_t d = 16;
+  auto run = [&](int64_t length) {
+    const torch::Tensor x = torch::randn({1, length, d});
+    torch::Tensor out = torch::empty_like(x);
+    BlockedSelfAttention(x, x, x, 0.25, 512, {}, out);
+  };
+  run(kFusedAttentionFromKeys + 4);
+  const size_t built = FusedAttention::primitives();
+  EXPECT_GT(built, 0u);
+  run(kFusedAttentionFromKeys + 24);  // the same padded length and padded last block
+  EXPECT_EQ(FusedAttention::primitives(), built);
+  run(kFusedAttentionFromKeys + 100);  // the next step
+  EXPECT_GT(FusedAttention::primitives(), built);
+}
+
+long PeakRssKb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+// Full scores for 4 heads x 8,192 x 8,192 would take 1 GiB; blocks of 128 queries take 16 MiB.
+TEST(BlockedSelfAttention, ScoresAtEightThousandTokensStayWithinABlock) {
+  c10::InferenceMode guard;
+  const int64_t heads = 4, length = 8192, d = 32;
+  torch::Tensor q = torch::randn({heads, length, d});
+  torch::Tensor k = torch::randn({heads, length, d});
+  torch::Tensor v = torch::randn({heads, length, d});
+  const long before = PeakRssKb();
+  torch::Tensor out = torch::empty_like(q);
+  BlockedSelfAttention(q, k, v, 1.0 / std::sqrt(double(d)), 128, {}, out);
+  const long grown_mib = (PeakRssKb() - before) / 1024;
+  EXPECT_EQ(out.sizes(), q.sizes());
+  EXPECT_TRUE(torch::isfinite(out).all().item<bool>());
+  EXPECT_LT(grown_mib, 256) << "peak RSS grew by " << grown_mib << " MiB";
+}
+
+}  // namespace
+}  // namespace embedding::model_store

@@ -1,0 +1,358 @@
+// Loading model directories: sharded checkpoints, weight prefixes, and every way a directory
+// can be wrong, each with an error naming the file and the tensor or field.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include "absl/strings/str_split.h"
+#include "model_store/formats/checkpoint.h"
+#include "model_store/model.h"
+#include "model_store/spec/architecture.h"
+#include "model_store/spec/encoder_config.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/test_models.h"
+
+namespace embedding::model_store {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+constexpr char kWordEmbeddings[] = "embeddings.word_embeddings.weight";
+constexpr char kQuery1[] = "encoder.layer.1.attention.self.query.weight";
+
+std::vector<float> EmbedOne(const Model& model, const std::string& text) {
+  auto tokens = model.tokenizer().Tokenize(text);
+  EXPECT_TRUE(tokens.ok());
+  EncodeBatch batch;
+  batch.sequences = {model.tokenizer().AddSpecialTokens(tokens->ids)};
+  batch.temperatures = {1.0f};
+  batch.pooling = model.pooling();
+  auto result = model.encoder().Encode(batch);
+  EXPECT_TRUE(result.ok()) << result.status();
+  return result.ok() ? result->pooled[0] : std::vector<float>();
+}
+
+void EditJson(const std::string& path, const std::function<void(nlohmann::json&)>& edit) {
+  auto json = nlohmann::json::parse(testing::ReadFile(path));
+  edit(json);
+  testing::WriteFile(path, json.dump());
+}
+
+TEST(ModelLoad, LoadsTheDemoModel) {
+  auto model = Model::Load(testing::TinyModelDir(), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->config().model_type, "bert");
+  EXPECT_EQ((*model)->pooling(), PoolingMode::kMean);
+  EXPECT_TRUE((*model)->is_demo());
+  EXPECT_EQ((*model)->special_prefix().size() + (*model)->special_suffix().size(), 2u);
+  EXPECT_EQ((*model)->sentence_transformers().prompts.at("query"), "query: ");
+  EXPECT_EQ((*model)->max_content_tokens(), (*model)->config().max_position_embeddings - 2);
+  EXPECT_GE((*model)->tokenizer().vocab_size(), 8000u);
+}
+
+TEST(ModelLoad, PoolingOverrideWins) {
+  ModelOptions options;
+  options.pooling_override = PoolingMode::kCls;
+  auto model = Model::Load(testing::TinyModelDir(), options);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->pooling(), PoolingMode::kCls);
+}
+
+// A copy of `from` whose tensors are all saved under `prefix`.
+std::string CopyWithPrefix(const std::string& from, const std::string& prefix) {
+  const std::string dir = testing::CopyModelDir(from, "prefixed_" + prefix);
+  std::map<std::string, F32Tensor> prefixed;
+  for (auto& [name, t] : testing::ReadTensors(dir + "/model.safetensors"))
+    prefixed[prefix + name] = std::move(t);
+  EXPECT_TRUE(WriteSafetensors(dir + "/model.safetensors", prefixed).ok());
+  return dir;
+}
+
+TEST(ModelLoad, AcceptsTheBertPrefixAndGivesTheSameVectors) {
+  const std::string dir = CopyWithPrefix(testing::TinyModelDir(), "bert.");
+  auto plain = Model::Load(testing::TinyModelDir(), {});
+  auto with_prefix = Model::Load(dir, {});
+  ASSERT_TRUE(plain.ok() && with_prefix.ok()) << with_prefix.status();
+  EXPECT_EQ(EmbedOne(**plain, "a prefixed checkpoint"),
+            EmbedOne(**with_prefix, "a prefixed checkpoint"));
+}
+
+TEST(ModelLoad, XlmRobertaAcceptsTheRobertaPrefixAndGivesTheSameVectors) {
+  const std::string dir = CopyWithPrefix(testing::XlmRobertaModelDir(), "roberta.");
+  auto plain = Model::Load(testing::XlmRobertaModelDir(), {});
+  auto with_prefix = Model::Load(dir, {});
+  ASSERT_TRUE(plain.ok() && with_prefix.ok()) << with_prefix.status();
+  EXPECT_EQ((*plain)->config().max_sequence_length(), 8192);
+  EXPECT_EQ((*plain)->max_content_tokens(), 8190);
+  EXPECT_EQ(EmbedOne(**plain, "ein Text, un texte"), EmbedOne(**with_prefix, "ein Text, un texte"));
+}
+
+TEST(ModelLoad, NomicBertConfigErrorsNameTheirGpt2Fields) {
+  const std::string dir = testing::CopyModelDir(testing::NomicBertModelDir(), "nomic_config");
+  auto expect_error = [&](const std::function<void(nlohmann::json&)>& edit,
+                          const std::vector<std::string>& words) {
+    const std::string original = testing::ReadFile(dir + "/config.json");
+    EditJson(dir + "/config.json", edit);
+    auto model = Model::Load(dir, {});
+    EXPECT_EQ(model.status().code(), absl::StatusCode::kDataLoss);
+    for (const auto& word : words) EXPECT_THAT(model.status().message(), HasSubstr(word));
+    testing::WriteFile(dir + "/config.json", original);
+  };
+  expect_error([](nlohmann::json& j) { j.erase("n_embd"); }, {"config.json", "n_embd"});
+  expect_error([](nlohmann::json& j) { j["rotary_emb_fraction"] = 0.0; }, {"rotary_emb_fraction"});
+  expect_error([](nlohmann::json& j) { j["activation_function"] = "gelu"; },
+               {"activation_function", "swiglu"});
+  expect_error([](nlohmann::json& j) { j["n_head"] = 5; }, {"n_head", "not divisible"});
+  // A checkpoint with biases the config denies is read as the config says, so a missing bias
+  // the config promises is a named missing tensor.
+  expect_error([](nlohmann::json& j) { j["qkv_proj_bias"] = true; },
+               {"encoder.layers.0.attn.Wqkv.bias"});
+  auto model = Model::Load(dir, {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->config().rotary.dim, 16);
+  EXPECT_EQ((*model)->config().mlp, MlpKind::kGatedActivateSecond);
+}
+
+TEST(ModelLoad, GteAcceptsTheNewPrefixAndItsConfigErrorsNameTheirFields) {
+  const std::string prefixed = CopyWithPrefix(testing::GteModelDir(), "new.");
+  auto plain = Model::Load(testing::GteModelDir(), {});
+  auto with_prefix = Model::Load(prefixed, {});
+  ASSERT_TRUE(plain.ok() && with_prefix.ok()) << with_prefix.status();
+  EXPECT_EQ((*plain)->config().mlp, MlpKind::kGatedActivateSecond);
+  EXPECT_EQ((*plain)->config().rotary.static_ntk_factor, 2.0);
+  EXPECT_EQ((*plain)->config().type_vocab_size, 0);
+  EXPECT_EQ(EmbedOne(**plain, "long documents"), EmbedOne(**with_prefix, "long documents"));
+
+  const std::string dir = testing::CopyModelDir(testing::GteModelDir(), "gte_config");
+  auto expect_error = [&](const std::function<void(nlohmann::json&)>& edit,
+                          const std::vector<std::string>& words) {
+    const std::string original = testing::ReadFile(dir + "/config.json");
+    EditJson(dir + "/config.json", edit);
+    auto model = Model::Load(dir, {});
+    EXPECT_EQ(model.status().code(), absl::StatusCode::kDataLoss) << model.status();
+    for (const auto& word : words) EXPECT_THAT(model.status().message(), HasSubstr(word));
+    testing::WriteFile(dir + "/config.json", original);
+  };
+  expect_error([](Json& j) { j["rope_scaling"]["mixed_b"] = 0.5; }, {"rope_scaling.mixed_b"});
+  expect_error([](Json& j) { j["rope_scaling"]["type"] = "dynamic"; },
+               {"rope_scaling", "'type'", "ntk"});
+  expect_error([](Json& j) { j["pack_qkv"] = false; }, {"pack_qkv"});
+  expect_error([](Json& j) { j["layer_norm_type"] = "rms_norm"; }, {"layer_norm_type"});
+  expect_error([](Json& j) { j["position_embedding_type"] = "absolute"; },
+               {"position_embedding_type", "rope"});
+  expect_error([](Json& j) { j["hidden_act"] = "tanh"; }, {"hidden_act", "tanh"});
+  // Token types the config promises are a named missing tensor.
+  expect_error([](Json& j) { j["type_vocab_size"] = 2; },
+               {"embeddings.token_type_embeddings.weight"});
+}
+
+// GTE's logn scale: ln(n) / ln(trained length), at least 1 with clip1, 1 when off.
+TEST(ModelLoad, LognScaleIsLnNOverLnTheTrainedLength) {
+  LognScale logn;
+  EXPECT_EQ(logn.For(100), 1.0);
+  logn.enabled = true;
+  logn.trained_length = 8192;
+  EXPECT_DOUBLE_EQ(logn.For(512), std::log(512.0) / std::log(8192.0));
+  EXPECT_DOUBLE_EQ(logn.For(8192), 1.0);
+  logn.clip_at_one = true;
+  EXPECT_EQ(logn.For(512), 1.0);
+  EXPECT_DOUBLE_EQ(logn.For(16384), std::log(16384.0) / std::log(8192.0));
+}
+
+// JinaBERT v2 ships as model_type "bert" with ALiBi positions: never loaded as plain BERT, and
+// a plain BERT checkpoint is never loaded as JinaBERT.
+TEST(ModelLoad, AlibiAndPlainBertNeverLoadAsEachOther) {
+  auto jina = Model::Load(testing::JinaBertModelDir(), {});
+  ASSERT_TRUE(jina.ok()) << jina.status();
+  EXPECT_EQ((*jina)->config().positions, PositionKind::kAlibi);
+  EXPECT_EQ((*jina)->config().mlp, MlpKind::kGatedActivateFirst);
+
+  const std::string unmarked = testing::CopyModelDir(testing::JinaBertModelDir(), "unmarked");
+  EditJson(unmarked + "/config.json", [](Json& j) { j.erase("position_embedding_type"); });
+  auto as_bert = Model::Load(unmarked, {});
+  EXPECT_EQ(as_bert.status().code(), absl::StatusCode::kDataLoss) << as_bert.status();
+  EXPECT_THAT(as_bert.status().message(), HasSubstr("embeddings.position_embeddings.weight"));
+
+  const std::string marked = testing::CopyModelDir(testing::TinyModelDir(), "marked");
+  EditJson(marked + "/config.json", [](Json& j) { j["position_embedding_type"] = "alibi"; });
+  auto as_jina = Model::Load(marked, {});
+  EXPECT_EQ(as_jina.status().code(), absl::StatusCode::kDataLoss) << as_jina.status();
+  EXPECT_THAT(as_jina.status().message(), HasSubstr("mlp.gated_layers.weight"));
+
+  EditJson(unmarked + "/config.json", [](Json& j) {
+    j["position_embedding_type"] = "alibi";
+    j["feed_forward_type"] = "swiglu";
+  });
+  auto bad = Model::Load(unmarked, {});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kDataLoss) << bad.status();
+  EXPECT_THAT(bad.status().message(), AllOf(HasSubstr("feed_forward_type"), HasSubstr("geglu")));
+}
+
+// The standard slopes, and the rule for a head count that is not a power of two.
+TEST(ModelLoad, AlibiSlopesFollowTheirAuthorsRule) {
+  EXPECT_THAT(AlibiSlopes(8), ::testing::ElementsAre(0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625,
+                                                     0.0078125, 0.00390625));
+  const std::vector<double> twelve = AlibiSlopes(12);
+  ASSERT_EQ(twelve.size(), 12u);
+  for (int i = 0; i < 8; ++i) EXPECT_DOUBLE_EQ(twelve[i], std::pow(2.0, -(i + 1)));
+  for (int i = 0; i < 4; ++i) EXPECT_DOUBLE_EQ(twelve[8 + i], std::pow(2.0, -0.5 - i));
+}
+
+TEST(ModelLoad, ABertConfigWithAnotherPositionTypeIsNeverLoadedAsBert) {
+  const std::string dir = testing::CopyModelDir(testing::TinyModelDir(), "position_type");
+  EditJson(dir + "/config.json", [](Json& j) { j["position_embedding_type"] = "relative_key"; });
+  auto model = Model::Load(dir, {});
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument) << model.status();
+  EXPECT_THAT(model.status().message(),
+              AllOf(HasSubstr("position_embedding_type"), HasSubstr("relative_key"),
+                    HasSubstr("absolute"), HasSubstr("alibi")));
+}
+
+// The README's architecture table is the registry's: every model_type with its checkpoints.
+TEST(ModelLoad, ReadmeListsEveryArchitectureAndItsCheckpoints) {
+  const std::string readme = testing::ReadFile(std::string(EMB_SOURCE_DIR) + "/README.md");
+  for (const ArchitectureSpec& spec : AllArchitectures()) {
+    EXPECT_THAT(readme, HasSubstr("`model_type: " + spec.model_type + "`"));
+    for (absl::string_view name : absl::StrSplit(spec.known_checkpoints, ", "))
+      EXPECT_THAT(readme, HasSubstr(std::string(name))) << spec.model_type;
+  }
+}
+
+TEST(ModelLoad, ShardedCheckpointLoadsLikeTheSingleFile) {
+  const std::string dir = testing::CopyModelDir(testing::TinyModelDir(), "sharded");
+  auto tensors = testing::ReadTensors(dir + "/model.safetensors");
+  fs::remove(dir + "/model.safetensors");
+  std::map<std::string, F32Tensor> shard1, shard2;
+  nlohmann::json weight_map;
+  for (auto& [name, t] : tensors) {
+    const bool first = name.find("encoder.layer.1.") == std::string::npos;
+    weight_map[name] =
+        first ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors";
+    (first ? shard1 : shard2)[name] = std::move(t);
+  }
+  ASSERT_TRUE(WriteSafetensors(dir + "/model-00001-of-00002.safetensors", shard1).ok());
+  ASSERT_TRUE(WriteSafetensors(dir + "/model-00002-of-00002.safetensors", shard2).ok());
+  testing::WriteFile(
+      dir + "/model.safetensors.index.json",
+      nlohmann::json{{"metadata", nlohmann::json::object()}, {"weight_map", weight_map}}.dump());
+  auto plain = Model::Load(testing::TinyModelDir(), {});
+  auto sharded = Model::Load(dir, {});
+  ASSERT_TRUE(plain.ok() && sharded.ok()) << sharded.status();
+  EXPECT_EQ(EmbedOne(**plain, "sharded weights"), EmbedOne(**sharded, "sharded weights"));
+
+  // An index entry pointing at the wrong shard names the tensor and the shard.
+  EditJson(dir + "/model.safetensors.index.json", [](nlohmann::json& j) {
+    j["weight_map"][kQuery1] = "model-00001-of-00002.safetensors";
+  });
+  auto wrong = Checkpoint::Open(dir);
+  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(wrong.status().message(), AllOf(HasSubstr(kQuery1), HasSubstr("00001")));
+
+  // A shard path outside the directory is refused.
+  EditJson(dir + "/model.safetensors.index.json",
+           [](nlohmann::json& j) { j["weight_map"][kQuery1] = "../../etc/passwd"; });
+  EXPECT_THAT(Checkpoint::Open(dir).status().message(), HasSubstr("invalid shard"));
+}
+
+TEST(ModelLoad, MissingTensorIsNamed) {
+  const std::string dir = testing::CopyModelDir(testing::TinyModelDir(), "missing");
+  auto tensors = testing::ReadTensors(dir + "/model.safetensors");
+  tensors.erase(kQuery1);
+  ASSERT_TRUE(WriteSafetensors(dir + "/model.safetensors", tensors).ok());
+  auto model = Model::Load(dir, {});
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(model.status().message(), HasSubstr(kQuery1));
+}
+
+TEST(ModelLoad, ShapeMismatchWithConfigIsNamed) {
+  const std::string dir = testing::CopyModelDir(testing::TinyModelDir(), "shape");
+  EditJson(dir + "/config.json", [](nlohmann::json& j) { j["intermediate_size"] = 100; });
+  auto model = Model::Load(dir, {});
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(model.status().message(),
+              AllOf(HasSubstr("intermediate.dense.weight"), HasSubstr("100")));
+}
+
+// A NaN or infinite weight once loaded and served NaN vectors with status OK.
+TEST(ModelLoad, NonFiniteWeightsAreRefusedNamingTheTensor) {
+  for (float bad : {std::nanf(""), INFINITY}) {
+    const std::string dir = testing::CopyModelDir(testing::TinyModelDir(), "nonfinite");
+    auto tensors = testing::ReadTensors(dir + "/model.safetensors");
+    tensors[kQuery1].values[7] = bad;
+    ASSERT_TRUE(WriteSafetensors(dir + "/model.safetensors", tensors).ok());
+    auto model = Model::Load(dir, {});
+    EXPECT_EQ(model.status().code(), absl::StatusCode::kDataLoss);
+    EXPECT_THAT(model.status().message(), AllOf(HasSubstr(kQuery1), HasSubstr("NaN or infinite")));
+  }
+}
+
+TEST(ModelLoad, UnknownModelTypeListsTheSupportedOnes) {
+  const std::string dir = testing::CopyModelDir(testing::TinyModelDir(), "type");
+  EditJson(dir + "/config.json", [](nlohmann::json& j) { j["model_type"] = "gpt2"; });
+  auto model = Model::Load(dir, {});
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(model.status().message(), AllOf(HasSubstr("gpt2"), HasSubstr("supported: bert")));
+}
+
+TEST(ModelLoad, BadConfigFieldsAreNamed) {
+  const std::string dir = testing::CopyModelDir(testing::TinyModelDir(), "config");
+  EditJson(dir + "/config.json", [](nlohmann::json& j) { j["num_attention_heads"] = 5; });
+  EXPECT_THAT(Model::Load(dir, {}).status().message(), HasSubstr("not divisible"));
+  EditJson(dir + "/config.json", [](nlohmann::json& j) {
+    j["num_attention_heads"] = 4;
+    j["hidden_act"] = "mish";
+  });
+  EXPECT_THAT(Model::Load(dir, {}).status().message(), HasSubstr("hidden_act"));
+  EditJson(dir + "/config.json", [](nlohmann::json& j) {
+    j["hidden_act"] = "gelu";
+    j.erase("hidden_size");
+  });
+  EXPECT_THAT(Model::Load(dir, {}).status().message(),
+              AllOf(HasSubstr("config.json"), HasSubstr("hidden_size")));
+  testing::WriteFile(dir + "/config.json", "{not json");
+  EXPECT_EQ(Model::Load(dir, {}).status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(ModelLoad, MissingFilesAreNotFound) {
+  EXPECT_EQ(Model::Load("/nonexistent/model", {}).status().code(), absl::StatusCode::kNotFound);
+  const std::string dir = testing::CopyModelDir(testing::TinyModelDir(), "nofiles");
+  fs::remove(dir + "/model.safetensors");
+  auto model = Model::Load(dir, {});
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(model.status().message(), HasSubstr("model.safetensors"));
+}
+
+TEST(ModelLoad, UnsupportedPoolingModeIsNamed) {
+  const std::string dir = testing::CopyModelDir(testing::TinyModelDir(), "pooling");
+  EditJson(dir + "/1_Pooling/config.json",
+           [](nlohmann::json& j) { j["pooling_mode_mean_sqrt_len_tokens"] = true; });
+  auto model = Model::Load(dir, {});
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(model.status().message(), HasSubstr("pooling_mode_mean_sqrt_len_tokens"));
+}
+
+// Config integers stay below 2^31: 4 x hidden_size and pad_token_id + 1 once overflowed int64
+// for values the reader accepted.
+TEST(ModelLoad, ConfigIntegersPastTwoToTheThirtyOneAreRefusedNamingTheField) {
+  const Json base = Json::parse(testing::ReadFile(testing::XlmRobertaModelDir() + "/config.json"));
+  for (const auto& [field, value] : std::vector<std::pair<std::string, Json>>{
+           {"hidden_size", Json(int64_t{1} << 62)},
+           {"vocab_size", Json(uint64_t{1} << 63)},
+           {"max_position_embeddings", Json(3e9)},
+           {"pad_token_id", Json(std::numeric_limits<int64_t>::max())}}) {
+    Json json = base;
+    json[field] = value;
+    auto config = ParseEncoderConfig("config.json", json.dump());
+    EXPECT_EQ(config.status().code(), absl::StatusCode::kDataLoss) << field;
+    EXPECT_THAT(config.status().message(), HasSubstr("'" + field + "' must be"));
+  }
+}
+
+}  // namespace
+}  // namespace embedding::model_store

@@ -1,0 +1,151 @@
+// Server flags parsed in process: defaults, repeated --model, a --model-store scanned once,
+// EMBEDDING_* fallbacks (the command line wins), and errors naming the flag. Each case runs
+// under a FlagSaver: absl flags are process-wide.
+#include "server/app/server_options.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "absl/flags/reflection.h"
+#include "tests/testing/test_models.h"
+
+namespace embedding::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+absl::StatusOr<ServerOptions> Parse(std::vector<std::string> args) {
+  absl::FlagSaver saver;
+  args.insert(args.begin(), "embedding_server");
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  return ParseServerOptions(static_cast<int>(argv.size()), argv.data());
+}
+
+TEST(ServerOptions, DefaultsAndRepeatedModels) {
+  auto options = Parse({"--model=a=/models/a", "--model", "/models/b", "--dtype=bf16"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  ASSERT_EQ(options->models.sources.size(), 2u);
+  EXPECT_EQ(options->models.sources[0].name, "a");
+  EXPECT_EQ(options->models.sources[1].name, "b");  // a bare directory: its name
+  EXPECT_EQ(options->models.dtype, model_store::ComputeDType::kBFloat16);
+  EXPECT_EQ(options->grpc_listen, "0.0.0.0:50051");
+  EXPECT_EQ(options->limits.default_strategy, v1::LONG_TEXT_STRATEGY_CHUNK_MEAN);
+  EXPECT_EQ(options->limits.max_concurrent_requests, 256);
+  EXPECT_EQ(options->drain_timeout, absl::Seconds(30));
+}
+
+// auto is the default dtype; its choice is kept in the user's cache directory unless the flag
+// names another or turns it off.
+TEST(ServerOptions, AutoIsTheDefaultDTypeAndKeepsItsChoiceInTheUsersCache) {
+  const std::string saved_xdg = getenv("XDG_CACHE_HOME") ? getenv("XDG_CACHE_HOME") : "";
+  const std::string saved_home = getenv("HOME") ? getenv("HOME") : "";
+  setenv("HOME", "/home/u", 1);
+  unsetenv("XDG_CACHE_HOME");
+  auto options = Parse({"--model=a=/models/a"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->models.dtype, model_store::ComputeDType::kAuto);
+  EXPECT_EQ(options->models.dtype_cache_dir, "/home/u/.cache/embedding-server");
+  setenv("XDG_CACHE_HOME", "/xdg", 1);
+  EXPECT_EQ(Parse({"--model=a=/models/a"})->models.dtype_cache_dir, "/xdg/embedding-server");
+  EXPECT_EQ(Parse({"--model=a=/models/a", "--dtype-cache-dir=/c"})->models.dtype_cache_dir, "/c");
+  EXPECT_EQ(Parse({"--model=a=/models/a", "--dtype-cache-dir=off"})->models.dtype_cache_dir, "");
+  EXPECT_EQ(Parse({"--model=a=/models/a", "--dtype=fp32"})->models.dtype,
+            model_store::ComputeDType::kFloat32);
+  // A reload keeps the serving dtype unless told to measure again.
+  EXPECT_FALSE(options->models.reload_measures_dtype);
+  EXPECT_TRUE(
+      Parse({"--model=a=/models/a", "--reload-dtype=measure"})->models.reload_measures_dtype);
+  if (saved_xdg.empty()) {
+    unsetenv("XDG_CACHE_HOME");
+  } else {
+    setenv("XDG_CACHE_HOME", saved_xdg.c_str(), 1);
+  }
+  setenv("HOME", saved_home.c_str(), 1);
+}
+
+TEST(ServerOptions, HubRepositoryIdsAreServedFromTheCache) {
+  auto options =
+      Parse({"--model=BAAI/bge-m3@v1.0", "--model=e5=intfloat/e5-base-v2", "--model=/models/a",
+             "--hub-cache-dir=/cache", "--hub-offline", "--hub-ca-bundle=/etc/proxy-ca.pem"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  const auto& sources = options->models.sources;
+  ASSERT_EQ(sources.size(), 3u);
+  EXPECT_EQ(sources[0].name, "bge-m3");
+  ASSERT_TRUE(sources[0].hub.has_value());
+  EXPECT_EQ(sources[0].hub->repo, "BAAI/bge-m3");
+  EXPECT_EQ(sources[0].hub->revision, "v1.0");
+  EXPECT_EQ(sources[0].hub_settings.cache_dir, "/cache");
+  EXPECT_TRUE(sources[0].hub_settings.offline);
+  EXPECT_EQ(sources[0].hub_settings.ca_bundle, "/etc/proxy-ca.pem");
+  EXPECT_EQ(sources[1].name, "e5");
+  EXPECT_EQ(sources[1].hub->revision, "main");
+  EXPECT_FALSE(sources[2].hub.has_value());  // a path stays a directory, existing or not
+  EXPECT_EQ(sources[2].directory, "/models/a");
+
+  for (const char* bad : {"--model=x=org--a/b", "--model=x=org/name.git", "--model=x=a b/c"}) {
+    auto refused = Parse({bad});
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(refused.status().message(), HasSubstr(std::string(bad) + ": ")) << bad;
+    EXPECT_THAT(refused.status().message(), HasSubstr("is not a Hub repository id")) << bad;
+  }
+}
+
+TEST(ServerOptions, EnvironmentFallsBackAndTheCommandLineWins) {
+  setenv("EMBEDDING_MAX_CONCURRENT_REQUESTS", "7", 1);
+  setenv("EMBEDDING_DEFAULT_STRATEGY", "late_chunking", 1);
+  auto options = Parse({"--model=a=/m", "--default-strategy=chunk_max"});
+  unsetenv("EMBEDDING_MAX_CONCURRENT_REQUESTS");
+  unsetenv("EMBEDDING_DEFAULT_STRATEGY");
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->limits.max_concurrent_requests, 7);
+  EXPECT_EQ(options->limits.default_strategy, v1::LONG_TEXT_STRATEGY_CHUNK_MAX);
+}
+
+TEST(ServerOptions, AModelStoreIsScannedForModelDirectoriesInNameOrder) {
+  const auto store = std::filesystem::temp_directory_path() /
+                     ("server_options_test_store." + std::to_string(getpid()));
+  std::filesystem::remove_all(store);
+  std::filesystem::create_directories(store / "not-a-model");
+  // "x@1": '@' selects a version, so no model is named so.
+  for (const char* name : {"zeta", "alpha", "x@1"}) {
+    std::filesystem::copy(testing::TinyModelDir(), store / name,
+                          std::filesystem::copy_options::recursive);
+  }
+  auto options = Parse({"--model-store=" + store.string()});
+  std::filesystem::remove_all(store);
+  ASSERT_TRUE(options.ok()) << options.status();
+  ASSERT_EQ(options->models.sources.size(), 2u);
+  EXPECT_EQ(options->models.sources[0].name, "alpha");
+  EXPECT_EQ(options->models.sources[1].name, "zeta");
+}
+
+TEST(ServerOptions, BadValuesNameTheirFlag) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{}, "--model: at least one model is required"},
+      {{"--model=a@1=/m"}, "NAME may not hold '@'"},
+      {{"--model=a=/m", "--dtype=fp64"}, "--dtype=fp64: allowed fp32, bf16, int8, auto"},
+      {{"--model=a=/m", "--reload-dtype=fastest"}, "--reload_dtype=fastest: allowed keep, measure"},
+      {{"--model=a=/m", "--max-batch-padding=2"}, "--max_batch_padding: allowed [0, 1]"},
+      {{"--model=a=/m", "--default-temperature=9"}, "--default_temperature: must lie in"},
+      {{"--model=a=/m", "--default-strategy=fastest"}, "--default_strategy: 'fastest'"},
+      {{"--model=a=/m", "--model-versions-kept=0"}, "--model_versions_kept: must be in [1, 16]"},
+      {{"--model=a=/m", "--auth-metrics"}, "--auth_metrics: needs --auth-token-file"},
+      {{"--model=a=/m", "--collapse-window=1"}, "--collapse_window: must be >= 2"},
+      {{"--model=a=/m", "--drain-timeout-s=0"}, "--drain_timeout_s=0: must be > 0"},
+      {{"--model-store=/nonexistent/store"}, "--model_store=/nonexistent/store"},
+  };
+  for (const auto& [args, message] : cases) {
+    auto options = Parse(args);
+    EXPECT_EQ(options.status().code(), absl::StatusCode::kInvalidArgument) << message;
+    EXPECT_THAT(options.status().message(), HasSubstr(message));
+  }
+}
+
+}  // namespace
+}  // namespace embedding::server

@@ -1,0 +1,189 @@
+// The batcher with a fake encoder: completions on a worker, fairness between a huge and a
+// short submission, the padding bound, dropping dead work, and shutdown with work queued.
+#include "server/core/batcher.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "server/core/worker_pool.h"
+#include "tests/unit/server/core/fake_encoder.h"
+
+namespace embedding::server {
+namespace {
+
+struct Recorder {
+  std::mutex mu;
+  std::vector<absl::StatusOr<SequenceOutput>> results;
+  std::vector<std::thread::id> threads;
+  std::promise<void> all_done;
+  size_t expected = 0;
+
+  BatchTask Task(std::vector<int32_t> ids, std::function<absl::Status()> liveness = nullptr) {
+    BatchTask task;
+    task.ids = std::move(ids);
+    task.temperature = 0.5f;
+    task.liveness = liveness ? liveness : [] { return absl::OkStatus(); };
+    const size_t index = results.size();
+    results.emplace_back(absl::UnknownError("not completed"));
+    threads.emplace_back();
+    ++expected;
+    task.done = [this, index](absl::StatusOr<SequenceOutput> out) {
+      std::lock_guard<std::mutex> lock(mu);
+      results[index] = std::move(out);
+      threads[index] = std::this_thread::get_id();
+      if (--expected == 0) all_done.set_value();
+    };
+    return task;
+  }
+};
+
+std::vector<int32_t> Ids(int length, int32_t first) {
+  std::vector<int32_t> ids(length, 7);
+  ids[0] = first;
+  return ids;
+}
+
+struct Fixture {
+  explicit Fixture(BatcherOptions options, absl::Duration per_batch = absl::ZeroDuration(),
+                   Batcher::BatchObserver observer = nullptr)
+      : encoder(4, per_batch),
+        batcher(std::make_unique<Batcher>(
+            [this](const model_store::EncodeBatch& b) { return encoder.Encode(b); },
+            model_store::PoolingMode::kCls, options,
+            [this](std::function<void()> work) { pool.Schedule(std::move(work)); },
+            std::move(observer))) {}
+  WorkerPool pool{2};
+  testing::FakeEncoder encoder;
+  std::unique_ptr<Batcher> batcher;
+};
+
+TEST(Batcher, EveryTaskGetsItsOwnOutputOnAWorkerThread) {
+  Fixture f({});
+  Recorder r;
+  std::vector<BatchTask> tasks;
+  for (int i = 0; i < 10; ++i) tasks.push_back(r.Task(Ids(3 + i % 3, 100 + i)));
+  f.batcher->Submit(std::move(tasks));
+  r.all_done.get_future().wait();
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(r.results[i].ok()) << r.results[i].status();
+    EXPECT_EQ(r.results[i]->pooled[0], 3 + i % 3);
+    EXPECT_EQ(r.results[i]->pooled[1], 0.5f);  // the task's temperature reached the model
+    EXPECT_EQ(r.results[i]->pooled[2], 100 + i);
+    EXPECT_NE(r.threads[i], f.encoder.thread()) << "completion ran on the batcher thread";
+  }
+}
+
+TEST(Batcher, ShortSubmissionWaitsAtMostOneBatchBehindAHugeOne) {
+  BatcherOptions options;
+  options.max_batch_tokens = 128;
+  Fixture f(options, absl::Milliseconds(3));
+  Recorder r;
+  std::vector<BatchTask> huge;
+  for (int i = 0; i < 100; ++i) huge.push_back(r.Task(Ids(100, 1)));
+  f.batcher->Submit(std::move(huge));
+  absl::SleepFor(absl::Milliseconds(10));  // the huge document is being served
+  const size_t started_before = f.encoder.batches().size();
+  std::vector<BatchTask> shorter;
+  shorter.push_back(r.Task(Ids(5, 2)));
+  f.batcher->Submit(std::move(shorter));
+  r.all_done.get_future().wait();
+  const auto batches = f.encoder.batches();
+  size_t short_batch = batches.size();
+  for (size_t b = 0; b < batches.size(); ++b) {
+    for (const auto& seq : batches[b])
+      if (seq[0] == 2) short_batch = b;
+  }
+  // The batch after the one in progress (indices count from 0), give or take one cut.
+  EXPECT_LE(short_batch, started_before + 1) << "of " << batches.size() << " batches";
+  EXPECT_GT(batches.size(), short_batch + 50) << "the huge document was served first";
+}
+
+TEST(Batcher, PaddingShareAndTokenBudgetBoundEveryBatch) {
+  BatcherOptions options;
+  options.max_batch_tokens = 256;
+  options.max_padding_share = 0.2;
+  std::mutex mu;
+  std::vector<BatchStats> stats;
+  Fixture f(options, absl::ZeroDuration(), [&](const BatchStats& s) {
+    std::lock_guard<std::mutex> lock(mu);
+    stats.push_back(s);
+  });
+  Recorder r;
+  std::vector<BatchTask> tasks;
+  for (int i = 0; i < 60; ++i) tasks.push_back(r.Task(Ids(i % 2 ? 10 : 50, 1)));
+  f.batcher->Submit(std::move(tasks));
+  r.all_done.get_future().wait();
+  std::lock_guard<std::mutex> lock(mu);
+  int64_t sequences = 0;
+  for (const auto& s : stats) {
+    EXPECT_LE(s.padded_tokens, 256);
+    if (s.sequences > 1) {
+      EXPECT_LE(s.padded_tokens - s.real_tokens, 0.2 * s.padded_tokens);
+    }
+    sequences += s.sequences;
+  }
+  EXPECT_EQ(sequences, 60);
+}
+
+TEST(Batcher, DeadTasksNeverReachTheModelAndCompleteWithTheirReason) {
+  BatcherOptions options;
+  options.max_batch_tokens = 16;  // one sequence per batch, so the later ones wait
+  Fixture f(options, absl::Milliseconds(20));
+  Recorder r;
+  std::atomic<bool> cancelled{false};
+  std::vector<BatchTask> tasks;
+  for (int i = 0; i < 5; ++i) {
+    tasks.push_back(r.Task(Ids(10, 500 + i), [&cancelled] {
+      return cancelled.load() ? absl::CancelledError("client cancelled the call")
+                              : absl::OkStatus();
+    }));
+  }
+  std::vector<BatchTask> expired;
+  expired.push_back(r.Task(Ids(10, 900), [] {
+    return absl::DeadlineExceededError("deadline passed while the request was queued");
+  }));
+  f.batcher->Submit(std::move(tasks));
+  f.batcher->Submit(std::move(expired));
+  absl::SleepFor(absl::Milliseconds(5));
+  cancelled.store(true);
+  r.all_done.get_future().wait();
+  EXPECT_EQ(r.results[5].status().code(), absl::StatusCode::kDeadlineExceeded);
+  int dropped = 0;
+  for (int i = 0; i < 5; ++i) {
+    if (!r.results[i].ok()) {
+      EXPECT_EQ(r.results[i].status().code(), absl::StatusCode::kCancelled);
+      ++dropped;
+    }
+  }
+  EXPECT_GE(dropped, 3);
+  for (const auto& batch : f.encoder.batches()) {
+    for (const auto& seq : batch) EXPECT_NE(seq[0], 900) << "an expired task reached the model";
+  }
+  EXPECT_EQ(f.batcher->queued_tasks(), 0);
+}
+
+TEST(Batcher, ShutdownCompletesQueuedTasksWithUnavailable) {
+  BatcherOptions options;
+  options.max_batch_tokens = 16;
+  Fixture f(options, absl::Milliseconds(50));
+  Recorder r;
+  std::vector<BatchTask> tasks;
+  for (int i = 0; i < 6; ++i) tasks.push_back(r.Task(Ids(10, 1)));
+  f.batcher->Submit(std::move(tasks));
+  absl::SleepFor(absl::Milliseconds(10));
+  f.batcher.reset();  // mid-batch, with work queued
+  r.all_done.get_future().wait();
+  int unavailable = 0;
+  for (const auto& result : r.results) {
+    if (!result.ok()) {
+      EXPECT_EQ(result.status().code(), absl::StatusCode::kUnavailable);
+      ++unavailable;
+    }
+  }
+  EXPECT_GE(unavailable, 4);
+}
+
+}  // namespace
+}  // namespace embedding::server

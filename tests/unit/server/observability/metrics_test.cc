@@ -1,0 +1,76 @@
+// The exported collapse metrics: absent below two vectors, then the mean pairwise cosine of
+// exactly the vectors observed, under the right labels.
+#include "server/observability/metrics.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace embedding::server {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+DocumentResult Doc(std::vector<float> unit_vector, uint32_t tokens) {
+  DocumentResult doc;
+  doc.collapse_vector = std::move(unit_vector);
+  doc.vector = doc.collapse_vector;
+  doc.token_count = tokens;
+  doc.chunk_count = 1;
+  doc.length_bucket = tokens < 64 ? "0-63" : "64-127";
+  doc.high_frequency_ratios = {0.5f};
+  return doc;
+}
+
+TEST(Metrics, MeanCosineIsAbsentUntilTwoVectorsThenExact) {
+  Metrics metrics(8);
+  ServedModel model;
+  model.name = "m";
+  EmbedParams params;
+  params.temperature = 0.5f;
+  EmbedResult one;
+  one.documents = {Doc({1, 0, 0}, 10)};
+  metrics.ObserveEmbedded(model, params, one);
+  std::string text = metrics.Render();
+  EXPECT_THAT(text, Not(HasSubstr("embedding_collapse_mean_cosine{")));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          "embedding_collapse_window_size{length_bucket=\"0-63\",model=\"m\",tempscale=\"on\"} 1"));
+
+  EmbedResult two;
+  const float s = std::sqrt(0.5f);
+  two.documents = {Doc({s, s, 0}, 12), Doc({0, 0, 1}, 70)};
+  metrics.ObserveEmbedded(model, params, two);
+  text = metrics.Render();
+  // 0-63 holds (1,0,0) and (s,s,0): one pair, cosine s.
+  EXPECT_THAT(text, HasSubstr("embedding_collapse_mean_cosine{length_bucket=\"0-63\",model=\"m\","
+                              "tempscale=\"on\"} 0.7071"));
+  EXPECT_THAT(text, Not(HasSubstr("embedding_collapse_mean_cosine{length_bucket=\"64-127\"")));
+  EXPECT_THAT(text, HasSubstr("embedding_documents_total{length_bucket=\"0-63\",model=\"m\","
+                              "strategy=\"chunk_mean\",tempscale=\"on\"} 2"));
+}
+
+TEST(Metrics, AutoRequestsHaveTheirOwnSeriesAndEverySequencesTau) {
+  Metrics metrics(8);
+  ServedModel model;
+  model.name = "m";
+  EmbedParams params;
+  params.auto_temperature = true;
+  EmbedResult result;
+  result.documents = {Doc({1, 0, 0}, 70)};
+  result.documents[0].sequence_temperatures = {0.8f, 0.8f, 0.95f};
+  metrics.ObserveEmbedded(model, params, result);
+  const std::string text = metrics.Render();
+  EXPECT_THAT(text, HasSubstr("embedding_documents_total{length_bucket=\"64-127\",model=\"m\","
+                              "strategy=\"chunk_mean\",tempscale=\"auto\"} 1"));
+  EXPECT_THAT(text,
+              HasSubstr("embedding_temperature_count{length_bucket=\"64-127\",model=\"m\"} 3"));
+  EXPECT_THAT(text,
+              HasSubstr("embedding_temperature_sum{length_bucket=\"64-127\",model=\"m\"} 2.55"));
+}
+
+}  // namespace
+}  // namespace embedding::server
