@@ -90,7 +90,11 @@ std::map<std::string, F32Tensor> MakeWeights(uint64_t seed, const ArchitectureSp
     w[arch.position_embeddings + ".weight"] = f.Normal({config.max_position_embeddings, h}, 0.5);
   if (!arch.token_type_embeddings.empty() && config.type_vocab_size > 0)
     w[arch.token_type_embeddings + ".weight"] = f.Normal({config.type_vocab_size, h}, 0.5);
-  f.Norm(&w, arch.embeddings_norm, h);
+  auto norm = [&](const std::string& name) {
+    f.Norm(&w, name, h);
+    if (!config.norm_bias) w.erase(name + ".bias");
+  };
+  norm(arch.embeddings_norm);
   for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
     const std::string layer = absl::StrCat(arch.layer_prefix, i, ".");
     if (!arch.fused_qkv.empty()) {
@@ -100,14 +104,15 @@ std::map<std::string, F32Tensor> MakeWeights(uint64_t seed, const ArchitectureSp
         linear(layer + *part, h, h, config.attention_bias);
     }
     linear(layer + arch.attention_output, h, h, config.attention_bias);
-    f.Norm(&w, layer + arch.attention_norm, h);
+    if (i > 0 || arch.first_layer_attention_norm) norm(layer + arch.attention_norm);
     const bool gated = config.mlp != MlpKind::kPlain;
     const bool halves_apart = !arch.mlp_gate.empty();
     linear(layer + arch.mlp_in, gated && !halves_apart ? 2 * inner : inner, h, config.mlp_in_bias);
     if (gated && halves_apart) linear(layer + arch.mlp_gate, inner, h, config.mlp_in_bias);
     linear(layer + arch.mlp_out, h, inner, config.mlp_out_bias);
-    f.Norm(&w, layer + arch.output_norm, h);
+    norm(layer + arch.output_norm);
   }
+  if (!arch.final_norm.empty()) norm(arch.final_norm);
   return w;
 }
 
@@ -155,6 +160,16 @@ Json ConfigJson(const DemoModelSpec& spec, const ArchitectureSpec& arch, int64_t
     config["mlp_fc1_bias"] = false;
     config["mlp_fc2_bias"] = false;
     config["prenorm"] = false;
+  } else if (arch.family == "modernbert") {  // ModernBERT-base's, in the legacy spelling
+    config["architectures"] = {"ModernBertForMaskedLM"};
+    config["norm_bias"] = false;
+    config["attention_bias"] = false;
+    config[f.layer_norm_eps] = 1e-5;
+    config["mlp_bias"] = false;
+    config["global_attn_every_n_layers"] = 3;
+    config["local_attention"] = 128;
+    config["global_rope_theta"] = 160000;
+    config["local_rope_theta"] = 10000;
   } else if (arch.family == "new") {  // gte-large-en-v1.5's: fixed NTK, no token types
     config["architectures"] = {"NewModel"};
     config["position_embedding_type"] = "rope";

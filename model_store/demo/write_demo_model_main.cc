@@ -10,7 +10,7 @@
 
 ABSL_FLAG(std::string, out, "", "Directory to write (created if needed).");
 ABSL_FLAG(std::string, architecture, "bert",
-          "bert | xlm-roberta | nomic_bert | new (GTE) | jina_bert (JinaBERT v2).");
+          "bert | xlm-roberta | nomic_bert | new (GTE) | jina_bert (JinaBERT v2) | modernbert.");
 ABSL_FLAG(int, layers, 2, "Transformer layers.");
 ABSL_FLAG(int, hidden, 128, "Hidden size.");
 ABSL_FLAG(int, heads, 4, "Attention heads (must divide --hidden).");

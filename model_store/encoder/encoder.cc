@@ -20,6 +20,7 @@ namespace embedding::model_store {
 struct Encoder::Weights {
   EncoderWeights tensors;
   std::unique_ptr<RotaryEmbedding> rotary;  // set when positions are rotary
+  std::unique_ptr<RotaryEmbedding> local_rotary;  // banded layers' own base (ModernBERT)
 };
 
 const char* ComputeDTypeName(ComputeDType dtype) {
@@ -87,6 +88,12 @@ absl::StatusOr<std::unique_ptr<Encoder>> Encoder::Create(const EncoderConfig& co
     if (config.rotary.dim > 0) {
       encoder->weights_->rotary =
           std::make_unique<RotaryEmbedding>(config.rotary, encoder->max_sequence_length_);
+      if (config.local_rotary_base > 0) {
+        RotaryConfig local = config.rotary;
+        local.base = config.local_rotary_base;
+        encoder->weights_->local_rotary =
+            std::make_unique<RotaryEmbedding>(local, encoder->max_sequence_length_);
+      }
     }
   } catch (const c10::Error& e) {
     return absl::InternalError(
@@ -176,17 +183,26 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
     c10::InferenceMode guard;
     const EncoderWeights& w = weights_->tensors;
     const RotaryEmbedding* rotary = weights_->rotary.get();
-    if (rotary != nullptr) {
-      for (int64_t b = 0; b < batch_size; ++b)
-        packed.angles.push_back(rotary->For(packed.offsets[b + 1] - packed.offsets[b]));
+    const RotaryEmbedding* local_rotary = weights_->local_rotary.get();
+    for (int64_t b = 0; b < batch_size; ++b) {
+      const int64_t length = packed.offsets[b + 1] - packed.offsets[b];
+      if (rotary != nullptr) packed.angles.push_back(rotary->For(length));
+      if (local_rotary != nullptr) packed.local_angles.push_back(local_rotary->For(length));
     }
     const torch::Tensor ids = torch::from_blob(id_data.data(), {packed.rows}, torch::kInt64);
     const torch::Tensor positions =
         torch::from_blob(position_data.data(), {packed.rows}, torch::kInt64);
     torch::Tensor x = Embeddings(w, ids, positions, config_.layer_norm_eps);
-    for (const LayerWeights& layer : w.layers) {
-      x = TransformerLayer(std::move(x), layer, packed, config_, rotary);
+    for (size_t i = 0; i < w.layers.size(); ++i) {
+      LayerAttention attention{0, rotary, &packed.angles};
+      if (!config_.layer_bands.empty() && config_.layer_bands[i] > 0) {
+        attention.band = config_.layer_bands[i];
+        if (local_rotary != nullptr)
+          attention = {attention.band, local_rotary, &packed.local_angles};
+      }
+      x = TransformerLayer(std::move(x), w.layers[i], packed, config_, attention);
     }
+    x = Norm(x, w.final_norm, config_.layer_norm_eps);
     return PoolAndMeasure(x, packed.offsets, batch, heads_.get());
   } catch (const c10::Error& e) {
     return absl::InternalError(

@@ -67,6 +67,7 @@ int64_t BucketedRows(int64_t tokens) {
 }
 
 torch::Tensor Norm(const torch::Tensor& x, const NormWeights& w, double eps) {
+  if (!w.weight.defined()) return x;
   return torch::layer_norm(x.to(torch::kFloat32), {x.size(-1)}, w.weight, w.bias, eps)
       .to(x.scalar_type());
 }
@@ -81,7 +82,7 @@ torch::Tensor Embeddings(const EncoderWeights& w, const torch::Tensor& ids,
 
 torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
                             const PackedSequences& batch, const EncoderConfig& config,
-                            const RotaryEmbedding* rotary) {
+                            const LayerAttention& attention) {
   const int64_t rows = x.size(0);
   const int64_t heads = config.num_attention_heads;
   const int64_t head_dim = config.head_dim();
@@ -101,9 +102,9 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
     const int64_t count = projection.size(1);
     const torch::Tensor seq = projection.permute({2, 1, 0, 3});
     torch::Tensor q = seq[0], k = seq[1];  // [count, L, head_dim]
-    if (rotary != nullptr) {
-      rotary->ApplyInPlace(q, batch.angles[b]);
-      rotary->ApplyInPlace(k, batch.angles[b]);
+    if (attention.rotary != nullptr) {
+      attention.rotary->ApplyInPlace(q, (*attention.angles)[b]);
+      attention.rotary->ApplyInPlace(k, (*attention.angles)[b]);
     }
     torch::Tensor out = context.slice(0, begin, end)
                             .view({end - begin, heads, head_dim})
@@ -117,7 +118,12 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
     for (int64_t h = 0; h < count && !config.alibi_slopes.empty(); ++h) {
       alibi.push_back(config.alibi_slopes[first + h] / tau);
     }
-    BlockedSelfAttention(q, k, seq[2], scale, std::min(end - begin, kQueryBlock), alibi, out);
+    // A banded layer's block reads block + 2 x band keys: blocks of twice the band keep its
+    // cost O(L x band).
+    const int64_t block =
+        attention.band > 0 ? std::max<int64_t>(64, 2 * attention.band) : kQueryBlock;
+    BlockedSelfAttention(q, k, seq[2], scale, std::min(end - begin, block), alibi, attention.band,
+                         out);
   };
   // Each sequence is projected and attended the way it would be alone, so its vector does not
   // depend on its batch: a long one head by head, shorter ones with every head at once. A
@@ -192,15 +198,15 @@ torch::Tensor FeedForward(const torch::Tensor& x, const LayerWeights& layer,
 // layer.
 torch::Tensor TransformerLayer(torch::Tensor x, const LayerWeights& layer,
                                const PackedSequences& batch, const EncoderConfig& config,
-                               const RotaryEmbedding* rotary) {
+                               const LayerAttention& attention) {
   const double eps = config.layer_norm_eps;
   if (config.prenorm) {
     torch::Tensor h =
-        SelfAttention(Norm(x, layer.attention_norm, eps), layer, batch, config, rotary).add_(x);
+        SelfAttention(Norm(x, layer.attention_norm, eps), layer, batch, config, attention).add_(x);
     x.reset();
     return FeedForward(Norm(h, layer.output_norm, eps), layer, config).add_(h);
   }
-  torch::Tensor sum = SelfAttention(x, layer, batch, config, rotary).add_(x);
+  torch::Tensor sum = SelfAttention(x, layer, batch, config, attention).add_(x);
   x.reset();
   const torch::Tensor h = Norm(sum, layer.attention_norm, eps);
   sum.reset();

@@ -19,8 +19,9 @@ struct PackedSequences {
   std::vector<int64_t> offsets;  // sequence b is rows [offsets[b], offsets[b + 1])
   int64_t rows = 0;
   std::vector<float> temperatures;
-  // Per sequence, when positions are rotary.
-  std::vector<RotaryEmbedding::Angles> angles;
+  // Per sequence, when positions are rotary: for global layers, and for local (banded) layers
+  // when their rotary base differs.
+  std::vector<RotaryEmbedding::Angles> angles, local_angles;
   int64_t size() const { return static_cast<int64_t>(offsets.size()) - 1; }
 };
 
@@ -28,18 +29,26 @@ struct PackedSequences {
 // kernels, built and cached per shape, keep being reused (the extra rows are filler).
 int64_t BucketedRows(int64_t tokens);
 
-// LayerNorm in fp32 (see NormWeights), back in x's dtype.
+// LayerNorm in fp32 (see NormWeights), back in x's dtype; x itself where the layer has no
+// such norm (ModernBERT's first attention norm).
 torch::Tensor Norm(const torch::Tensor& x, const NormWeights& w, double eps);
 
 // Word + absolute position (when the model has a table) + token type 0, normalised. [rows, H]
 torch::Tensor Embeddings(const EncoderWeights& w, const torch::Tensor& ids,
                          const torch::Tensor& positions, double eps);
 
+// How one layer attends: globally or within a band, and with which rotary positions.
+struct LayerAttention {
+  int64_t band = 0;  // 0: every key; otherwise keys with |i - j| <= band
+  const RotaryEmbedding* rotary = nullptr;
+  const std::vector<RotaryEmbedding::Angles>* angles = nullptr;  // per sequence, with `rotary`
+};
+
 // Multi-head self-attention per sequence with its own temperature, rotary positions on queries
-// and keys first when `rotary` is set, then the output projection. [rows, H] -> [rows, H]
+// and keys first when the layer has them, then the output projection. [rows, H] -> [rows, H]
 torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
                             const PackedSequences& batch, const EncoderConfig& config,
-                            const RotaryEmbedding* rotary);
+                            const LayerAttention& attention);
 
 // The MLP, plain or gated, in blocks of rows so its activations stay bounded. [rows, H]
 torch::Tensor FeedForward(const torch::Tensor& x, const LayerWeights& layer,
@@ -50,6 +59,6 @@ torch::Tensor FeedForward(const torch::Tensor& x, const LayerWeights& layer,
 // lets it go once it is last read: pass it with std::move and its memory is back before the MLP.
 torch::Tensor TransformerLayer(torch::Tensor x, const LayerWeights& layer,
                                const PackedSequences& batch, const EncoderConfig& config,
-                               const RotaryEmbedding* rotary);
+                               const LayerAttention& attention);
 
 }  // namespace embedding::model_store

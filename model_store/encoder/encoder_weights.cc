@@ -64,10 +64,12 @@ class Binder {
   }
 
   // LayerNorm runs in fp32 whatever the compute dtype (see NormWeights).
-  absl::StatusOr<NormWeights> Norm(const std::string& name, int64_t size) {
+  absl::StatusOr<NormWeights> Norm(const std::string& name, int64_t size, bool bias) {
     NormWeights norm;
     ASSIGN_OR_RETURN(norm.weight, Take(name + ".weight", {size}, torch::kFloat32));
-    ASSIGN_OR_RETURN(norm.bias, Take(name + ".bias", {size}, torch::kFloat32));
+    if (bias) {
+      ASSIGN_OR_RETURN(norm.bias, Take(name + ".bias", {size}, torch::kFloat32));
+    }
     return norm;
   }
 
@@ -119,7 +121,7 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
                                                     {config.type_vocab_size, h}));
     w.token_type_embedding = types[0].contiguous();
   }
-  ASSIGN_OR_RETURN(w.embeddings_norm, bind.Norm(spec.embeddings_norm, h));
+  ASSIGN_OR_RETURN(w.embeddings_norm, bind.Norm(spec.embeddings_norm, h, config.norm_bias));
   auto stack = [](const std::vector<LinearWeights>& parts) {
     LinearWeights out;
     std::vector<torch::Tensor> weights, biases;
@@ -147,7 +149,10 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
     layer.qkv = HeadMajor(std::move(layer.qkv), config.num_attention_heads);
     ASSIGN_OR_RETURN(layer.attention_output,
                      bind.Linear(p + spec.attention_output, h, h, config.attention_bias));
-    ASSIGN_OR_RETURN(layer.attention_norm, bind.Norm(p + spec.attention_norm, h));
+    if (i > 0 || spec.first_layer_attention_norm) {
+      ASSIGN_OR_RETURN(layer.attention_norm,
+                       bind.Norm(p + spec.attention_norm, h, config.norm_bias));
+    }
     if (config.mlp == MlpKind::kPlain || !spec.mlp_gate.empty()) {
       ASSIGN_OR_RETURN(layer.mlp_in, bind.Linear(p + spec.mlp_in, inner, h, config.mlp_in_bias));
     } else {  // both halves in one projection
@@ -160,8 +165,11 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
       layer.mlp_in = stack({layer.mlp_in, gate});
     }
     ASSIGN_OR_RETURN(layer.mlp_out, bind.Linear(p + spec.mlp_out, h, inner, config.mlp_out_bias));
-    ASSIGN_OR_RETURN(layer.output_norm, bind.Norm(p + spec.output_norm, h));
+    ASSIGN_OR_RETURN(layer.output_norm, bind.Norm(p + spec.output_norm, h, config.norm_bias));
     w.layers.push_back(std::move(layer));
+  }
+  if (!spec.final_norm.empty()) {
+    ASSIGN_OR_RETURN(w.final_norm, bind.Norm(spec.final_norm, h, config.norm_bias));
   }
   return w;
 }

@@ -21,8 +21,10 @@ struct LinearWeights {
   std::shared_ptr<const PackedLinear> packed;  // fp32 and int8 (see linear_layer.h)
 };
 
-// Always fp32: LayerNorm in bf16 measured 8x slower than converting to fp32, normalising and
-// converting back (0.38 ms against 3.05 ms for 512 x 768 on this CPU), and is less exact.
+// Always fp32; `bias` undefined for a norm without one, `weight` undefined for a norm the
+// layer lacks (ModernBERT's first layer has no attention norm). LayerNorm in bf16 measured 8x
+// slower than converting to fp32, normalising and converting back (0.38 ms against 3.05 ms for 512
+// x 768 on this CPU), and is less exact.
 struct NormWeights {
   torch::Tensor weight;
   torch::Tensor bias;
@@ -49,6 +51,7 @@ struct EncoderWeights {
   torch::Tensor token_type_embedding;  // [hidden], type 0 (single-segment input); may be undefined
   NormWeights embeddings_norm;
   std::vector<LayerWeights> layers;
+  NormWeights final_norm;  // undefined where the family has none
 };
 
 // The torch dtype of a checkpoint's tensor.

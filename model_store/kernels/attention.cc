@@ -3,6 +3,7 @@
 #include <ATen/record_function.h>
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -62,20 +63,25 @@ const AttentionMatmuls& Matmuls(torch::ScalarType type) {
 // loop of BLAS calls, and Debian's OpenBLAS 0.3.21 takes these CPUs for a Prescott (no AVX).
 class PlainAttention {
  public:
-  PlainAttention(int64_t length, int64_t query_block, torch::ScalarType type)
-      : length_(length), query_block_(query_block), type_(type) {}
+  // `band`: 0, or the half-width of a local layer's band (keys with |i - j| <= band).
+  PlainAttention(int64_t length, int64_t query_block, int64_t band, torch::ScalarType type)
+      : length_(length), query_block_(query_block), band_(band), type_(type) {}
 
   // `slope`: 0, or ALiBi's for this head.
   void Block(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, int64_t begin,
              int64_t end, double scale, double slope, const torch::Tensor& out) {
     const AttentionMatmuls& m = Matmuls(type_);
     if (!scores_.defined()) {  // on first use: beside FusedAttention it is seldom needed
-      scores_ = torch::empty({std::min(length_, query_block_), length_}, type_);
+      scores_ = torch::empty({std::min(length_, query_block_) * length_}, type_);
       scores_scratch_ = Scratchpad(m.scores_pd);
       context_scratch_ = Scratchpad(m.context_pd);
     }
-    const torch::Tensor scores = scores_.slice(0, 0, end - begin);
-    const torch::Tensor keys_t = k.t();  // [d, L], read in place
+    // A local layer reads only the keys its band reaches: O(L x band), not O(L^2).
+    const auto [first_key, end_key] = KeyRange(band_, begin, end, length_);
+    const torch::Tensor scores = scores_.slice(0, 0, (end - begin) * (end_key - first_key))
+                                     .view({end - begin, end_key - first_key});
+    const torch::Tensor keys_t = k.slice(0, first_key, end_key).t();  // [d, keys], in place
+    const torch::Tensor values = v.slice(0, first_key, end_key);
     const torch::Tensor queries = q.slice(0, begin, end);
     float output_scale = static_cast<float>(scale);
     const dnnl::memory scale_memory({{1}, dt::f32, dnnl::memory::format_tag::a}, CpuEngine(),
@@ -87,14 +93,18 @@ class PlainAttention {
                  {DNNL_ARG_DST, AsMemory(MatrixDesc(scores), scores)},
                  {DNNL_ARG_ATTR_OUTPUT_SCALES, scale_memory},
                  {DNNL_ARG_SCRATCHPAD, AsMemory(m.scores_pd.scratchpad_desc(), scores_scratch_)}});
-    if (slope != 0) scores.add_(Distances(begin, end), -slope);
+    if (slope != 0 || band_ > 0) {
+      const torch::Tensor& distances = Distances(begin, end, first_key, end_key);
+      if (slope != 0) scores.add_(distances, -slope);
+      if (band_ > 0) scores.masked_fill_(distances.gt(static_cast<double>(band_)), -INFINITY);
+    }
     const dnnl::memory::desc scores_desc = MatrixDesc(scores);
     const dnnl::memory scores_memory = AsMemory(scores_desc, scores);
     Softmax(scores_desc)
         .execute(stream, {{DNNL_ARG_SRC, scores_memory}, {DNNL_ARG_DST, scores_memory}});
     const torch::Tensor context = out.slice(0, begin, end);
     m.context.execute(stream, {{DNNL_ARG_SRC, scores_memory},
-                               {DNNL_ARG_WEIGHTS, AsMemory(MatrixDesc(v), v)},
+                               {DNNL_ARG_WEIGHTS, AsMemory(MatrixDesc(values), values)},
                                {DNNL_ARG_DST, AsMemory(MatrixDesc(context), context)},
                                {DNNL_ARG_SCRATCHPAD,
                                 AsMemory(m.context_pd.scratchpad_desc(), context_scratch_)}});
@@ -102,11 +112,11 @@ class PlainAttention {
   }
 
  private:
-  // |i - j| for queries [begin, end) and every key, fp32, kept while the block repeats for
-  // every head.
-  const torch::Tensor& Distances(int64_t begin, int64_t end) {
+  // |i - j| for queries [begin, end) and keys [first_key, end_key), fp32, kept while the block
+  // repeats for every head.
+  const torch::Tensor& Distances(int64_t begin, int64_t end, int64_t first_key, int64_t end_key) {
     if (!distances_.defined() || distances_begin_ != begin || distances_.size(0) != end - begin) {
-      distances_ = AlibiDistances(begin, end, length_);
+      distances_ = KeyDistances(begin, end, first_key, end_key);
       distances_begin_ = begin;
     }
     return distances_;
@@ -125,7 +135,7 @@ class PlainAttention {
     return softmaxes_.back().second;
   }
 
-  const int64_t length_, query_block_;
+  const int64_t length_, query_block_, band_;
   const torch::ScalarType type_;
   std::vector<std::pair<dnnl::memory::desc, dnnl::softmax_forward>> softmaxes_;
   torch::Tensor distances_;
@@ -136,40 +146,52 @@ class PlainAttention {
 
 }  // namespace
 
-torch::Tensor AlibiDistances(int64_t begin, int64_t end, int64_t length) {
+std::pair<int64_t, int64_t> KeyRange(int64_t band, int64_t begin, int64_t end, int64_t length) {
+  if (band <= 0) return {0, length};
+  return {std::max<int64_t>(0, begin - band), std::min(length, end + band)};
+}
+
+torch::Tensor KeyDistances(int64_t begin, int64_t end, int64_t first_key, int64_t end_key) {
   const auto fp32 = torch::TensorOptions().dtype(torch::kFloat32);
-  return (torch::arange(begin, end, fp32).unsqueeze(1) - torch::arange(length, fp32).unsqueeze(0))
+  return (torch::arange(begin, end, fp32).unsqueeze(1) -
+          torch::arange(first_key, end_key, fp32).unsqueeze(0))
       .abs_();
 }
 
 void BlockedSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                           double scale, int64_t query_block, const std::vector<double>& alibi,
-                          torch::Tensor& out) {
+                          int64_t band, torch::Tensor& out) {
   // Named in LibTorch's profiler (op_profile.py), which does not see oneDNN's own calls.
   RECORD_FUNCTION("embedding::attention", std::vector<c10::IValue>());
   const int64_t length = q.size(1);
   const bool bf16 = q.scalar_type() == torch::kBFloat16;
   if (bf16 && length < kBf16HeadByHeadFromKeys) {
     // Every head in one call: LibTorch hands the batch to oneDNN's brgemm whole.
-    const torch::Tensor keys_t = k.transpose(1, 2);  // [heads, d, L]
     for (int64_t begin = 0; begin < length; begin += query_block) {
       const int64_t end = std::min(length, begin + query_block);
+      const auto [first_key, end_key] = KeyRange(band, begin, end, length);
+      const torch::Tensor keys_t = k.slice(1, first_key, end_key).transpose(1, 2);  // [h, d, n]
       // Scaling the [block x d] queries costs less than scaling the [block x L] scores.
       torch::Tensor scores = torch::bmm(q.slice(1, begin, end) * scale, keys_t);
-      if (!alibi.empty()) {
-        const torch::Tensor slopes =
-            torch::tensor(alibi, torch::TensorOptions().dtype(torch::kFloat64))
-                .to(torch::kFloat32)
-                .view({-1, 1, 1});
-        scores.sub_(slopes * AlibiDistances(begin, end, length).unsqueeze(0));
+      if (!alibi.empty() || band > 0) {
+        const torch::Tensor distances = KeyDistances(begin, end, first_key, end_key);
+        if (!alibi.empty()) {
+          const torch::Tensor slopes =
+              torch::tensor(alibi, torch::TensorOptions().dtype(torch::kFloat64))
+                  .to(torch::kFloat32)
+                  .view({-1, 1, 1});
+          scores.sub_(slopes * distances.unsqueeze(0));
+        }
+        if (band > 0) scores.masked_fill_(distances.gt(static_cast<double>(band)), -INFINITY);
       }
-      out.slice(1, begin, end).copy_(torch::bmm(torch::softmax(scores, -1), v));
+      out.slice(1, begin, end)
+          .copy_(torch::bmm(torch::softmax(scores, -1), v.slice(1, first_key, end_key)));
     }
     return;
   }
-  PlainAttention plain(length, query_block, q.scalar_type());
+  PlainAttention plain(length, query_block, band, q.scalar_type());
   std::optional<FusedAttention> fused;
-  if (!bf16 && alibi.empty() && length >= kFusedAttentionFromKeys) {
+  if (!bf16 && alibi.empty() && band <= 0 && length >= kFusedAttentionFromKeys) {
     fused.emplace(length, q.size(2), query_block);
   }
   for (int64_t h = 0; h < q.size(0); ++h) {

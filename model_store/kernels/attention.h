@@ -6,6 +6,7 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace embedding::model_store {
@@ -28,8 +29,12 @@ inline constexpr int64_t kFusedAttentionFromKeys = 4096;
 // number of heads in the call: 1 against 12 rounded a 5-token sequence's context differently).
 inline constexpr int64_t kBf16HeadByHeadFromKeys = 512;
 
-// |i - j| for queries [begin, end) against keys [0, length): [end - begin, length] fp32.
-torch::Tensor AlibiDistances(int64_t begin, int64_t end, int64_t length);
+// The keys queries [begin, end) read: all of [0, length), or with a band of half-width `band`
+// > 0 (a local layer: keys with |i - j| <= band), the ones it reaches.
+std::pair<int64_t, int64_t> KeyRange(int64_t band, int64_t begin, int64_t end, int64_t length);
+
+// |i - j| for queries [begin, end) against keys [first_key, end_key), fp32.
+torch::Tensor KeyDistances(int64_t begin, int64_t end, int64_t first_key, int64_t end_key);
 
 // out = softmax(Q K^T * scale) V for one sequence. `q`, `k`, `v`, `out`: [heads, L, head_dim]
 // views with unit stride in the last dimension and any other strides, so heads are read from a
@@ -42,9 +47,11 @@ torch::Tensor AlibiDistances(int64_t begin, int64_t end, int64_t length);
 // bf16 below kBf16HeadByHeadFromKeys, whose callers always pass every head.
 // `alibi`: empty, or one slope per head of the call, and head h's logit for query i and key j
 // gets -alibi[h] * |i - j| added after the scale (symmetric ALiBi; the caller divides the
-// slopes by tau with the rest of the logit). Such attention always runs the plain way.
+// slopes by tau with the rest of the logit). `band`: 0 (global), or a local layer's half-width:
+// query i attends only keys with |i - j| <= band (the mask stays -inf whatever tau). Either
+// runs the plain way.
 void BlockedSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                           double scale, int64_t query_block, const std::vector<double>& alibi,
-                          torch::Tensor& out);
+                          int64_t band, torch::Tensor& out);
 
 }  // namespace embedding::model_store

@@ -132,6 +132,38 @@ ArchitectureSpec GteSpec() {
   return spec;
 }
 
+// ModernBERT (transformers' modeling_modernbert.py): pre-norm LayerNorm without biases, no
+// attention norm in layer 0 and a final norm, a fused Wqkv, global attention every few layers
+// and a local band elsewhere, each with its rotary base, Wi whose first half is activated.
+ArchitectureSpec ModernBertSpec() {
+  ArchitectureSpec spec;
+  spec.family = spec.model_type = "modernbert";
+  spec.known_checkpoints =
+      "answerdotai/ModernBERT-base, answerdotai/ModernBERT-large, "
+      "nomic-ai/modernbert-embed-base, Alibaba-NLP/gte-modernbert-base, "
+      "ibm-granite/granite-embedding-english-r2";
+  spec.map_config = MapModernBertConfig;
+  spec.fields.activation = "hidden_activation";
+  spec.fields.layer_norm_eps = "norm_eps";
+  spec.positions = PositionKind::kRotary;
+  // ModernBertForMaskedLM saves the encoder under model. (its MLM head is never read).
+  spec.weight_prefixes = {"model.", ""};
+  spec.word_embeddings = "embeddings.tok_embeddings";
+  spec.embeddings_norm = "embeddings.norm";
+  spec.layer_prefix = "layers.";
+  spec.fused_qkv = "attn.Wqkv";
+  spec.attention_output = "attn.Wo";
+  spec.attention_norm = "attn_norm";
+  // Wo(act(input) * gate) over Wi = [input; gate].
+  spec.mlp = MlpKind::kGatedActivateFirst;
+  spec.mlp_in = "mlp.Wi";
+  spec.mlp_out = "mlp.Wo";
+  spec.output_norm = "mlp_norm";
+  spec.first_layer_attention_norm = false;
+  spec.final_norm = "final_norm";
+  return spec;
+}
+
 bool Named(const ArchitectureSpec& spec, const std::string& model_type) {
   return spec.model_type == model_type ||
          std::find(spec.model_type_aliases.begin(), spec.model_type_aliases.end(), model_type) !=
@@ -148,7 +180,7 @@ absl::Status Unsupported(const std::string& model_type) {
 
 const std::vector<ArchitectureSpec>& AllArchitectures() {
   static const auto* const kSpecs = new std::vector<ArchitectureSpec>{
-      BertSpec(), XlmRobertaSpec(), NomicBertSpec(), GteSpec(), JinaBertSpec()};
+      BertSpec(), XlmRobertaSpec(), NomicBertSpec(), GteSpec(), JinaBertSpec(), ModernBertSpec()};
   return *kSpecs;
 }
 

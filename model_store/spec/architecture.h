@@ -81,6 +81,9 @@ struct ArchitectureSpec {
   std::string mlp_gate;
   std::string mlp_out;
   std::string output_norm;
+  // ModernBERT: its first layer has no attention norm, and a final norm follows the layers.
+  bool first_layer_attention_norm = true;
+  std::string final_norm;  // empty: none
 };
 
 // The spec a config.json describes, by its model_type and, where families share one, the

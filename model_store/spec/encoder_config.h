@@ -55,6 +55,7 @@ struct EncoderConfig {
   MlpKind mlp = MlpKind::kPlain;  // the family's (ArchitectureSpec::mlp)
   // x + f(norm(x)) instead of norm(x + f(x)).
   bool prenorm = false;
+  bool norm_bias = true;       // LayerNorm with a bias (ModernBERT's have none)
   bool attention_bias = true;  // query/key/value and attention output
   bool mlp_in_bias = true;
   bool mlp_out_bias = true;
@@ -65,6 +66,11 @@ struct EncoderConfig {
   // Per head, for ALiBi positions: head h adds -alibi_slopes[h] * |i - j| to its logits.
   std::vector<double> alibi_slopes;
   LognScale logn_scale;
+  // Per layer: 0 for global attention, or a local band's half-width (keys |i - j| <= band).
+  // Empty: every layer global.
+  std::vector<int64_t> layer_bands;
+  // Banded layers' rotary base, when it differs from the global one; 0: the same.
+  double local_rotary_base = 0.0;
   // Written by write_demo_model: seeded random weights.
   bool demo_model = false;
 

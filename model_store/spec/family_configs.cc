@@ -100,6 +100,93 @@ absl::Status MapJinaBertConfig(const std::string& label, const Json& json, Encod
   return absl::OkStatus();
 }
 
+namespace {
+
+// rope_parameters' entry for one attention kind: {"rope_type": "default", "rope_theta": x}.
+absl::Status ReadRopeParameters(const std::string& label, const Json& parameters,
+                                const std::string& kind, double* theta) {
+  const auto entry = parameters.find(kind);
+  if (entry == parameters.end() || entry->is_null()) return absl::OkStatus();
+  const std::string field = absl::StrCat(label, ": rope_parameters.", kind);
+  if (!entry->is_object()) {
+    return absl::DataLossError(absl::StrCat(field, " must be an object"));
+  }
+  RETURN_IF_ERROR(RequireString(field, *entry, "rope_type", "default"));
+  return ReadNumber(field, *entry, "rope_theta", 1.0, 1e12, theta);
+}
+
+}  // namespace
+
+absl::Status MapModernBertConfig(const std::string& label, const Json& json,
+                                 EncoderConfig* config) {
+  RETURN_IF_ERROR(MapActivation(label, json, "hidden_activation", "gelu", &config->hidden_act));
+  config->prenorm = true;
+  config->norm_bias = false;
+  config->attention_bias = false;
+  bool mlp_bias = false;
+  RETURN_IF_ERROR(ReadBool(label, json, "norm_bias", &config->norm_bias));
+  RETURN_IF_ERROR(ReadBool(label, json, "attention_bias", &config->attention_bias));
+  RETURN_IF_ERROR(ReadBool(label, json, "mlp_bias", &mlp_bias));
+  config->mlp_in_bias = config->mlp_out_bias = mlp_bias;
+  // Which layers attend globally: layer_types (transformers v5), else every n-th from 0.
+  const int64_t layers = config->num_hidden_layers;
+  std::vector<bool> global(layers);
+  if (auto types = json.find("layer_types"); types != json.end() && !types->is_null()) {
+    if (!types->is_array() || static_cast<int64_t>(types->size()) != layers) {
+      return absl::DataLossError(
+          absl::StrCat(label, ": field 'layer_types' must list ", layers, " layers"));
+    }
+    for (int64_t i = 0; i < layers; ++i) {
+      const Json& type = (*types)[i];
+      if (type == "full_attention") {
+        global[i] = true;
+      } else if (type != "sliding_attention") {
+        return absl::DataLossError(absl::StrCat(label, ": field 'layer_types[", i, "]' is ",
+                                                type.dump(),
+                                                "; supported: full_attention, "
+                                                "sliding_attention"));
+      }
+    }
+  } else {
+    int64_t every = 3;  // transformers' default
+    RETURN_IF_ERROR(ReadPositive(label, json, "global_attn_every_n_layers", false, &every));
+    for (int64_t i = 0; i < layers; ++i) global[i] = i % every == 0;
+  }
+  // local_attention is the whole window: a local layer attends |i - j| <= local_attention / 2.
+  int64_t window = 128;
+  RETURN_IF_ERROR(ReadPositive(label, json, "local_attention", false, &window));
+  if (window < 2) {
+    return absl::DataLossError(absl::StrCat(label, ": field 'local_attention' must be >= 2"));
+  }
+  for (int64_t i = 0; i < layers; ++i) config->layer_bands.push_back(global[i] ? 0 : window / 2);
+  RotaryConfig& rotary = config->rotary;
+  rotary.dim = config->head_dim();
+  if (rotary.dim % 2 != 0) {
+    return absl::DataLossError(absl::StrCat(label,
+                                            ": rotary positions need an even head "
+                                            "size, not ",
+                                            rotary.dim));
+  }
+  // transformers' defaults, then either spelling.
+  rotary.base = 160000.0;
+  double local_base = 10000.0;
+  if (auto parameters = json.find("rope_parameters");
+      parameters != json.end() && !parameters->is_null()) {
+    if (!parameters->is_object()) {
+      return absl::DataLossError(absl::StrCat(label,
+                                              ": field 'rope_parameters' must be an "
+                                              "object"));
+    }
+    RETURN_IF_ERROR(ReadRopeParameters(label, *parameters, "full_attention", &rotary.base));
+    RETURN_IF_ERROR(ReadRopeParameters(label, *parameters, "sliding_attention", &local_base));
+  } else {
+    RETURN_IF_ERROR(ReadNumber(label, json, "global_rope_theta", 1.0, 1e12, &rotary.base));
+    RETURN_IF_ERROR(ReadNumber(label, json, "local_rope_theta", 1.0, 1e12, &local_base));
+  }
+  config->local_rotary_base = local_base;
+  return absl::OkStatus();
+}
+
 absl::Status MapGteConfig(const std::string& label, const Json& json, EncoderConfig* config) {
   RETURN_IF_ERROR(MapActivation(label, json, "hidden_act", "gelu", &config->hidden_act));
   RETURN_IF_ERROR(RequireString(label, json, "position_embedding_type", "rope"));

@@ -21,6 +21,11 @@ absl::Status MapNomicBertConfig(const std::string& label, const nlohmann::json& 
 // JinaBERT v2: feed_forward_type (geglu or reglu), ALiBi slopes for num_attention_heads.
 absl::Status MapJinaBertConfig(const std::string& label, const nlohmann::json& json,
                                EncoderConfig* config);
+// ModernBERT: hidden_activation, norm_bias, attention_bias, mlp_bias; which layers are global
+// from layer_types or global_attn_every_n_layers, the band from local_attention; rotary bases
+// from rope_parameters or global_rope_theta / local_rope_theta.
+absl::Status MapModernBertConfig(const std::string& label, const nlohmann::json& json,
+                                 EncoderConfig* config);
 // GTE "new" (Alibaba-NLP/new-impl): hidden_act, position_embedding_type (rope), rope_theta,
 // rope_scaling ({"type": "ntk", "factor": f}), logn_attention_scale, logn_attention_clip1,
 // layer_norm_type (layer_norm), pack_qkv (true).

@@ -35,7 +35,8 @@ class LongWindowModelsTest : public ::testing::TestWithParam<Family> {
     server_ = new testing::ServerProcess({"--model=xlmr=" + testing::XlmRobertaModelDir(),
                                           "--model=nomic=" + testing::NomicBertModelDir(),
                                           "--model=gte=" + testing::GteModelDir(),
-                                          "--model=jina=" + testing::JinaBertModelDir()});
+                                          "--model=jina=" + testing::JinaBertModelDir(),
+                                          "--model=modernbert=" + testing::ModernBertModelDir()});
     ASSERT_TRUE(server_->ok()) << server_->Log();
     client_ = client::EmbeddingClient::Connect({{server_->grpc_address()}}).value().release();
   }
@@ -246,7 +247,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Family{"xlmr", testing::XlmRobertaModelDir(), "xlm-roberta", "<s>", "</s>"},
                       Family{"nomic", testing::NomicBertModelDir(), "nomic_bert", "[CLS]", "[SEP]"},
                       Family{"gte", testing::GteModelDir(), "new", "[CLS]", "[SEP]"},
-                      Family{"jina", testing::JinaBertModelDir(), "jina_bert", "[CLS]", "[SEP]"}),
+                      Family{"jina", testing::JinaBertModelDir(), "jina_bert", "[CLS]", "[SEP]"},
+                      Family{"modernbert", testing::ModernBertModelDir(), "modernbert", "[CLS]",
+                             "[SEP]"}),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace

@@ -408,9 +408,112 @@ class ReferenceJinaBert(nn.Module):
         return x
 
 
+class LayerNormWithoutBias(nn.Module):
+    """nn.LayerNorm(h, bias=False) of newer PyTorch; Debian's 1.13 lacks the argument."""
+
+    def __init__(self, h, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(h))
+        self.eps = eps
+
+    def forward(self, x):
+        return F.layer_norm(x, (x.shape[-1],), self.weight, None, self.eps)
+
+
+class ReferenceModernBert(nn.Module):
+    """ModernBERT as transformers' modeling_modernbert.py computes it: token embeddings and a
+    LayerNorm without bias; per layer, pre-norm (no attention norm in layer 0) attention with
+    a fused Wqkv, rotary (rotate-half) at global_rope_theta on global layers and
+    local_rope_theta on the others, which see only keys |i - j| <= local_attention // 2; then
+    Wo(gelu(input) * gate) over Wi = [input; gate]; a final LayerNorm. Reads either config
+    spelling: global_attn_every_n_layers and *_rope_theta, or layer_types and rope_parameters."""
+
+    def __init__(self, config, weights, tau):
+        super().__init__()
+        h = config["hidden_size"]
+        layers = config["num_hidden_layers"]
+        self.heads = config["num_attention_heads"]
+        self.head_dim = h // self.heads
+        self.tau = tau
+        self.half_window = config.get("local_attention", 128) // 2
+        eps = config.get("norm_eps", 1e-5)
+        every = config.get("global_attn_every_n_layers", 3)
+        self.layer_types = config.get("layer_types") or [
+            "sliding_attention" if i % every else "full_attention" for i in range(layers)]
+        rope = config.get("rope_parameters") or {
+            "full_attention": {"rope_theta": config.get("global_rope_theta", 160000.0)},
+            "sliding_attention": {"rope_theta": config.get("local_rope_theta", 10000.0)}}
+        self.theta = {kind: rope[kind]["rope_theta"] for kind in rope}
+        inner = config["intermediate_size"]
+        norm = lambda: LayerNormWithoutBias(h, eps)
+        self.tok_embeddings = nn.Embedding(config["vocab_size"], h)
+        self.embeddings_norm = norm()
+        self.layers = nn.ModuleList()
+        for i in range(layers):
+            self.layers.append(nn.ModuleDict({
+                "attn_norm": nn.Identity() if i == 0 else norm(),
+                "Wqkv": nn.Linear(h, 3 * h, bias=False), "attn_Wo": nn.Linear(h, h, bias=False),
+                "mlp_norm": norm(), "Wi": nn.Linear(h, 2 * inner, bias=False),
+                "mlp_Wo": nn.Linear(inner, h, bias=False)}))
+        self.final_norm = norm()
+        with torch.no_grad():
+            self.tok_embeddings.weight.copy_(weights["embeddings.tok_embeddings.weight"])
+            self.embeddings_norm.weight.copy_(weights["embeddings.norm.weight"])
+            self.final_norm.weight.copy_(weights["final_norm.weight"])
+            for i, layer in enumerate(self.layers):
+                names = {"Wqkv": "attn.Wqkv", "attn_Wo": "attn.Wo", "mlp_norm": "mlp_norm",
+                         "Wi": "mlp.Wi", "mlp_Wo": "mlp.Wo"}
+                if i > 0:
+                    names["attn_norm"] = "attn_norm"
+                copy_layer(layer, names, weights, f"layers.{i}.")
+        self.eval()
+
+    def rotary(self, length, theta):
+        inv_freq = 1.0 / (theta ** (torch.arange(0, self.head_dim, 2, dtype=torch.int64).float() /
+                                    self.head_dim))
+        freqs = torch.outer(torch.arange(length).float(), inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos(), emb.sin()
+
+    @torch.no_grad()
+    def forward(self, ids):
+        ids = torch.tensor(ids, dtype=torch.long)
+        length = len(ids)
+        x = self.embeddings_norm(self.tok_embeddings(ids))
+        positions = torch.arange(length)
+        outside = (positions[:, None] - positions[None, :]).abs() > self.half_window
+        for layer, kind in zip(self.layers, self.layer_types):
+            cos, sin = self.rotary(length, self.theta[kind])
+            h = layer["attn_norm"](x)
+            q, k, v = layer["Wqkv"](h).view(length, 3, self.heads, self.head_dim).permute(1, 2, 0, 3)
+            q = q * cos + rotate_half(q, False) * sin
+            k = k * cos + rotate_half(k, False) * sin
+            logits = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)
+            if kind == "sliding_attention":
+                logits = logits.masked_fill(outside, float("-inf"))
+            context = torch.softmax(logits / self.tau, dim=-1) @ v
+            x = x + layer["attn_Wo"](context.transpose(0, 1).reshape(length, -1))
+            gate_input, gate = layer["Wi"](layer["mlp_norm"](x)).chunk(2, dim=-1)
+            x = x + layer["mlp_Wo"](F.gelu(gate_input) * gate)
+        return self.final_norm(x)
+
+
+def v5_spelling(config):
+    """The same ModernBERT config in transformers v5's keys: layer_types and rope_parameters."""
+    every = config.pop("global_attn_every_n_layers", 3)
+    config["layer_types"] = ["sliding_attention" if i % every else "full_attention"
+                             for i in range(config["num_hidden_layers"])]
+    config["rope_parameters"] = {
+        "full_attention": {"rope_type": "default",
+                           "rope_theta": config.pop("global_rope_theta", 160000.0)},
+        "sliding_attention": {"rope_type": "default",
+                              "rope_theta": config.pop("local_rope_theta", 10000.0)}}
+    return config
+
+
 REFERENCES = {"bert": ReferenceBert, "xlm-roberta": ReferenceBert,
               "nomic_bert": ReferenceNomicBert, "new": ReferenceGte,
-              "jina_bert": ReferenceJinaBert}
+              "jina_bert": ReferenceJinaBert, "modernbert": ReferenceModernBert}
 # Config rewrites that check a family's optional layouts on a copy of its demo model.
 VARIANTS = {"--prenorm": {"prenorm": True}, "--interleaved": {"rotary_emb_interleaved": True},
             "--logn": {"logn_attention_scale": True}, "--logn-clip1": {
@@ -427,7 +530,10 @@ def main():
         model_dir = scratch
         config = json.load(open(f"{model_dir}/config.json"))
         for flag in flags - {"--head-by-head"}:
-            config.update(VARIANTS[flag])
+            if flag == "--v5-config":
+                config = v5_spelling(config)
+            else:
+                config.update(VARIANTS[flag])
         json.dump(config, open(f"{model_dir}/config.json", "w"))
     config = json.load(open(f"{model_dir}/config.json"))
     weights = read_safetensors(f"{model_dir}/model.safetensors")

@@ -34,6 +34,7 @@ std::string XlmRobertaModelDir() { return EMB_XLMR_MODEL_DIR; }
 std::string NomicBertModelDir() { return EMB_NOMIC_MODEL_DIR; }
 std::string GteModelDir() { return EMB_GTE_MODEL_DIR; }
 std::string JinaBertModelDir() { return EMB_JINA_MODEL_DIR; }
+std::string ModernBertModelDir() { return EMB_MODERNBERT_MODEL_DIR; }
 std::string NomicBertHeadsOf64ModelDir() { return EMB_NOMIC_HEADS64_MODEL_DIR; }
 
 std::string SingleTokenWords(int n, uint32_t seed) {

@@ -27,6 +27,9 @@ std::string GteModelDir();
 // JinaBERT v2 (2 layers, 96 wide in 12 heads, so ALiBi's slopes for a head count that is not
 // a power of two; 8,192 tokens per window).
 std::string JinaBertModelDir();
+// ModernBERT (4 layers, 64 wide, 8,192 tokens per window): layers 0 and 3 global, 1 and 2
+// local (a band of +-64).
+std::string ModernBertModelDir();
 // NomicBert again, 128 wide in two heads of 64: projections split by head in every kernel.
 std::string NomicBertHeadsOf64ModelDir();
 

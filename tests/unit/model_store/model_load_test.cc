@@ -152,6 +152,53 @@ TEST(ModelLoad, GteAcceptsTheNewPrefixAndItsConfigErrorsNameTheirFields) {
                {"embeddings.token_type_embeddings.weight"});
 }
 
+// ModernBERT's two config spellings (the legacy fields, and transformers v5's layer_types and
+// rope_parameters) describe the same model, and its weights load with or without `model.`.
+TEST(ModelLoad, ModernBertSpellingsAndPrefixGiveTheSameVectors) {
+  auto legacy = Model::Load(testing::ModernBertModelDir(), {});
+  ASSERT_TRUE(legacy.ok()) << legacy.status();
+  EXPECT_EQ((*legacy)->config().layer_bands, (std::vector<int64_t>{0, 64, 64, 0}));
+  EXPECT_EQ((*legacy)->config().rotary.base, 160000.0);
+  EXPECT_EQ((*legacy)->config().local_rotary_base, 10000.0);
+  EXPECT_FALSE((*legacy)->config().norm_bias);
+  const std::string text = "a long document read in bands";
+  const std::vector<float> expected = EmbedOne(**legacy, text);
+
+  const std::string v5 = CopyWithPrefix(testing::ModernBertModelDir(), "model.");
+  EditJson(v5 + "/config.json", [](Json& j) {
+    j.erase("global_attn_every_n_layers");
+    j.erase("global_rope_theta");
+    j.erase("local_rope_theta");
+    j["layer_types"] = {"full_attention", "sliding_attention", "sliding_attention",
+                        "full_attention"};
+    j["rope_parameters"] = {
+        {"full_attention", {{"rope_type", "default"}, {"rope_theta", 160000}}},
+        {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000}}}};
+  });
+  auto modern = Model::Load(v5, {});
+  ASSERT_TRUE(modern.ok()) << modern.status();
+  EXPECT_EQ(EmbedOne(**modern, text), expected);
+
+  auto expect_error = [&](const std::function<void(nlohmann::json&)>& edit,
+                          const std::vector<std::string>& words) {
+    const std::string original = testing::ReadFile(v5 + "/config.json");
+    EditJson(v5 + "/config.json", edit);
+    auto model = Model::Load(v5, {});
+    EXPECT_EQ(model.status().code(), absl::StatusCode::kDataLoss) << model.status();
+    for (const auto& word : words) EXPECT_THAT(model.status().message(), HasSubstr(word));
+    testing::WriteFile(v5 + "/config.json", original);
+  };
+  expect_error([](Json& j) { j["layer_types"].erase(0); }, {"layer_types", "4 layers"});
+  expect_error([](Json& j) { j["layer_types"][1] = "chunked_attention"; },
+               {"layer_types[1]", "chunked_attention"});
+  expect_error([](Json& j) { j["rope_parameters"]["sliding_attention"]["rope_type"] = "yarn"; },
+               {"rope_parameters.sliding_attention", "rope_type", "yarn"});
+  expect_error([](Json& j) { j["local_attention"] = 1; }, {"local_attention"});
+  // Biases the config promises are named missing tensors.
+  expect_error([](Json& j) { j["norm_bias"] = true; }, {"embeddings.norm.bias"});
+  expect_error([](Json& j) { j["mlp_bias"] = true; }, {"mlp.Wi.bias"});
+}
+
 // GTE's logn scale: ln(n) / ln(trained length), at least 1 with clip1, 1 when off.
 TEST(ModelLoad, LognScaleIsLnNOverLnTheTrainedLength) {
   LognScale logn;

@@ -175,7 +175,8 @@ TEST_P(FamilyBatchInvariance, EachSequenceOfABatchEqualsItselfAlone) {
 INSTANTIATE_TEST_SUITE_P(Families, FamilyBatchInvariance,
                          ::testing::Values(testing::XlmRobertaModelDir(),
                                            testing::NomicBertModelDir(), testing::GteModelDir(),
-                                           testing::JinaBertModelDir()),
+                                           testing::JinaBertModelDir(),
+                                           testing::ModernBertModelDir()),
                          [](const auto& info) {
                            const std::string& dir = info.param;
                            std::string name = dir.substr(dir.rfind('/') + 1);

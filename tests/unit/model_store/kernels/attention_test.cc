@@ -51,7 +51,7 @@ TEST(BlockedSelfAttention, EqualsThePlainFormulaForEveryBlockSizeAndTemperature)
           torch::Tensor out = context.view({length, heads, d}).transpose(0, 1);
           auto real_head = [&](int64_t i) { return real.select(1, i).transpose(0, 1); };
           BlockedSelfAttention(real_head(0), real_head(1), real_head(2),
-                               1.0 / (std::sqrt(double(d)) * tau), block, {}, out);
+                               1.0 / (std::sqrt(double(d)) * tau), block, {}, 0, out);
           const torch::Tensor actual = context.view({length, heads, d}).transpose(0, 1);
           EXPECT_EQ(actual.scalar_type(), dtype);
           EXPECT_LT((actual.to(torch::kFloat32) - expected).abs().max().item<float>(), tolerance)
@@ -94,13 +94,65 @@ TEST(BlockedSelfAttention, AlibiAddsEachHeadsSlopeTimesTheDistance) {
         std::vector<double> scaled;
         for (double m : slopes) scaled.push_back(m / tau);
         BlockedSelfAttention(head_view(real, 0), head_view(real, 1), head_view(real, 2),
-                             1.0 / (std::sqrt(double(d)) * tau), 256, scaled, out);
+                             1.0 / (std::sqrt(double(d)) * tau), 256, scaled, 0, out);
         const torch::Tensor actual = context.view({length, heads, d}).transpose(0, 1);
         EXPECT_LT((actual.to(torch::kFloat32) - expected).abs().max().item<float>(), tolerance)
             << dtype << " length " << length << " tau " << tau;
       }
     }
   }
+}
+
+// A local layer's band (ModernBERT): query i attends keys |i - j| <= band only, key i + band
+// inside and i + band + 1 outside, whatever the block, tau and dtype, against the formula on a
+// full score matrix with the band's mask.
+TEST(BlockedSelfAttention, ABandAttendsExactlyTheKeysWithinItsHalfWidth) {
+  torch::manual_seed(9);
+  const int64_t heads = 2, d = 16, band = 8;
+  for (auto [dtype_case, tolerance] :
+       {std::pair{torch::kFloat32, 1e-5}, std::pair{torch::kBFloat16, 2e-1}}) {
+    const auto dtype = dtype_case;
+    for (int64_t length : {1, 9, 17, 100, 600}) {
+      for (int64_t block : {1, 16, 64}) {
+        for (double tau : {1.0, 0.5}) {
+          const torch::Tensor packed =
+              torch::randn({length, 3, heads, d}).to(dtype).to(torch::kFloat32);
+          auto head_view = [&](const torch::Tensor& t, int64_t i) {
+            return t.select(1, i).transpose(0, 1);
+          };
+          const torch::Tensor positions = torch::arange(length, torch::kFloat32);
+          const torch::Tensor outside =
+              (positions.unsqueeze(1) - positions.unsqueeze(0)).abs().gt(band);
+          const torch::Tensor logits =
+              torch::matmul(head_view(packed, 0), head_view(packed, 1).transpose(-1, -2)) /
+              std::sqrt(double(d));
+          const torch::Tensor expected =
+              torch::matmul(torch::softmax(logits.masked_fill(outside, -INFINITY) / tau, -1),
+                            head_view(packed, 2));
+          const torch::Tensor real = packed.to(dtype);
+          torch::Tensor context = torch::full({length, heads * d}, NAN, real.options());
+          torch::Tensor out = context.view({length, heads, d}).transpose(0, 1);
+          BlockedSelfAttention(head_view(real, 0), head_view(real, 1), head_view(real, 2),
+                               1.0 / (std::sqrt(double(d)) * tau), std::min(block, length), {},
+                               band, out);
+          const torch::Tensor actual = context.view({length, heads, d}).transpose(0, 1);
+          EXPECT_LT((actual.to(torch::kFloat32) - expected).abs().max().item<float>(), tolerance)
+              << dtype << " length " << length << " block " << block << " tau " << tau;
+        }
+      }
+    }
+  }
+  // The edge itself: values zero but at key `band` (inside) and `band + 1` (outside) from
+  // query 0, all logits equal: query 0's context is the inside value over band + 1 keys.
+  const int64_t length = 40;
+  torch::Tensor q = torch::zeros({1, length, d}), k = torch::zeros({1, length, d});
+  torch::Tensor v = torch::zeros({1, length, d});
+  v[0][band][0] = 1.0f;
+  v[0][band + 1][1] = 1.0f;
+  torch::Tensor out = torch::empty({1, length, d});
+  BlockedSelfAttention(q, k, v, 1.0, 16, {}, band, out);
+  EXPECT_FLOAT_EQ(out[0][0][0].item<float>(), 1.0f / (band + 1));
+  EXPECT_EQ(out[0][0][1].item<float>(), 0.0f);
 }
 
 // One key far longer than the rest, along a direction no query has: a Cauchy-Schwarz bound on
@@ -154,7 +206,7 @@ TEST(BlockedSelfAttention, StaysExactWhereWeightsLeaveFp32sRange) {
         PlainAttention(q.index_select(0, rows), k, v, torch::ones({1, length}, torch::kBool), tau);
     torch::Tensor out = torch::full({1, length, d}, NAN);
     BlockedSelfAttention(q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0),
-                         1.0 / (std::sqrt(double(d)) * tau), 64, {}, out);
+                         1.0 / (std::sqrt(double(d)) * tau), 64, {}, 0, out);
     EXPECT_LT((out[0].index_select(0, rows) - expected).abs().max().item<float>(), 1e-5)
         << "tau " << tau;
   }
@@ -178,7 +230,7 @@ TEST(BlockedSelfAttention, EqualsThePlainFormulaWhereTheSoftmaxIsFolded) {
       torch::Tensor context = torch::full({length, heads * d}, NAN);
       torch::Tensor out = context.view({length, heads, d}).transpose(0, 1);
       BlockedSelfAttention(head_view(0), head_view(1), head_view(2),
-                           1.0 / (std::sqrt(double(d)) * tau), block, {}, out);
+                           1.0 / (std::sqrt(double(d)) * tau), block, {}, 0, out);
       EXPECT_LT((out.index_select(1, rows) - expected).abs().max().item<float>(), 1e-5)
           << "block " << block << " tau " << tau;
     }
@@ -191,7 +243,7 @@ TEST(BlockedSelfAttention, LengthsWithinAShapeStepShareTheFoldedKernels) {
   auto run = [&](int64_t length) {
     const torch::Tensor x = torch::randn({1, length, d});
     torch::Tensor out = torch::empty_like(x);
-    BlockedSelfAttention(x, x, x, 0.25, 512, {}, out);
+    BlockedSelfAttention(x, x, x, 0.25, 512, {}, 0, out);
   };
   run(kFusedAttentionFromKeys + 4);
   const size_t built = FusedAttention::primitives();
@@ -217,7 +269,7 @@ TEST(BlockedSelfAttention, ScoresAtEightThousandTokensStayWithinABlock) {
   torch::Tensor v = torch::randn({heads, length, d});
   const long before = PeakRssKb();
   torch::Tensor out = torch::empty_like(q);
-  BlockedSelfAttention(q, k, v, 1.0 / std::sqrt(double(d)), 128, {}, out);
+  BlockedSelfAttention(q, k, v, 1.0 / std::sqrt(double(d)), 128, {}, 0, out);
   const long grown_mib = (PeakRssKb() - before) / 1024;
   EXPECT_EQ(out.sizes(), q.sizes());
   EXPECT_TRUE(torch::isfinite(out).all().item<bool>());
