@@ -20,6 +20,7 @@ BUILD_PACKAGES=(
   prometheus-cpp-dev nlohmann-json3-dev libutf8proc-dev libcpp-httplib-dev
   libboost-dev                       # Boost.Beast: the event-driven HTTP listener
   libcurl4-openssl-dev               # the Hub downloader (model_store/hub/http_client.h)
+  libonig-dev                        # Oniguruma: byte-level BPE's regex pre-tokenizers
   libfp16-dev                        # half-precision multi-vectors (server/core/vector_encoding.h)
   libgoogle-perftools-dev            # tcmalloc under the server (see CMakeLists.txt)
   wamerican                          # the random-weight test models' vocabulary

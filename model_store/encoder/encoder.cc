@@ -111,6 +111,12 @@ absl::Status Encoder::ValidateBatch(const EncodeBatch& batch) const {
                                                    " values for ", batch.sequences.size(),
                                                    " sequences"));
   }
+  if (!batch.local_temperatures.empty() &&
+      batch.local_temperatures.size() != batch.sequences.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("local_temperatures: ", batch.local_temperatures.size(), " values for ",
+                     batch.sequences.size(), " sequences"));
+  }
   if (!batch.token_outputs.empty() && batch.token_outputs.size() != batch.sequences.size()) {
     return absl::InvalidArgumentError(absl::StrCat("token_outputs: ", batch.token_outputs.size(),
                                                    " values for ", batch.sequences.size(),
@@ -136,10 +142,14 @@ absl::Status Encoder::ValidateBatch(const EncodeBatch& batch) const {
                                                        " head"));
       }
     }
-    const float tau = batch.temperatures[b];
-    if (!std::isfinite(tau) || tau <= 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("temperatures[", b, "]: ", tau, " must be finite and > 0"));
+    for (const auto* taus : {&batch.temperatures, &batch.local_temperatures}) {
+      if (taus->empty()) continue;
+      const float tau = (*taus)[b];
+      if (!std::isfinite(tau) || tau <= 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(taus == &batch.temperatures ? "temperatures[" : "local_temperatures[", b,
+                         "]: ", tau, " must be finite and > 0"));
+      }
     }
   }
   return absl::OkStatus();
@@ -158,6 +168,8 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
   for (int64_t b = 0; b < batch_size; ++b)
     packed.offsets[b + 1] = packed.offsets[b] + static_cast<int64_t>(batch.sequences[b].size());
   packed.temperatures = batch.temperatures;
+  packed.local_temperatures =
+      batch.local_temperatures.empty() ? batch.temperatures : batch.local_temperatures;
   // Row-wise layers see the token count rounded up to a bucket (the extra rows are id 0 at
   // the first position, never attended to, and dropped at the end): oneDNN builds and caches a
   // kernel per shape, and a bounded cache (see server/app/server.cc) keeps hitting only when shapes
@@ -194,11 +206,14 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
         torch::from_blob(position_data.data(), {packed.rows}, torch::kInt64);
     torch::Tensor x = Embeddings(w, ids, positions, config_.layer_norm_eps);
     for (size_t i = 0; i < w.layers.size(); ++i) {
-      LayerAttention attention{0, rotary, &packed.angles};
+      LayerAttention attention{0, &packed.temperatures, rotary, &packed.angles};
       if (!config_.layer_bands.empty() && config_.layer_bands[i] > 0) {
         attention.band = config_.layer_bands[i];
-        if (local_rotary != nullptr)
-          attention = {attention.band, local_rotary, &packed.local_angles};
+        attention.temperatures = &packed.local_temperatures;
+        if (local_rotary != nullptr) {
+          attention.rotary = local_rotary;
+          attention.angles = &packed.local_angles;
+        }
       }
       x = TransformerLayer(std::move(x), w.layers[i], packed, config_, attention);
     }

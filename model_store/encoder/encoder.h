@@ -49,6 +49,9 @@ struct EncodeBatch {
   bool return_hidden_states = false;
   // Per sequence; empty asks none. A sequence may ask only for what the heads offer.
   std::vector<TokenOutputs> token_outputs;
+  // The temperature of each sequence's banded (local) attention layers; empty: `temperatures`.
+  // AUTO sets it from the schedule at the keys a banded row sees (a row never sees more).
+  std::vector<float> local_temperatures;
 };
 
 struct EncodeResult {

@@ -111,7 +111,7 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
                             .slice(1, first, first + count)
                             .transpose(0, 1);
     // GTE's logn scale is the model's own length-adaptive temperature: tau divides it further.
-    const double tau = batch.temperatures[b];
+    const double tau = (*attention.temperatures)[b];
     const double scale = base_scale * config.logn_scale.For(end - begin) / tau;
     // TempScale divides the whole logit, ALiBi's bias with it (the mask alone stays -inf).
     std::vector<double> alibi;

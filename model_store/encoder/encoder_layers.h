@@ -19,6 +19,7 @@ struct PackedSequences {
   std::vector<int64_t> offsets;  // sequence b is rows [offsets[b], offsets[b + 1])
   int64_t rows = 0;
   std::vector<float> temperatures;
+  std::vector<float> local_temperatures;  // for banded layers
   // Per sequence, when positions are rotary: for global layers, and for local (banded) layers
   // when their rotary base differs.
   std::vector<RotaryEmbedding::Angles> angles, local_angles;
@@ -40,6 +41,7 @@ torch::Tensor Embeddings(const EncoderWeights& w, const torch::Tensor& ids,
 // How one layer attends: globally or within a band, and with which rotary positions.
 struct LayerAttention {
   int64_t band = 0;  // 0: every key; otherwise keys with |i - j| <= band
+  const std::vector<float>* temperatures = nullptr;  // per sequence
   const RotaryEmbedding* rotary = nullptr;
   const std::vector<RotaryEmbedding::Angles>* angles = nullptr;  // per sequence, with `rotary`
 };

@@ -75,6 +75,12 @@ struct EncoderConfig {
   bool demo_model = false;
 
   int64_t head_dim() const { return hidden_size / num_attention_heads; }
+  // Keys a row of the widest banded layer sees (2 x band + 1); 0 when every layer is global.
+  int64_t local_attention_keys() const {
+    int64_t band = 0;
+    for (int64_t b : layer_bands) band = b > band ? b : band;
+    return band > 0 ? 2 * band + 1 : 0;
+  }
   // Longest sequence, special tokens included: the position table less its offset.
   int64_t max_sequence_length() const { return max_position_embeddings - position_offset; }
 };

@@ -145,6 +145,8 @@ absl::StatusOr<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(const std::strin
   if (type == "BertPreTokenizer") return MakeBertPreTokenizer();
   if (type == "WhitespaceSplit") return std::make_unique<WhitespaceSplit>(false);
   if (type == "Metaspace") return ParseMetaspace(label, json);
+  if (type == "Split") return ParseSplitPreTokenizer(label, json);
+  if (type == "ByteLevel") return ParseByteLevelPreTokenizer(label, json);
   if (type == "Sequence") {
     const Json& list = json.value("pretokenizers", Json());
     if (!list.is_array())
@@ -158,8 +160,8 @@ absl::StatusOr<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(const std::strin
   }
   return absl::InvalidArgumentError(absl::StrCat(
       label, ": pre_tokenizer type '", type,
-      "' is not supported (supported: BertPreTokenizer, WhitespaceSplit, Metaspace, Sequence, "
-      "null)"));
+      "' is not supported (supported: BertPreTokenizer, WhitespaceSplit, Metaspace, Split, "
+      "ByteLevel, Sequence, null)"));
 }
 
 }  // namespace embedding::model_store

@@ -1,6 +1,7 @@
 // Tokenizer pre-tokenizers, configured from a `tokenizer.json` "pre_tokenizer" object: split
 // normalized text into the words the subword model sees. BertPreTokenizer, Metaspace
-// (SentencePiece's "▁" convention), WhitespaceSplit, and Sequence of these.
+// (SentencePiece's "▁" convention), WhitespaceSplit, Split (a regex), ByteLevel (GPT-2's bytes
+// as characters), and Sequence of these.
 #pragma once
 
 #include <memory>
@@ -27,5 +28,12 @@ absl::StatusOr<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(const std::strin
                                                                 const nlohmann::json& json);
 
 std::unique_ptr<PreTokenizer> MakeBertPreTokenizer();
+
+// The regex pre-tokenizers (regex_pre_tokenizers.cc). DATA_LOSS naming `label` for a bad
+// pattern or behaviour.
+absl::StatusOr<std::unique_ptr<PreTokenizer>> ParseSplitPreTokenizer(const std::string& label,
+                                                                     const nlohmann::json& json);
+absl::StatusOr<std::unique_ptr<PreTokenizer>> ParseByteLevelPreTokenizer(
+    const std::string& label, const nlohmann::json& json);
 
 }  // namespace embedding::model_store

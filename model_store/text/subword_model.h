@@ -1,10 +1,12 @@
 // Tokenizer models: turn one pre-tokenized word into vocabulary ids with original byte spans.
-// WordPiece (greedy longest match, BERT) and Unigram (Viterbi over piece scores, SentencePiece),
-// as `tokenizer.json` configures them.
+// WordPiece (greedy longest match, BERT), Unigram (Viterbi over piece scores, SentencePiece) and
+// BPE (ranked merges, GPT-2 and the byte-level models after it), as `tokenizer.json` configures
+// them.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -47,5 +49,20 @@ struct UnigramOptions {
 // `pieces[id]` is (piece, log probability). INVALID_ARGUMENT when unk_id is out of range.
 absl::StatusOr<std::unique_ptr<SubwordModel>> MakeUnigram(
     std::vector<std::pair<std::string, double>> pieces, UnigramOptions options);
+
+struct BpeOptions {
+  std::optional<int32_t> unk_id;  // without one, a character outside the vocabulary is dropped
+  bool fuse_unk = false;          // consecutive unknown characters become one unknown token
+  // A character outside the vocabulary becomes its UTF-8 bytes as <0xNN> tokens, when all exist.
+  bool byte_fallback = false;
+  bool ignore_merges = false;  // a word that is itself in the vocabulary is one token
+  std::string continuing_subword_prefix;
+  std::string end_of_word_suffix;
+};
+// `merges` in rank order (first merges first). DATA_LOSS naming the merge's rank when one of
+// its parts or their concatenation is not in `vocab`.
+absl::StatusOr<std::unique_ptr<SubwordModel>> MakeBpe(
+    std::unordered_map<std::string, int32_t> vocab,
+    const std::vector<std::pair<std::string, std::string>>& merges, BpeOptions options);
 
 }  // namespace embedding::model_store

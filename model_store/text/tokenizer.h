@@ -20,12 +20,26 @@
 
 namespace embedding::model_store {
 
+// A token matched in the text before the subword model sees it (tokenizer.json's added_tokens).
+struct AddedToken {
+  std::string content;
+  int32_t id = 0;
+  bool lstrip = false;       // the match takes the whitespace before it
+  bool rstrip = false;       // and after it
+  bool single_word = false;  // matched only between non-word characters
+  bool normalized = false;   // matched in the normalized text, not the raw one
+};
+
 struct TokenizerConfig {
   // Post-processor for a single sequence: ids before and after the text.
   std::vector<int32_t> prefix_ids;
   std::vector<int32_t> suffix_ids;
-  // Tokens matched verbatim in the raw text before normalization (e.g. "[SEP]", "<s>").
-  std::vector<std::pair<std::string, int32_t>> added_tokens;
+  // Tokens matched in the text before the subword model (e.g. "[SEP]", "<s>", runs of spaces).
+  std::vector<AddedToken> added_tokens;
+  // A ByteLevel or RoBERTa post-processor's trim_offsets: a token's span leaves out the spaces
+  // its byte-level string starts or ends with (one added prefix space excepted).
+  bool trim_offsets = false;
+  bool add_prefix_space = false;
   int32_t pad_id = 0;
   int32_t unk_id = -1;  // the subword model's unknown token; -1 when it has none
 };
@@ -74,8 +88,13 @@ class Tokenizer {
   Tokenizer() = default;
 
   void TokenizeSegment(std::string_view text, uint32_t base, TokenizedText* out) const;
+  void TokenizeNormalized(NormalizedText normalized, bool at_text_start, TokenizedText* out) const;
+  void TrimOffsets(std::string_view text, TokenizedText* out) const;
 
   TokenizerConfig config_;
+  // added_tokens split by where they are matched; a normalized one's content is normalized.
+  std::vector<AddedToken> raw_added_;
+  std::vector<AddedToken> normalized_added_;
   std::unique_ptr<Normalizer> normalizer_;
   std::unique_ptr<PreTokenizer> pre_tokenizer_;
   std::unique_ptr<SubwordModel> model_;

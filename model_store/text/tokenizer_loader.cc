@@ -70,11 +70,24 @@ absl::StatusOr<int32_t> IdOf(const Vocab& vocab, const std::string& token,
   return it->second;
 }
 
-// TemplateProcessing ("single" list) or BertProcessing ("cls"/"sep" pairs); null adds nothing.
+// TemplateProcessing ("single" list), BertProcessing/RobertaProcessing ("cls"/"sep" pairs),
+// ByteLevel (offsets only) or a Sequence of these; null adds nothing.
 absl::Status ParsePostProcessor(const std::string& label, const Json& post, const Vocab& vocab,
                                 TokenizerConfig* config) {
   if (post.is_null()) return absl::OkStatus();
   const std::string type = post.value("type", "");
+  if (type == "Sequence") {
+    const Json& steps = post.value("processors", Json());
+    if (!steps.is_array())
+      return absl::DataLossError(absl::StrCat(label, ": post_processor.processors must be a list"));
+    for (const Json& step : steps) RETURN_IF_ERROR(ParsePostProcessor(label, step, vocab, config));
+    return absl::OkStatus();
+  }
+  if (type == "ByteLevel" || type == "RobertaProcessing") {
+    config->trim_offsets = post.value("trim_offsets", true);
+    config->add_prefix_space = post.value("add_prefix_space", true);
+    if (type == "ByteLevel") return absl::OkStatus();
+  }
   if (type == "BertProcessing" || type == "RobertaProcessing") {
     for (const char* key : {"cls", "sep"}) {
       const Json& pair = post.value(key, Json());
@@ -89,7 +102,9 @@ absl::Status ParsePostProcessor(const std::string& label, const Json& post, cons
   if (type != "TemplateProcessing") {
     return absl::InvalidArgumentError(absl::StrCat(label, ": post_processor type '", type,
                                                    "' is not supported (supported: "
-                                                   "TemplateProcessing, BertProcessing, null)"));
+                                                   "TemplateProcessing, BertProcessing, "
+                                                   "RobertaProcessing, ByteLevel, Sequence, "
+                                                   "null)"));
   }
   const Json& single = post.value("single", Json());
   const Json& specials = post.value("special_tokens", Json::object());
@@ -174,6 +189,68 @@ absl::Status ParseUnigram(const std::string& label, const Json& model, Tokenizer
   return absl::OkStatus();
 }
 
+// BPE: {"vocab": {token: id}, "merges": ["a b", ...] or [["a", "b"], ...], "unk_token",
+// "fuse_unk", "byte_fallback", "ignore_merges", "continuing_subword_prefix",
+// "end_of_word_suffix", "dropout"}.
+absl::Status ParseBpe(const std::string& label, const Json& model, TokenizerParts* parts) {
+  const Json& vocab_json = model.value("vocab", Json());
+  if (!vocab_json.is_object() || vocab_json.empty())
+    return absl::DataLossError(absl::StrCat(label, ": model.vocab must be a non-empty object"));
+  for (const auto& [token, id] : vocab_json.items()) {
+    ASSIGN_OR_RETURN(parts->vocab[token],
+                     ReadId(id, absl::StrCat(label, ": model.vocab['", token, "']")));
+  }
+  const Json& merges_json = model.value("merges", Json::array());
+  if (!merges_json.is_array())
+    return absl::DataLossError(absl::StrCat(label, ": model.merges must be a list"));
+  std::vector<std::pair<std::string, std::string>> merges;
+  merges.reserve(merges_json.size());
+  for (const Json& merge : merges_json) {
+    const size_t rank = merges.size();
+    if (merge.is_string()) {  // "a b": exactly one space, as the library splits it
+      const std::string text = merge.get<std::string>();
+      const size_t space = text.find(' ');
+      if (space == std::string::npos || text.find(' ', space + 1) != std::string::npos)
+        return absl::DataLossError(
+            absl::StrCat(label, ": model.merges[", rank, "] must be \"left right\""));
+      merges.emplace_back(text.substr(0, space), text.substr(space + 1));
+    } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() &&
+               merge[1].is_string()) {
+      merges.emplace_back(merge[0].get<std::string>(), merge[1].get<std::string>());
+    } else {
+      return absl::DataLossError(
+          absl::StrCat(label, ": model.merges[", rank, "] must be \"a b\" or [\"a\", \"b\"]"));
+    }
+  }
+  // Dropout samples merges at random: an embedding must not change between calls.
+  if (auto it = model.find("dropout");
+      it != model.end() && !it->is_null() && !(it->is_number() && it->get<double>() == 0.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(label, ": model.dropout ", it->dump(),
+                     " is not supported (only null or 0: an embedding "
+                     "must be the same on every call)"));
+  }
+  BpeOptions options;
+  auto string_or_empty = [&](const char* key) {
+    auto it = model.find(key);
+    return it != model.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  if (const std::string unk = string_or_empty("unk_token"); !unk.empty()) {
+    ASSIGN_OR_RETURN(int32_t id, IdOf(parts->vocab, unk, label + ": model.unk_token"));
+    options.unk_id = id;
+    parts->config.unk_id = id;
+  }
+  options.fuse_unk = BoolOr(model, "fuse_unk", false);
+  options.byte_fallback = BoolOr(model, "byte_fallback", false);
+  options.ignore_merges = BoolOr(model, "ignore_merges", false);
+  options.continuing_subword_prefix = string_or_empty("continuing_subword_prefix");
+  options.end_of_word_suffix = string_or_empty("end_of_word_suffix");
+  auto bpe = MakeBpe(parts->vocab, merges, std::move(options));
+  if (!bpe.ok()) return absl::DataLossError(absl::StrCat(label, ": ", bpe.status().message()));
+  parts->model = std::move(*bpe);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<Tokenizer>> ParseTokenizerJson(const std::string& label,
                                                               std::string_view text) {
   ASSIGN_OR_RETURN(Json json, ParseJsonObject(label, text));
@@ -184,10 +261,12 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> ParseTokenizerJson(const std::string&
     RETURN_IF_ERROR(ParseWordPiece(label, model, &parts));
   } else if (model_type == "Unigram") {
     RETURN_IF_ERROR(ParseUnigram(label, model, &parts));
+  } else if (model_type == "BPE") {
+    RETURN_IF_ERROR(ParseBpe(label, model, &parts));
   } else {
     return absl::InvalidArgumentError(absl::StrCat(label, ": tokenizer model '", model_type,
                                                    "' is not supported (supported: WordPiece, "
-                                                   "Unigram)"));
+                                                   "Unigram, BPE)"));
   }
   ASSIGN_OR_RETURN(parts.normalizer, ParseNormalizer(label, json.value("normalizer", Json())));
   ASSIGN_OR_RETURN(parts.pre_tokenizer,
@@ -195,10 +274,16 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> ParseTokenizerJson(const std::string&
   TokenizerConfig& config = parts.config;
   for (const Json& added : json.value("added_tokens", Json::array())) {
     if (!added.contains("content") || !added.contains("id")) continue;
-    const std::string content = added["content"].get<std::string>();
-    ASSIGN_OR_RETURN(int32_t id,
-                     ReadId(added["id"], absl::StrCat(label, ": added_tokens['", content, "']")));
-    config.added_tokens.emplace_back(content, id);
+    AddedToken token;
+    token.content = added["content"].get<std::string>();
+    ASSIGN_OR_RETURN(token.id, ReadId(added["id"], absl::StrCat(label, ": added_tokens['",
+                                                                token.content, "']")));
+    token.lstrip = BoolOr(added, "lstrip", false);
+    token.rstrip = BoolOr(added, "rstrip", false);
+    token.single_word = BoolOr(added, "single_word", false);
+    // The library's default: special tokens are matched raw, others after normalization.
+    token.normalized = BoolOr(added, "normalized", !BoolOr(added, "special", false));
+    config.added_tokens.push_back(std::move(token));
   }
   RETURN_IF_ERROR(
       ParsePostProcessor(label, json.value("post_processor", Json()), parts.vocab, &config));
@@ -253,7 +338,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadVocabTxt(const fs::path& dir) {
   for (const char* key : {"unk_token", "cls_token", "sep_token", "pad_token", "mask_token"}) {
     const std::string token = TokenOr(settings, key, "");
     if (auto it = vocab.find(token); !token.empty() && it != vocab.end())
-      config.added_tokens.emplace_back(token, it->second);
+      config.added_tokens.push_back({token, it->second});
   }
   if (auto it = vocab.find(TokenOr(settings, "pad_token", "[PAD]")); it != vocab.end())
     config.pad_id = it->second;

@@ -31,6 +31,8 @@ bool IsBertControl(char32_t cp);
 bool IsBertPunctuation(char32_t cp);
 // The CJK ideograph blocks BERT surrounds with spaces.
 bool IsChineseChar(char32_t cp);
+// A letter (L*) or number (N*): what a single_word added token may not touch.
+bool IsAlphanumeric(char32_t cp);
 // Nonspacing mark (Mn), which accent stripping removes.
 bool IsNonspacingMark(char32_t cp);
 

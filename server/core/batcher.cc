@@ -196,6 +196,7 @@ void Batcher::Run(std::vector<BatchTask> batch) {
   for (const auto& task : batch) {
     input.sequences.push_back(task.ids);
     input.temperatures.push_back(task.temperature);
+    input.local_temperatures.push_back(task.local_temperature.value_or(task.temperature));
     input.return_hidden_states = input.return_hidden_states || task.want_hidden_states;
     input.token_outputs.push_back(task.token_outputs);
     stats.real_tokens += Length(task);

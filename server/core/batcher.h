@@ -13,6 +13,7 @@
 #include <functional>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -52,6 +53,8 @@ struct SequenceOutput {
 struct BatchTask {
   std::vector<int32_t> ids;  // special tokens included
   float temperature = 1.0f;
+  // Of banded attention layers (model_store::EncodeBatch); unset: `temperature`.
+  std::optional<float> local_temperature;
   bool want_hidden_states = false;
   model_store::TokenOutputs token_outputs;
   // OK while the caller still wants the result; otherwise why not (cancelled, deadline

@@ -77,6 +77,18 @@ std::vector<float> SequenceTemperatures(const ChunkPlan& plan, const EmbedParams
   return taus;
 }
 
+std::vector<float> LocalSequenceTemperatures(const ChunkPlan& plan, const EmbedParams& params,
+                                             const model_store::TempScaleSchedule& schedule,
+                                             int64_t local_keys) {
+  std::vector<float> taus;
+  if (local_keys <= 0) return taus;
+  for (const Span& range : plan.sequences) {
+    const int64_t seen = std::min<int64_t>(range.size(), local_keys);
+    taus.push_back(params.auto_temperature ? schedule.TauFor(seen) : params.temperature);
+  }
+  return taus;
+}
+
 DocumentResult MergeDocument(const EncodedDocument& doc, const EmbedParams& params, size_t dim) {
   DocumentResult out;
   out.token_count = static_cast<uint32_t>(doc.tokens.ids.size());
@@ -84,6 +96,7 @@ DocumentResult MergeDocument(const EncodedDocument& doc, const EmbedParams& para
   out.truncated = doc.plan.truncated;
   out.temperature = doc.sequence_tau.empty() ? params.temperature : doc.sequence_tau.front();
   out.sequence_temperatures = doc.sequence_tau;
+  out.sequence_local_temperatures = doc.sequence_local_tau;
   out.length_bucket = LengthBucketLabel(out.token_count);
   out.high_frequency_ratios = doc.hf_ratio;
 

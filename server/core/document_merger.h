@@ -28,6 +28,7 @@ struct EncodedDocument {
   std::vector<uint32_t> chunk_rows;             // late chunking: rows in each sum
   std::vector<float> hf_ratio;                  // per sequence
   std::vector<float> sequence_tau;              // per sequence: the tau it is encoded at
+  std::vector<float> sequence_local_tau;        // per sequence, banded layers; empty: none
   TokenOutputState token_outputs;               // sparse and multi-vector outputs, when asked
   std::vector<float> token_states;              // the one window's hidden states, when asked
 };
@@ -36,6 +37,13 @@ struct EncodedDocument {
 // own content-token count.
 std::vector<float> SequenceTemperatures(const ChunkPlan& plan, const EmbedParams& params,
                                         const model_store::TempScaleSchedule& schedule);
+
+// The tau of each planned sequence's banded attention layers, whose rows see at most
+// `local_keys` keys: the request's, or under AUTO the schedule's at min(length, local_keys).
+// Empty when `local_keys` is 0 (every layer global).
+std::vector<float> LocalSequenceTemperatures(const ChunkPlan& plan, const EmbedParams& params,
+                                             const model_store::TempScaleSchedule& schedule,
+                                             int64_t local_keys);
 
 // Sizes the per-sequence and per-chunk slots once the plan is known.
 void PrepareSlots(EncodedDocument* doc, bool late_chunking, size_t dim);

@@ -89,6 +89,8 @@ void EmbedJob::Prepare() {
     doc.plan = *std::move(plan);
     PrepareSlots(&doc, late, static_cast<size_t>(model.config().hidden_size));
     doc.sequence_tau = SequenceTemperatures(doc.plan, request_.params, model.tempscale());
+    doc.sequence_local_tau = LocalSequenceTemperatures(doc.plan, request_.params, model.tempscale(),
+                                                       model.config().local_attention_keys());
     for (const auto& range : doc.plan.sequences) total_tokens += range.size() + specials;
     sequences += doc.plan.sequences.size();
   }
@@ -112,6 +114,7 @@ void EmbedJob::Prepare() {
       BatchTask task;
       task.ids = model.tokenizer().AddSpecialTokens(content);
       task.temperature = doc.sequence_tau[s];
+      if (!doc.sequence_local_tau.empty()) task.local_temperature = doc.sequence_local_tau[s];
       task.want_hidden_states = late || request_.params.token_states;
       task.token_outputs = {request_.params.sparse, request_.params.multi_vector};
       task.liveness = [self] { return self->Liveness(); };

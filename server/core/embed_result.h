@@ -44,6 +44,8 @@ struct DocumentResult {
   bool truncated = false;
   float temperature = 1.0f;  // the first sequence's (the only one's unless AUTO)
   std::vector<float> sequence_temperatures;  // one per encoded sequence, in order
+  // Per sequence, the tau of the model's banded layers; empty when it has none.
+  std::vector<float> sequence_local_temperatures;
   std::string length_bucket;
   std::vector<ChunkResult> chunks;  // CHUNK_ALL and LATE_CHUNKING only
   SparseResult sparse;              // when asked

@@ -266,6 +266,8 @@ void FillEmbedResponse(const EmbedAnswer& answer, v1::EmbedResponse* response) {
     out->set_high_frequency_ratio(MeanHighFrequencyRatio(doc));
     out->mutable_sequence_temperatures()->Assign(doc.sequence_temperatures.begin(),
                                                  doc.sequence_temperatures.end());
+    out->mutable_sequence_local_temperatures()->Assign(doc.sequence_local_temperatures.begin(),
+                                                       doc.sequence_local_temperatures.end());
     for (const ChunkResult& chunk : doc.chunks) {
       v1::ChunkEmbedding* c = out->add_chunks();
       if (params.dense) c->mutable_vector()->Assign(chunk.vector.begin(), chunk.vector.end());

@@ -239,6 +239,8 @@ Json Details(const DocumentResult& doc, const EmbedAnswer& answer, bool base64) 
                   {"length_bucket", doc.length_bucket},
                   {"high_frequency_ratio", MeanHighFrequencyRatio(doc)},
                   {"sequence_temperatures", doc.sequence_temperatures}};
+  if (!doc.sequence_local_temperatures.empty())
+    details["sequence_local_temperatures"] = doc.sequence_local_temperatures;
   if (params.sparse) details["sparse"] = SparseJson(doc.sparse, *tokenizer);
   if (params.multi_vector)
     details["multi_vector"] = MultiVectorJson(doc.multi_vector, params.multi_vector_encoding);

@@ -1,7 +1,7 @@
 // TEMPERATURE_MODE_AUTO against a real server: a schedule of ones is bit-identical to tau = 1;
 // every encoded sequence gets the schedule's tau at its own length (checked in the response and
 // by recomputing the vectors with the encoder in process); AUTO's errors; the schedule in
-// GetModelInfo.
+// GetModelInfo; on a model with banded layers (ModernBERT), those layers' own tau.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -48,16 +48,25 @@ class AutoTemperatureTest : public ::testing::Test {
     testing::WriteFile(scheduled + "/tempscale.json", kSchedule);
     const std::string ones = testing::CopyModelDir(testing::TinyModelDir(), "ones");
     testing::WriteFile(ones + "/tempscale.json", kOnes);
+    // Bands of +-64 keys: a banded row sees at most 129 keys, so AUTO gives those layers the
+    // schedule at 129 however long the sequence.
+    const std::string banded = testing::CopyModelDir(testing::ModernBertModelDir(), "banded");
+    testing::WriteFile(banded + "/tempscale.json", R"({"schedule": {"form": "piecewise",
+      "points": [{"min_tokens": 0, "tau": 1.0}, {"min_tokens": 100, "tau": 0.8},
+                 {"min_tokens": 200, "tau": 0.5}]}})");
     server_ = new testing::ServerProcess({"--model=scheduled=" + scheduled, "--model=ones=" + ones,
-                                          "--model=plain=" + testing::TinyModelDir()});
+                                          "--model=plain=" + testing::TinyModelDir(),
+                                          "--model=banded=" + banded});
     ASSERT_TRUE(server_->ok()) << server_->Log();
     client_ = client::EmbeddingClient::Connect({{server_->grpc_address()}}).value().release();
     model_ = model_store::Model::Load(scheduled, {}).value().release();
+    banded_ = model_store::Model::Load(banded, {}).value().release();
   }
   static void TearDownTestSuite() {
     delete client_;
     delete server_;
     delete model_;
+    delete banded_;
   }
 
   static absl::StatusOr<v1::EmbedResponse> Embed(const std::vector<std::string>& texts,
@@ -65,11 +74,15 @@ class AutoTemperatureTest : public ::testing::Test {
     return client_->Embed(client::MakeEmbedRequest(texts, options));
   }
 
-  // The encoder's own mean-pooled, L2-normalised vector of content ids at `tau`.
-  static std::vector<double> Reference(const std::vector<int32_t>& content, float tau) {
-    const std::vector<int32_t> ids = model_->tokenizer().AddSpecialTokens(content);
+  // The encoder's own mean-pooled, L2-normalised vector of content ids at `tau` (banded
+  // layers at `local_tau` when given).
+  static std::vector<double> Reference(const std::vector<int32_t>& content, float tau,
+                                       std::optional<float> local_tau = std::nullopt,
+                                       const model_store::Model* model = model_) {
+    const std::vector<int32_t> ids = model->tokenizer().AddSpecialTokens(content);
     model_store::EncodeBatch batch{{ids}, {tau}, model_store::PoolingMode::kMean, false, false};
-    auto result = model_->encoder().Encode(batch);
+    if (local_tau) batch.local_temperatures = {*local_tau};
+    auto result = model->encoder().Encode(batch);
     EXPECT_TRUE(result.ok()) << result.status();
     std::vector<double> v(result->pooled[0].begin(), result->pooled[0].end());
     double norm = 0;
@@ -81,10 +94,12 @@ class AutoTemperatureTest : public ::testing::Test {
   static testing::ServerProcess* server_;
   static client::EmbeddingClient* client_;
   static model_store::Model* model_;
+  static model_store::Model* banded_;
 };
 testing::ServerProcess* AutoTemperatureTest::server_ = nullptr;
 client::EmbeddingClient* AutoTemperatureTest::client_ = nullptr;
 model_store::Model* AutoTemperatureTest::model_ = nullptr;
+model_store::Model* AutoTemperatureTest::banded_ = nullptr;
 
 const char kText[] =
     "the cat sat on the mat and the dog ran to the big red sun in the sky of the old town "
@@ -142,6 +157,45 @@ TEST_F(AutoTemperatureTest, EachChunkGetsTheScheduleAtItsOwnLength) {
   const std::vector<double> want = Reference(short_tokens->ids, 1.0f);
   for (size_t i = 0; i < want.size(); ++i)
     ASSERT_NEAR(response->documents(1).vector(i), want[i], 1e-5);
+}
+
+// Global layers take the schedule at the sequence's length (300 tokens: 0.5), banded layers at
+// the 129 keys a row of theirs sees (0.8); FIXED gives both the request's tau.
+TEST_F(AutoTemperatureTest, BandedLayersTakeTheScheduleAtTheirBand) {
+  std::string text;
+  while (true) {
+    auto tokens = banded_->tokenizer().Tokenize(text);
+    if (tokens->ids.size() >= 300) break;
+    text += std::string(kText) + " ";
+  }
+  auto content = banded_->tokenizer().Tokenize(text);
+  ASSERT_TRUE(content.ok());
+  auto response = Embed({text, "a cat"}, Options("banded", std::nullopt));
+  ASSERT_TRUE(response.ok()) << response.status();
+  const v1::DocumentEmbedding& doc = response->documents(0);
+  ASSERT_EQ(doc.sequence_temperatures_size(), 1);
+  EXPECT_FLOAT_EQ(doc.sequence_temperatures(0), 0.5f);
+  ASSERT_EQ(doc.sequence_local_temperatures_size(), 1);
+  EXPECT_FLOAT_EQ(doc.sequence_local_temperatures(0), 0.8f);
+  const std::vector<double> want = Reference(content->ids, 0.5f, 0.8f, banded_);
+  const std::vector<double> all_half = Reference(content->ids, 0.5f, std::nullopt, banded_);
+  ASSERT_EQ(doc.vector_size(), static_cast<int>(want.size()));
+  double from_all_half = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_NEAR(doc.vector(i), want[i], 1e-5) << i;
+    from_all_half = std::max(from_all_half, std::abs(doc.vector(i) - all_half[i]));
+  }
+  EXPECT_GT(from_all_half, 1e-3) << "the banded layers' tau made no difference";
+  // A short text is under the band: both kinds take the schedule at its length.
+  EXPECT_FLOAT_EQ(response->documents(1).sequence_local_temperatures(0),
+                  response->documents(1).sequence_temperatures(0));
+  auto fixed = Embed({text}, Options("banded", 0.7f));
+  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  EXPECT_FLOAT_EQ(fixed->documents(0).sequence_local_temperatures(0), 0.7f);
+  // A model whose layers are all global reports none.
+  auto plain = Embed({text}, Options("plain", std::nullopt));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->documents(0).sequence_local_temperatures_size(), 0);
 }
 
 TEST_F(AutoTemperatureTest, AutoRefusesATauOfItsOwnAndUnknownModes) {

@@ -435,6 +435,7 @@ class ReferenceModernBert(nn.Module):
         self.heads = config["num_attention_heads"]
         self.head_dim = h // self.heads
         self.tau = tau
+        self.local_tau = tau  # the sliding layers' (AUTO gives them their own)
         self.half_window = config.get("local_attention", 128) // 2
         eps = config.get("norm_eps", 1e-5)
         every = config.get("global_attn_every_n_layers", 3)
@@ -489,9 +490,11 @@ class ReferenceModernBert(nn.Module):
             q = q * cos + rotate_half(q, False) * sin
             k = k * cos + rotate_half(k, False) * sin
             logits = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)
+            tau = self.tau
             if kind == "sliding_attention":
                 logits = logits.masked_fill(outside, float("-inf"))
-            context = torch.softmax(logits / self.tau, dim=-1) @ v
+                tau = self.local_tau
+            context = torch.softmax(logits / tau, dim=-1) @ v
             x = x + layer["attn_Wo"](context.transpose(0, 1).reshape(length, -1))
             gate_input, gate = layer["Wi"](layer["mlp_norm"](x)).chunk(2, dim=-1)
             x = x + layer["mlp_Wo"](F.gelu(gate_input) * gate)
@@ -520,16 +523,21 @@ VARIANTS = {"--prenorm": {"prenorm": True}, "--interleaved": {"rotary_emb_interl
                 "logn_attention_scale": True, "logn_attention_clip1": True}}
 
 
+# --local-tau: banded layers at this tau whatever the sequence's, as AUTO can ask.
+LOCAL_TAU = 0.9
+RUN_FLAGS = {"--head-by-head", "--local-tau"}  # flags that leave the config alone
+
+
 def main():
     binary, model_dir = sys.argv[1], sys.argv[2]
     flags = set(sys.argv[3:])
     torch.manual_seed(0)
-    if flags - {"--head-by-head"}:
+    if flags - RUN_FLAGS:
         scratch = tempfile.mkdtemp(prefix="compare-encoder-")
         shutil.copytree(model_dir, scratch, dirs_exist_ok=True)
         model_dir = scratch
         config = json.load(open(f"{model_dir}/config.json"))
-        for flag in flags - {"--head-by-head"}:
+        for flag in flags - RUN_FLAGS:
             if flag == "--v5-config":
                 config = v5_spelling(config)
             else:
@@ -552,13 +560,18 @@ def main():
                                    for _ in range(HEAD_BY_HEAD_TOKENS - 1)])
         taus.insert(1, TEMPERATURES[1])
 
-    out = subprocess.run([binary, model_dir], input=json.dumps(
-        {"sequences": sequences, "temperatures": taus, "pooling": "mean"}),
-        capture_output=True, text=True, check=True)
+    request = {"sequences": sequences, "temperatures": taus, "pooling": "mean"}
+    if "--local-tau" in flags:
+        request["local_temperatures"] = [LOCAL_TAU] * len(sequences)
+    out = subprocess.run([binary, model_dir], input=json.dumps(request),
+                         capture_output=True, text=True, check=True)
     cpp = json.loads(out.stdout)
     dim = cpp["dim"]
 
     models = {tau: reference(config, weights, tau) for tau in TEMPERATURES}
+    if "--local-tau" in flags:
+        for model in models.values():
+            model.local_tau = LOCAL_TAU
     worst = {tau: 0.0 for tau in TEMPERATURES}
     worst_hf = 0.0
     for i, (ids, tau) in enumerate(zip(sequences, taus)):

@@ -14,48 +14,15 @@ usage: compare_tokenizers.py TOKENIZE_TEXTS_BINARY PEER_JS DEMO_UNIGRAM_MODEL_DI
 """
 import base64
 import copy
-import glob
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2
 
-TEXTS = [
-    "The quick brown fox jumps over the lazy dog.",
-    "Café naïve résumé Ångström façade",
-    "Привет, мир! Съешь же ещё этих мягких французских булок.",
-    "Γαζέες καὶ μυρτιὲς δὲν θὰ βρῶ πιὰ στὸ χρυσαφὶ ξέφωτο.",
-    "صِفْ خَلْقَ خَوْدٍ كَمِثْلِ الشَّمْسِ إِذْ بَزَغَتْ",
-    "דג סקרן שט בים מאוכזב ולפתע מצא חברה",
-    "ऋषियों को सताने वाले दुष्ट राक्षसों के राजा रावण का सर्वनाश",
-    "เป็นมนุษย์สุดประเสริฐเลิศคุณค่า",
-    "日本語の文章と中文字符，한국어 텍스트도",
-    "emoji 👍🏽 family 👨‍👩‍👧 flags 🇩🇪 ok",
-    "ＦＵＬＬ　ｗｉｄｔｈ　１２３！ ｶﾀｶﾅ ﾊﾟﾋﾞ",
-    "e\u0301 a\u0308 o\u0302\u0323 Z\u0335\u0321 cafe\u0301",
-    "tab\there\nnewline  double   triple\u00a0nbsp\u3000ideographic",
-    "ﬁnance ½ ① ℃ ㍻ ™",
-    "Mixed: English, Русский, Ελληνικά, العربية, עברית, हिन्दी, ไทย, 中文.",
-    "   leading and trailing   ",
-]
-EXTRA_TEXTS = ["", "a", " ", "<s> inside </s> and <unk>", "x" * 300, "\u2581 literal meta"]
-
-
-def training_corpus(path):
-    """Text from this machine: the licence texts and the word list, plus the test texts (so
-    every script has pieces)."""
-    lines = []
-    for name in sorted(glob.glob("/usr/share/common-licenses/*")):
-        if os.path.isfile(name):
-            lines += open(name, encoding="utf-8", errors="ignore").read().splitlines()
-    lines += open("/usr/share/dict/words", encoding="utf-8").read().splitlines()[::5]
-    lines += TEXTS * 30
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("\n".join(line for line in lines if line.strip()))
+from tokenizer_comparison import EXTRA_TEXTS, TEXTS, compare_cases, run_json, training_corpus
 
 
 def train(workdir):
@@ -126,43 +93,20 @@ def variants(base):
     }
 
 
-def run_json(command, stdin=None):
-    out = subprocess.run(command, input=stdin, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)
-
-
 def main():
     binary, peer, demo_dir = sys.argv[1:4]
     workdir = tempfile.mkdtemp(prefix="compare-tokenizers-")
     model_path, proto = train(workdir)
     charsmap_bytes = len(proto.normalizer_spec.precompiled_charsmap)
     texts = TEXTS + EXTRA_TEXTS
-    texts_path = os.path.join(workdir, "texts.json")
-    json.dump(texts, open(texts_path, "w"))
-
     cases = dict(variants(tokenizer_json(proto)))
     cases["demo xlm-roberta (nfkc)"] = json.load(open(os.path.join(demo_dir, "tokenizer.json")))
-    failures = 0
-    checked = 0
-    for index, (name, tokenizer) in enumerate(cases.items()):
-        directory = os.path.join(workdir, f"case{index}")
-        os.makedirs(directory)
-        path = os.path.join(directory, "tokenizer.json")
-        json.dump(tokenizer, open(path, "w"), ensure_ascii=False)
-        theirs = run_json(["node", peer, path, texts_path])
-        ours = run_json([binary, directory], json.dumps(texts))
-        bad = [i for i in range(len(texts))
-               if ours["ids"][i] != theirs["ids"][i] or ours["offsets"][i] != theirs["offsets"][i]]
-        checked += len(texts)
-        failures += len(bad)
-        print(f"{name}: {len(texts) - len(bad)}/{len(texts)} texts equal in ids and offsets")
-        for i in bad:
-            print(f"  MISMATCH {texts[i]!r}\n    ours   {ours['ids'][i]} {ours['offsets'][i]}\n"
-                  f"    theirs {theirs['ids'][i]} {theirs['offsets'][i]}")
+    checked, failures = compare_cases(binary, peer, workdir, cases, texts)
 
     # SentencePiece's own ids against the converted file (Hugging Face semantics are followed).
     processor = spm.SentencePieceProcessor(model_file=model_path)
-    converted = run_json(["node", peer, os.path.join(workdir, "case0", "tokenizer.json"), texts_path])
+    converted = run_json(["node", peer, os.path.join(workdir, "case0", "tokenizer.json"),
+                          os.path.join(workdir, "texts.json")])
     same = [i for i, t in enumerate(TEXTS) if processor.encode(t) == converted["ids"][i]]
     print(f"precompiled charsmap: {charsmap_bytes} bytes; SentencePiece's own ids equal Hugging "
           f"Face's on {len(same)}/{len(TEXTS)} multi-script texts; differing: "

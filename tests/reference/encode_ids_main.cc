@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   EncodeBatch batch;
   batch.sequences = input["sequences"].get<std::vector<std::vector<int32_t>>>();
   batch.temperatures = input["temperatures"].get<std::vector<float>>();
+  batch.local_temperatures = input.value("local_temperatures", std::vector<float>());
   const std::string pooling = input.value("pooling", "mean");
   batch.pooling = pooling == "cls"   ? PoolingMode::kCls
                   : pooling == "max" ? PoolingMode::kMax
