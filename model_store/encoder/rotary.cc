@@ -40,33 +40,20 @@ RotaryEmbedding::Angles RotaryEmbedding::For(int64_t length) const {
 }
 
 void RotaryEmbedding::ApplyInPlace(torch::Tensor& x, const Angles& angles) const {
-  // Head by head: the rotation's temporaries are then [L, d], not [heads, L, d] (at 8,192
-  // tokens and 12 heads, ~150 MB of transients fewer per layer). Each head's result is computed
-  // whole before it is written back, so reading and writing the same head never overlap.
+  // In place and every head at once: the one temporary is the first half's copy, [heads, L,
+  // dim / 2] (12 MB at 8,192 tokens and 12 heads of 64 in fp32). Rotating head by head out of
+  // place took about ten ops a head, 70 ms of a 1.8 s GTE-base forward at 2,048 tokens.
   const torch::Tensor cos = angles.cos.to(x.scalar_type());
   const torch::Tensor sin = angles.sin.to(x.scalar_type());
-  for (int64_t h = 0; h < x.size(0); ++h) x[h].copy_(ApplyOneHead(x[h], cos, sin));
-}
-
-torch::Tensor RotaryEmbedding::ApplyOneHead(const torch::Tensor& x, const torch::Tensor& cos,
-                                            const torch::Tensor& sin) const {
   const int64_t dim = config_.dim;
   const torch::Tensor rotated = x.slice(-1, 0, dim);
-  torch::Tensor first, second;
-  if (config_.interleaved) {
-    first = rotated.slice(-1, 0, dim, 2);
-    second = rotated.slice(-1, 1, dim, 2);
-  } else {
-    first = rotated.slice(-1, 0, dim / 2);
-    second = rotated.slice(-1, dim / 2, dim);
-  }
-  const torch::Tensor out_first = first * cos - second * sin;
-  const torch::Tensor out_second = second * cos + first * sin;
-  const torch::Tensor out = config_.interleaved
-                                ? torch::stack({out_first, out_second}, -1).flatten(-2)
-                                : torch::cat({out_first, out_second}, -1);
-  if (dim == x.size(-1)) return out;
-  return torch::cat({out, x.slice(-1, dim)}, -1);
+  torch::Tensor first = config_.interleaved ? rotated.slice(-1, 0, dim, 2)
+                                            : rotated.slice(-1, 0, dim / 2);
+  torch::Tensor second = config_.interleaved ? rotated.slice(-1, 1, dim, 2)
+                                             : rotated.slice(-1, dim / 2, dim);
+  const torch::Tensor first_before = first.clone();
+  first.mul_(cos).addcmul_(second, sin, -1);        // first cos - second sin
+  second.mul_(cos).addcmul_(first_before, sin, 1);  // second cos + first sin
 }
 
 }  // namespace embedding::model_store

@@ -30,9 +30,6 @@ class RotaryEmbedding {
   void ApplyInPlace(torch::Tensor& x, const Angles& angles) const;
 
  private:
-  // x [L, head_dim]; cos and sin already in x's dtype.
-  torch::Tensor ApplyOneHead(const torch::Tensor& x, const torch::Tensor& cos,
-                             const torch::Tensor& sin) const;
   Angles Compute(double base, int64_t length) const;
   // The base the table starts from: GTE's static NTK multiplies it by its factor.
   static double BaseBeforeScaling(const RotaryConfig& config);

@@ -5,6 +5,7 @@ official JavaScript client (@huggingface/hub's snapshotDownload). Digests here c
 Python's hashlib, independent of the C++ downloader's OpenSSL and the mock's Node crypto.
 
 usage: hub_download_test.py SERVER_BINARY EMBEDCTL_BINARY MODEL_DIR HUB_TEST_DIR
+       [gte=DIR jina=DIR modernbert=DIR]
 """
 import hashlib
 import json
@@ -20,10 +21,13 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "hub"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "client", "python"))
 from mock_hub import MockHub  # noqa: E402
+from embedding_client import EmbeddingClient  # noqa: E402
 from server_runner import ServerRunner  # noqa: E402
 
 SERVER, EMBEDCTL, MODEL, HUB_DIR = sys.argv[1:4] + [os.path.abspath(sys.argv[4])]
+FAMILIES = dict(arg.split("=", 1) for arg in sys.argv[5:])  # family demo models
 TOKEN = "hf_mockSecretToken0123456789"
 REPO = "org/tiny"
 
@@ -417,6 +421,54 @@ class HubDownloadTest(unittest.TestCase):
                                          capture_output=True, text=True, env=self.environment()))
 
     # --- the official client --------------------------------------------------------------
+
+    def test_each_family_repository_is_served_from_its_files_never_its_code(self):
+        """The long-context families' repository layouts: modelling code named by config.json's
+        auto_map (in another repository, or beside the weights), ONNX exports, model cards. The
+        config's fields suffice: exactly the files the server reads are fetched, no code, and
+        each model embeds as the same files do from a directory."""
+        layouts = {
+            "Alibaba-NLP/gte-base-en-v1.5": ("gte", {"auto_map": {
+                "AutoConfig": "Alibaba-NLP/new-impl--configuration.NewConfig",
+                "AutoModel": "Alibaba-NLP/new-impl--modeling.NewModel"}},
+                {"onnx/model.onnx": "onnx"}),
+            "jinaai/jina-embeddings-v2-base-en": ("jina", {"auto_map": {
+                "AutoConfig": "jinaai/jina-bert-implementation--configuration_bert.JinaBertConfig",
+                "AutoModel": "jinaai/jina-bert-implementation--modeling_bert.JinaBertModel"}},
+                {"configuration_bert.py": "raise SystemExit", "modeling_bert.py": "import os",
+                 "onnx/model.onnx": "onnx", "pytorch_model.bin": "pickle"}),
+            "answerdotai/ModernBERT-base": ("modernbert", {}, {
+                "README.md": "# card", "onnx/model_quantized.onnx": "onnx"}),
+        }
+        repos = {REPO: {"revisions": {"main": self.v1}}}
+        directories = {}
+        for repo, (family, config_fields, extra) in layouts.items():
+            directory = os.path.join(self.case, repo.replace("/", "--"))
+            shutil.copytree(FAMILIES[family], directory, ignore=shutil.ignore_patterns("README.md"))
+            with open(os.path.join(directory, "config.json")) as f:
+                config = json.load(f)
+            config.update(config_fields)
+            with open(os.path.join(directory, "config.json"), "w") as f:
+                json.dump(config, f)
+            repos[repo] = {"revisions": {"main": directory}, "extra": extra}
+            directories[repo] = directory
+        self.hub.configure({"repos": repos})
+        flags = []
+        for repo, directory in directories.items():
+            with self.subTest(repo=repo):
+                self.assertPulled(self.pull(repo), repo, directory)
+            flags += [f"--model={repo}", f"--model=local-{repo.split('/')[1]}={directory}"]
+        text = "a long document about rivers and stones " * 20
+        with ServerRunner(SERVER, flags, env=self.environment(HF_HUB_OFFLINE="1")) as server:
+            client = EmbeddingClient(server.grpc_address)
+            for repo in directories:
+                name = repo.split("/")[1]
+                with self.subTest(repo=repo):
+                    fetched = client.embed([text], model=name).documents[0].vector
+                    local = client.embed([text], model=f"local-{name}").documents[0].vector
+                    self.assertEqual(list(fetched), list(local))
+                    with open(os.path.join(directories[repo], "config.json")) as f:
+                        self.assertEqual(len(fetched), json.load(f)["hidden_size"])
 
     def test_the_official_client_fills_the_same_cache(self):
         official = os.path.join(self.case, "official")

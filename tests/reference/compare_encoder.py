@@ -212,7 +212,7 @@ class ReferenceNomicBert(nn.Module):
 
     @torch.no_grad()
     def forward(self, ids):
-        ids = torch.tensor(ids, dtype=torch.long)
+        ids = torch.as_tensor(ids, dtype=torch.long)  # a traced input stays an input
         x = self.emb_ln(self.word(ids) + self.token_type(torch.zeros_like(ids)))
         cos, sin = self.angles(len(ids))
         for layer in self.layers:
@@ -324,7 +324,7 @@ class ReferenceGte(nn.Module):
 
     @torch.no_grad()
     def forward(self, ids):
-        ids = torch.tensor(ids, dtype=torch.long)
+        ids = torch.as_tensor(ids, dtype=torch.long)  # a traced input stays an input
         x = self.word(ids)
         if self.token_type is not None:
             x = x + self.token_type(torch.zeros_like(ids))
@@ -390,10 +390,12 @@ class ReferenceJinaBert(nn.Module):
 
     @torch.no_grad()
     def forward(self, ids):
-        ids = torch.tensor(ids, dtype=torch.long)
+        ids = torch.as_tensor(ids, dtype=torch.long)  # a traced input stays an input
         length = len(ids)
         x = self.norm(self.word(ids) + self.token_type(torch.zeros_like(ids)))
-        positions = torch.arange(length)
+        # Positions from the ids themselves, so an ONNX export computes the [heads, L, L] bias
+        # instead of storing it (tests/bench/family_onnx_bench.py).
+        positions = torch.cumsum(torch.ones_like(ids), 0) - 1
         distance = (positions[:, None] - positions[None, :]).abs().float()
         alibi = -self.slopes[:, None, None] * distance  # [heads, L, L]
         for layer in self.layers:
@@ -478,7 +480,7 @@ class ReferenceModernBert(nn.Module):
 
     @torch.no_grad()
     def forward(self, ids):
-        ids = torch.tensor(ids, dtype=torch.long)
+        ids = torch.as_tensor(ids, dtype=torch.long)  # a traced input stays an input
         length = len(ids)
         x = self.embeddings_norm(self.tok_embeddings(ids))
         positions = torch.arange(length)
@@ -517,6 +519,16 @@ def v5_spelling(config):
 REFERENCES = {"bert": ReferenceBert, "xlm-roberta": ReferenceBert,
               "nomic_bert": ReferenceNomicBert, "new": ReferenceGte,
               "jina_bert": ReferenceJinaBert, "modernbert": ReferenceModernBert}
+
+
+def reference_class(config):
+    """The reference network for a config: its model_type, JinaBERT v2 (bert with ALiBi)
+    apart."""
+    if config.get("position_embedding_type") == "alibi":
+        return ReferenceJinaBert
+    return REFERENCES[config["model_type"]]
+
+
 # Config rewrites that check a family's optional layouts on a copy of its demo model.
 VARIANTS = {"--prenorm": {"prenorm": True}, "--interleaved": {"rotary_emb_interleaved": True},
             "--logn": {"logn_attention_scale": True}, "--logn-clip1": {
@@ -546,9 +558,7 @@ def main():
     config = json.load(open(f"{model_dir}/config.json"))
     weights = read_safetensors(f"{model_dir}/model.safetensors")
     arch = config["model_type"]
-    if config.get("position_embedding_type") == "alibi":
-        arch = "jina_bert"
-    reference = REFERENCES[arch]
+    reference = reference_class(config)
     max_len = config.get("n_positions") or (
         config["max_position_embeddings"] - (config.get("pad_token_id", 0) + 1
                                               if arch == "xlm-roberta" else 0))
@@ -587,7 +597,7 @@ def main():
 
     lengths_seen = sorted(len(s) for s in sequences)
     variant = " ".join(sorted(flags)) or "as written"
-    print(f"{arch} ({variant}): {len(sequences)} sequences in one batch, lengths "
+    print(f"{reference.__name__} ({variant}): {len(sequences)} sequences in one batch, lengths "
           f"{lengths_seen[0]}..{lengths_seen[-1]}, {sum(lengths_seen)} tokens")
     for tau in TEMPERATURES:
         print(f"tau={tau}: max |C++ - torch| over hidden states and pooled = {worst[tau]:.3e}")
