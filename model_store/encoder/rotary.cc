@@ -47,10 +47,10 @@ void RotaryEmbedding::ApplyInPlace(torch::Tensor& x, const Angles& angles) const
   const torch::Tensor sin = angles.sin.to(x.scalar_type());
   const int64_t dim = config_.dim;
   const torch::Tensor rotated = x.slice(-1, 0, dim);
-  torch::Tensor first = config_.interleaved ? rotated.slice(-1, 0, dim, 2)
-                                            : rotated.slice(-1, 0, dim / 2);
-  torch::Tensor second = config_.interleaved ? rotated.slice(-1, 1, dim, 2)
-                                             : rotated.slice(-1, dim / 2, dim);
+  torch::Tensor first =
+      config_.interleaved ? rotated.slice(-1, 0, dim, 2) : rotated.slice(-1, 0, dim / 2);
+  torch::Tensor second =
+      config_.interleaved ? rotated.slice(-1, 1, dim, 2) : rotated.slice(-1, dim / 2, dim);
   const torch::Tensor first_before = first.clone();
   first.mul_(cos).addcmul_(second, sin, -1);        // first cos - second sin
   second.mul_(cos).addcmul_(first_before, sin, 1);  // second cos + first sin

@@ -134,8 +134,8 @@ absl::Status ParsePostProcessor(const std::string& label, const Json& post, cons
   return absl::OkStatus();
 }
 
-// WordPiece: {"vocab": {token: id}, "unk_token", "continuing_subword_prefix", ...}.
-absl::Status ParseWordPiece(const std::string& label, const Json& model, TokenizerParts* parts) {
+// WordPiece's and BPE's "vocab": {token: id}, into parts->vocab.
+absl::Status ReadVocabObject(const std::string& label, const Json& model, TokenizerParts* parts) {
   const Json& vocab_json = model.value("vocab", Json());
   if (!vocab_json.is_object() || vocab_json.empty())
     return absl::DataLossError(absl::StrCat(label, ": model.vocab must be a non-empty object"));
@@ -143,6 +143,12 @@ absl::Status ParseWordPiece(const std::string& label, const Json& model, Tokeniz
     ASSIGN_OR_RETURN(parts->vocab[token],
                      ReadId(id, absl::StrCat(label, ": model.vocab['", token, "']")));
   }
+  return absl::OkStatus();
+}
+
+// WordPiece: {"vocab": {token: id}, "unk_token", "continuing_subword_prefix", ...}.
+absl::Status ParseWordPiece(const std::string& label, const Json& model, TokenizerParts* parts) {
+  RETURN_IF_ERROR(ReadVocabObject(label, model, parts));
   WordPieceOptions options;
   ASSIGN_OR_RETURN(options.unk_id,
                    IdOf(parts->vocab, model.value("unk_token", "[UNK]"), label + ": model"));
@@ -193,13 +199,7 @@ absl::Status ParseUnigram(const std::string& label, const Json& model, Tokenizer
 // "fuse_unk", "byte_fallback", "ignore_merges", "continuing_subword_prefix",
 // "end_of_word_suffix", "dropout"}.
 absl::Status ParseBpe(const std::string& label, const Json& model, TokenizerParts* parts) {
-  const Json& vocab_json = model.value("vocab", Json());
-  if (!vocab_json.is_object() || vocab_json.empty())
-    return absl::DataLossError(absl::StrCat(label, ": model.vocab must be a non-empty object"));
-  for (const auto& [token, id] : vocab_json.items()) {
-    ASSIGN_OR_RETURN(parts->vocab[token],
-                     ReadId(id, absl::StrCat(label, ": model.vocab['", token, "']")));
-  }
+  RETURN_IF_ERROR(ReadVocabObject(label, model, parts));
   const Json& merges_json = model.value("merges", Json::array());
   if (!merges_json.is_array())
     return absl::DataLossError(absl::StrCat(label, ": model.merges must be a list"));
