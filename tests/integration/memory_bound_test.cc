@@ -101,9 +101,11 @@ TEST(MemoryBound, ManyBatchShapesLeaveNoFreedMemoryBehind) {
   embed_every_length();
   const long second_round = server.RssKib();
   // Measured: 23-24 MiB the first round (kernels compiled for new shapes, the allocator's
-  // caches), 0 the second.
+  // caches), 0 the second, or one tcmalloc thread cache (at most 4 MiB each) when a worker
+  // first busy in the second round fills its own: +4,108 KiB in 2 of 6 runs on a loaded host.
+  // glibc's heap kept hundreds of MiB here.
   EXPECT_LT((first_round - idle) / 1024, 48) << "idle " << idle << " KiB, then " << first_round;
-  EXPECT_LT((second_round - first_round) / 1024, 4) << first_round << " KiB, then " << second_round;
+  EXPECT_LT((second_round - first_round) / 1024, 8) << first_round << " KiB, then " << second_round;
 }
 
 }  // namespace
