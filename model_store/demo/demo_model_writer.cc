@@ -30,14 +30,23 @@ absl::Status ValidateSpec(const DemoModelSpec& spec) {
   RETURN_IF_ERROR(positive("num_layers", spec.num_layers));
   RETURN_IF_ERROR(positive("hidden_size", spec.hidden_size));
   RETURN_IF_ERROR(positive("num_heads", spec.num_heads));
-  if (spec.hidden_size % spec.num_heads != 0) {
+  if (spec.num_kv_heads < 0 || (spec.num_kv_heads > 0 && spec.num_heads % spec.num_kv_heads != 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("num_kv_heads: ", spec.num_kv_heads,
+                                                   " must divide num_heads ", spec.num_heads));
+  }
+  if (spec.head_dim < 0 || spec.head_dim % 2 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("head_dim: ", spec.head_dim, " must be 0 or even and positive"));
+  }
+  if (spec.head_dim == 0 && spec.hidden_size % spec.num_heads != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "hidden_size: ", spec.hidden_size, " must be divisible by num_heads ", spec.num_heads));
   }
   if (spec.max_positions < 3)
     return absl::InvalidArgumentError("max_positions: must be >= 3 ([CLS] text [SEP])");
-  if (spec.pooling != "cls" && spec.pooling != "mean" && spec.pooling != "max")
-    return absl::InvalidArgumentError("pooling: must be one of cls, mean, max");
+  if (spec.pooling != "cls" && spec.pooling != "mean" && spec.pooling != "max" &&
+      spec.pooling != "last_token")
+    return absl::InvalidArgumentError("pooling: must be one of cls, mean, max, last_token");
   return absl::OkStatus();
 }
 
@@ -90,29 +99,36 @@ std::map<std::string, F32Tensor> MakeWeights(uint64_t seed, const ArchitectureSp
     w[arch.position_embeddings + ".weight"] = f.Normal({config.max_position_embeddings, h}, 0.5);
   if (!arch.token_type_embeddings.empty() && config.type_vocab_size > 0)
     w[arch.token_type_embeddings + ".weight"] = f.Normal({config.type_vocab_size, h}, 0.5);
-  auto norm = [&](const std::string& name) {
-    f.Norm(&w, name, h);
+  auto norm = [&](const std::string& name, int64_t size) {
+    f.Norm(&w, name, size);
     if (!config.norm_bias) w.erase(name + ".bias");
   };
-  norm(arch.embeddings_norm);
+  if (!arch.embeddings_norm.empty()) norm(arch.embeddings_norm, h);
+  const int64_t queries = config.num_attention_heads * config.head_dim();
+  const int64_t keys = config.key_value_heads() * config.head_dim();
   for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
     const std::string layer = absl::StrCat(arch.layer_prefix, i, ".");
     if (!arch.fused_qkv.empty()) {
-      linear(layer + arch.fused_qkv, 3 * h, h, config.attention_bias);
+      linear(layer + arch.fused_qkv, queries + 2 * keys, h, config.attention_bias);
     } else {
-      for (const std::string* part : {&arch.query, &arch.key, &arch.value})
-        linear(layer + *part, h, h, config.attention_bias);
+      linear(layer + arch.query, queries, h, config.attention_bias);
+      linear(layer + arch.key, keys, h, config.attention_bias);
+      linear(layer + arch.value, keys, h, config.attention_bias);
     }
-    linear(layer + arch.attention_output, h, h, config.attention_bias);
-    if (i > 0 || arch.first_layer_attention_norm) norm(layer + arch.attention_norm);
+    if (!arch.query_norm.empty()) {
+      norm(layer + arch.query_norm, config.head_dim());
+      norm(layer + arch.key_norm, config.head_dim());
+    }
+    linear(layer + arch.attention_output, h, queries, config.attention_output_bias);
+    if (i > 0 || arch.first_layer_attention_norm) norm(layer + arch.attention_norm, h);
     const bool gated = config.mlp != MlpKind::kPlain;
     const bool halves_apart = !arch.mlp_gate.empty();
     linear(layer + arch.mlp_in, gated && !halves_apart ? 2 * inner : inner, h, config.mlp_in_bias);
     if (gated && halves_apart) linear(layer + arch.mlp_gate, inner, h, config.mlp_in_bias);
     linear(layer + arch.mlp_out, h, inner, config.mlp_out_bias);
-    norm(layer + arch.output_norm);
+    norm(layer + arch.output_norm, h);
   }
-  if (!arch.final_norm.empty()) norm(arch.final_norm);
+  if (!arch.final_norm.empty()) norm(arch.final_norm, h);
   return w;
 }
 
@@ -170,6 +186,27 @@ Json ConfigJson(const DemoModelSpec& spec, const ArchitectureSpec& arch, int64_t
     config["local_attention"] = 128;
     config["global_rope_theta"] = 160000;
     config["local_rope_theta"] = 10000;
+  } else if (arch.decoder) {  // Qwen3-Embedding-0.6B's keys (the others' are a subset)
+    config.erase(f.layer_norm_eps);
+    config.erase("type_vocab_size");
+    config.erase("pad_token_id");
+    const std::map<std::string, std::string> classes = {{"qwen3", "Qwen3ForCausalLM"},
+                                                        {"qwen2", "Qwen2ForCausalLM"},
+                                                        {"mistral", "MistralForCausalLM"},
+                                                        {"llama", "LlamaForCausalLM"}};
+    config["architectures"] = {classes.at(arch.family)};
+    config[f.activation] = "silu";
+    config["rms_norm_eps"] = 1e-6;
+    config["num_key_value_heads"] = spec.num_kv_heads > 0 ? spec.num_kv_heads : spec.num_heads;
+    if (spec.head_dim > 0) config["head_dim"] = spec.head_dim;
+    config["rope_theta"] = 1000000;
+    config["rope_scaling"] = nullptr;
+    config["sliding_window"] = nullptr;
+    config["use_sliding_window"] = false;
+    config["tie_word_embeddings"] = true;
+    config["attention_bias"] = false;
+    config["bos_token_id"] = vocab_size - 1;
+    config["eos_token_id"] = vocab_size - 1;
   } else if (arch.family == "new") {  // gte-large-en-v1.5's: fixed NTK, no token types
     config["architectures"] = {"NewModel"};
     config["position_embedding_type"] = "rope";
@@ -195,7 +232,20 @@ absl::StatusOr<int64_t> WriteTokenizerFiles(const fs::path& root, const DemoMode
                                             const ArchitectureSpec& arch) {
   Json tokenizer, settings;
   int64_t vocab_size = 0;
-  if (UsesUnigram(arch)) {
+  if (arch.decoder) {
+    // The WordPiece vocabulary's whole words (not its specials, characters or "##" pieces).
+    ASSIGN_OR_RETURN(auto pieces, BuildDemoVocabulary(spec.word_list, spec.vocab_size));
+    std::vector<std::string> words;
+    for (const std::string& piece : pieces) {
+      if (piece.size() > 1 && piece[0] != '[' && piece.rfind("##", 0) != 0) words.push_back(piece);
+    }
+    tokenizer = ByteLevelBpeTokenizerJson(words, spec.vocab_size - 1);
+    vocab_size = spec.vocab_size;
+    settings = {{"eos_token", "<|endoftext|>"},
+                {"pad_token", "<|endoftext|>"},
+                {"padding_side", "left"},
+                {"add_eos_token", true}};
+  } else if (UsesUnigram(arch)) {
     ASSIGN_OR_RETURN(auto pieces, BuildDemoUnigramVocabulary(spec.word_list, spec.vocab_size));
     tokenizer = UnigramTokenizerJson(pieces);
     vocab_size = static_cast<int64_t>(pieces.size());
@@ -233,13 +283,19 @@ absl::Status WriteDemoModel(const std::string& dir, const DemoModelSpec& spec) {
   // The writer reads its own config back, so weights follow exactly what the loader will see.
   ASSIGN_OR_RETURN(const EncoderConfig config,
                    ParseEncoderConfig((root / "config.json").string(), config_json.dump()));
-  // NomicBert's published task prefixes; e5-style ones for the others.
-  const Json prompts = arch->family == "nomic_bert"
-                           ? Json{{"search_query", "search_query: "},
-                                  {"search_document", "search_document: "},
-                                  {"clustering", "clustering: "},
-                                  {"classification", "classification: "}}
-                           : Json{{"query", "query: "}, {"passage", "passage: "}};
+  // NomicBert's published task prefixes, Qwen3-Embedding's query instruction for the decoders
+  // (documents get none), e5-style ones for the others.
+  const Json prompts =
+      arch->family == "nomic_bert"
+          ? Json{{"search_query", "search_query: "},
+                 {"search_document", "search_document: "},
+                 {"clustering", "clustering: "},
+                 {"classification", "classification: "}}
+      : arch->decoder ? Json{{"query",
+                              "Instruct: Given a web search query, retrieve relevant passages "
+                              "that answer the query\nQuery:"},
+                             {"document", ""}}
+                      : Json{{"query", "query: "}, {"passage", "passage: "}};
   RETURN_IF_ERROR(WriteSentenceTransformersFiles(root, spec.hidden_size, spec.pooling,
                                                  /*normalize=*/true, prompts));
   RETURN_IF_ERROR(WriteTextFile(

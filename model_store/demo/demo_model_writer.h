@@ -1,4 +1,4 @@
-// Writes a complete model directory (BERT, XLM-RoBERTa or NomicBert) in Hugging Face layout with
+// Writes a complete model directory (any family of architecture.h) in Hugging Face layout with
 // seeded random weights, so the service can run (and be tested and benchmarked) without the Hub.
 // Its vectors are not semantically meaningful.
 #pragma once
@@ -15,11 +15,13 @@ struct DemoModelSpec {
   int num_layers = 2;
   int hidden_size = 128;
   int num_heads = 4;
+  int num_kv_heads = 0;  // decoders: key/value heads (0: one per query head)
+  int head_dim = 0;      // decoders: a head's width when not hidden / heads (0: that)
   int intermediate_size = 0;  // 0: four times hidden_size, as in BERT
   int max_positions = 512;    // tokens one window holds, special tokens included
   int vocab_size = 12000;
   uint64_t seed = 20241031;
-  std::string pooling = "mean";  // cls | mean | max
+  std::string pooling = "mean";  // cls | mean | max | last_token
   std::string word_list = "/usr/share/dict/words";
 };
 

@@ -1,5 +1,8 @@
 #include "model_store/demo/demo_tokenizer_json.h"
 
+#include "model_store/text/pre_tokenizer.h"
+#include "model_store/text/unicode_text.h"
+
 namespace embedding::model_store {
 namespace {
 using Json = nlohmann::json;
@@ -75,6 +78,88 @@ Json UnigramTokenizerJson(const std::vector<std::pair<std::string, double>>& pie
       {"post_processor", Template("<s>", 0, "</s>", 2)},
       {"decoder", metaspace},
       {"model", {{"type", "Unigram"}, {"unk_id", 3}, {"vocab", vocab}, {"byte_fallback", true}}}};
+}
+
+Json ByteLevelBpeTokenizerJson(const std::vector<std::string>& words, int64_t vocab_size) {
+  const std::array<char32_t, 256> bytes = ByteCharacters();
+  auto as_bytes = [&](const std::string& text) {
+    std::vector<std::string> symbols;
+    for (unsigned char b : text) {
+      symbols.emplace_back();
+      AppendUtf8(bytes[b], &symbols.back());
+    }
+    return symbols;
+  };
+  Json vocab = Json::object();
+  std::vector<std::string> tokens;
+  for (int b = 0; b < 256; ++b) {
+    std::string c;
+    AppendUtf8(bytes[b], &c);
+    vocab[c] = tokens.size();
+    tokens.push_back(c);
+  }
+  Json merges = Json::array();
+  for (const std::string& word : words) {
+    std::vector<std::string> symbols = as_bytes(" " + word);
+    std::string prefix = symbols[0];
+    for (size_t i = 1; i < symbols.size(); ++i) {
+      if (static_cast<int64_t>(tokens.size()) >= vocab_size) break;
+      const std::string merged = prefix + symbols[i];
+      if (!vocab.contains(merged)) {
+        merges.push_back(Json::array({prefix, symbols[i]}));
+        vocab[merged] = tokens.size();
+        tokens.push_back(merged);
+      }
+      prefix = merged;
+    }
+  }
+  const int eos = static_cast<int>(tokens.size());
+  const char* kEos = "<|endoftext|>";
+  // Qwen2's pre-tokenizer pattern (contractions, letters, single digits, punctuation runs,
+  // newlines, spaces).
+  const char* kPattern =
+      "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
+      "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+  const Json byte_level = {{"type", "ByteLevel"},
+                           {"add_prefix_space", false},
+                           {"trim_offsets", false},
+                           {"use_regex", false}};
+  return {
+      {"version", "1.0"},
+      {"truncation", nullptr},
+      {"padding", nullptr},
+      {"added_tokens", {AddedToken(eos, kEos)}},
+      {"normalizer", {{"type", "NFC"}}},
+      {"pre_tokenizer",
+       {{"type", "Sequence"},
+        {"pretokenizers",
+         {{{"type", "Split"},
+           {"pattern", {{"Regex", kPattern}}},
+           {"behavior", "Isolated"},
+           {"invert", false}},
+          byte_level}}}},
+      {"post_processor",
+       {{"type", "TemplateProcessing"},
+        {"single", {{{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
+                    {{"SpecialToken", {{"id", kEos}, {"type_id", 0}}}}}},
+        {"pair",
+         {{{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
+          {{"SpecialToken", {{"id", kEos}, {"type_id", 0}}}},
+          {{"Sequence", {{"id", "B"}, {"type_id", 1}}}},
+          {{"SpecialToken", {{"id", kEos}, {"type_id", 1}}}}}},
+        {"special_tokens", {{kEos, {{"id", kEos}, {"ids", {eos}}, {"tokens", {kEos}}}}}}}},
+      {"decoder", byte_level},
+      {"model",
+       {{"type", "BPE"},
+        {"dropout", nullptr},
+        {"unk_token", nullptr},
+        {"continuing_subword_prefix", ""},
+        {"end_of_word_suffix", ""},
+        {"fuse_unk", false},
+        {"byte_fallback", false},
+        {"ignore_merges", false},
+        {"vocab", vocab},
+        {"merges", merges}}}};
 }
 
 }  // namespace embedding::model_store

@@ -1,7 +1,8 @@
 // The demo models' `tokenizer.json` files, in the layout Hugging Face tokenizers writes:
-// BERT's WordPiece, and XLM-R's Unigram with the Metaspace pre-tokenizer.
+// BERT's WordPiece, XLM-R's Unigram with the Metaspace pre-tokenizer, Qwen's byte-level BPE.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,5 +18,12 @@ nlohmann::json WordPieceTokenizerJson(const std::vector<std::string>& vocab);
 // NFKC, Metaspace ("▁", prepend always), Unigram with byte fallback, <s> $A </s>. `pieces`
 // starts <s> <pad> </s> <unk> and ends with <mask>.
 nlohmann::json UnigramTokenizerJson(const std::vector<std::pair<std::string, double>>& pieces);
+
+// Qwen2/Qwen3's layout: NFC, Split on Qwen's pattern then ByteLevel, byte-level BPE, and a
+// post-processor that appends <|endoftext|> (the token last-token pooling reads). The vocabulary
+// is GPT-2's 256 byte characters, then each word of `words` (after a space: "Ġword") built by
+// merges of its prefixes, until `vocab_size` tokens; <|endoftext|> takes the next id.
+nlohmann::json ByteLevelBpeTokenizerJson(const std::vector<std::string>& words,
+                                         int64_t vocab_size);
 
 }  // namespace embedding::model_store

@@ -1,4 +1,4 @@
-// write_demo_model: writes a demo model directory (BERT, XLM-RoBERTa or NomicBert) (seeded random
+// write_demo_model: writes a demo model directory of any supported family (seeded random
 // weights; vectors are not semantically meaningful). Tests use a tiny one, benchmarks a
 // BERT-base-shaped one.
 #include <iostream>
@@ -10,15 +10,18 @@
 
 ABSL_FLAG(std::string, out, "", "Directory to write (created if needed).");
 ABSL_FLAG(std::string, architecture, "bert",
-          "bert | xlm-roberta | nomic_bert | new (GTE) | jina_bert (JinaBERT v2) | modernbert.");
+          "bert | xlm-roberta | nomic_bert | new (GTE) | jina_bert (JinaBERT v2) | modernbert | "
+          "qwen3 | qwen2 | mistral | llama.");
 ABSL_FLAG(int, layers, 2, "Transformer layers.");
 ABSL_FLAG(int, hidden, 128, "Hidden size.");
-ABSL_FLAG(int, heads, 4, "Attention heads (must divide --hidden).");
+ABSL_FLAG(int, heads, 4, "Attention heads (must divide --hidden unless --head_dim is set).");
+ABSL_FLAG(int, kv_heads, 0, "Decoders: key/value heads, dividing --heads (0: as many as --heads).");
+ABSL_FLAG(int, head_dim, 0, "Decoders: a head's width (0: hidden / heads).");
 ABSL_FLAG(int, intermediate, 0, "Feed-forward size; 0 means 4 x hidden.");
 ABSL_FLAG(int, max_positions, 512, "Position-table size (window incl. [CLS]/[SEP]).");
 ABSL_FLAG(int, vocab_size, 12000, "Vocabulary size (>= 8000).");
 ABSL_FLAG(uint64_t, seed, 20241031, "Weight seed.");
-ABSL_FLAG(std::string, pooling, "mean", "cls | mean | max.");
+ABSL_FLAG(std::string, pooling, "mean", "cls | mean | max | last_token.");
 ABSL_FLAG(std::string, word_list, "/usr/share/dict/words", "Word list for the vocabulary.");
 
 int main(int argc, char** argv) {
@@ -36,6 +39,8 @@ int main(int argc, char** argv) {
   spec.num_layers = absl::GetFlag(FLAGS_layers);
   spec.hidden_size = absl::GetFlag(FLAGS_hidden);
   spec.num_heads = absl::GetFlag(FLAGS_heads);
+  spec.num_kv_heads = absl::GetFlag(FLAGS_kv_heads);
+  spec.head_dim = absl::GetFlag(FLAGS_head_dim);
   spec.intermediate_size = absl::GetFlag(FLAGS_intermediate);
   spec.max_positions = absl::GetFlag(FLAGS_max_positions);
   spec.vocab_size = absl::GetFlag(FLAGS_vocab_size);

@@ -82,7 +82,7 @@ absl::StatusOr<std::unique_ptr<Encoder>> Encoder::Create(const EncoderConfig& co
     c10::InferenceMode guard;
     ASSIGN_OR_RETURN(auto tensors, BindEncoderWeights(config, spec, checkpoint,
                                                       bf16 ? torch::kBFloat16 : torch::kFloat32));
-    RETURN_IF_ERROR(PrepareLinearLayers(kernel, config.num_attention_heads, &tensors));
+    RETURN_IF_ERROR(PrepareLinearLayers(kernel, config.key_value_heads(), &tensors));
     encoder->weights_ = std::make_unique<Weights>();
     encoder->weights_->tensors = std::move(tensors);
     if (config.rotary.dim > 0) {

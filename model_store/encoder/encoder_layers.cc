@@ -68,6 +68,12 @@ int64_t BucketedRows(int64_t tokens) {
 
 torch::Tensor Norm(const torch::Tensor& x, const NormWeights& w, double eps) {
   if (!w.weight.defined()) return x;
+  if (w.rms) {  // w x / sqrt(mean(x^2) + eps), over the last dimension, in fp32
+    const torch::Tensor x32 = x.to(torch::kFloat32);
+    return (x32 * torch::rsqrt(x32.square().mean(-1, /*keepdim=*/true).add_(eps)))
+        .mul_(w.weight)
+        .to(x.scalar_type());
+  }
   return torch::layer_norm(x.to(torch::kFloat32), {x.size(-1)}, w.weight, w.bias, eps)
       .to(x.scalar_type());
 }
@@ -85,9 +91,12 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
                             const LayerAttention& attention) {
   const int64_t rows = x.size(0);
   const int64_t heads = config.num_attention_heads;
+  const int64_t kv_heads = config.key_value_heads();
+  const int64_t group = heads / kv_heads;
   const int64_t head_dim = config.head_dim();
   // TempScale: dividing sequence b's logits by tau_b is scaling its queries by 1/tau_b, after
-  // the rotary positions (which rotate queries and keys, not logits).
+  // the q/k norm and the rotary positions (which rotate queries and keys, not logits): folded
+  // in before an RMSNorm, tau would cancel out.
   const double base_scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
   // int8 keeps attention in fp32: with bf16 attention (7.6 ms against 11.9 ms per
   // [12 heads, 512, 64]) its pooled cosine to fp32 fell to 0.984 on real text at tau 0.5
@@ -95,38 +104,45 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
   // 0.99997.
   torch::Tensor context = torch::empty({rows, heads * head_dim}, x.options());
   context.slice(0, batch.offsets.back()).zero_();  // the row bucket's idle rows
-  // Attends heads [first, first + count) of sequence b, read from `projection`
-  // ([b's rows, count, 3, head_dim]) and written where they lie in the context.
+  // Attends key/value groups [first, first + count) of sequence b, read from `projection`
+  // ([b's rows, count, group + 2, head_dim]: each group's queries, key, value) and written
+  // where its query heads lie in the context.
   auto attend = [&](int64_t b, const torch::Tensor& projection, int64_t first) {
     const int64_t begin = batch.offsets[b], end = batch.offsets[b + 1];
     const int64_t count = projection.size(1);
-    const torch::Tensor seq = projection.permute({2, 1, 0, 3});
-    torch::Tensor q = seq[0], k = seq[1];  // [count, L, head_dim]
+    const torch::Tensor seq = projection.permute({2, 1, 0, 3});  // [group + 2, count, L, d]
+    torch::Tensor q = seq.slice(0, 0, group).transpose(0, 1);   // [count, group, L, d]
+    torch::Tensor k = seq[group];                                 // [count, L, d]
+    if (layer.query_norm.weight.defined()) {
+      q.copy_(Norm(q, layer.query_norm, config.layer_norm_eps));
+      k.copy_(Norm(k, layer.key_norm, config.layer_norm_eps));
+    }
     if (attention.rotary != nullptr) {
       attention.rotary->ApplyInPlace(q, (*attention.angles)[b]);
       attention.rotary->ApplyInPlace(k, (*attention.angles)[b]);
     }
     torch::Tensor out = context.slice(0, begin, end)
-                            .view({end - begin, heads, head_dim})
+                            .view({end - begin, kv_heads, group, head_dim})
                             .slice(1, first, first + count)
-                            .transpose(0, 1);
+                            .permute({1, 2, 0, 3});
     // GTE's logn scale is the model's own length-adaptive temperature: tau divides it further.
     const double tau = (*attention.temperatures)[b];
     const double scale = base_scale * config.logn_scale.For(end - begin) / tau;
+    AttentionPattern pattern;
+    pattern.band = attention.band;
+    pattern.causal = config.causal;
     // TempScale divides the whole logit, ALiBi's bias with it (the mask alone stays -inf).
-    std::vector<double> alibi;
-    for (int64_t h = 0; h < count && !config.alibi_slopes.empty(); ++h) {
-      alibi.push_back(config.alibi_slopes[first + h] / tau);
+    for (int64_t h = 0; h < count * group && !config.alibi_slopes.empty(); ++h) {
+      pattern.alibi.push_back(config.alibi_slopes[first * group + h] / tau);
     }
     // A banded layer's block reads block + 2 x band keys: blocks of twice the band keep its
     // cost O(L x band).
     const int64_t block =
         attention.band > 0 ? std::max<int64_t>(64, 2 * attention.band) : kQueryBlock;
-    BlockedSelfAttention(q, k, seq[2], scale, std::min(end - begin, block), alibi, attention.band,
-                         out);
+    BlockedSelfAttention(q, k, seq[group + 1], scale, std::min(end - begin, block), pattern, out);
   };
   // Each sequence is projected and attended the way it would be alone, so its vector does not
-  // depend on its batch: a long one head by head, shorter ones with every head at once. A
+  // depend on its batch: a long one group by group, shorter ones with every head at once. A
   // projection covers the group's own bucket of rows (shifted back to fit before the batch's
   // last row), the row count it has alone: reading a short sequence's head from a head-by-head
   // projection (another row stride, one head per call) changed it by 2.7e-6 in fp32, 0.061 in
@@ -141,22 +157,22 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
     const int64_t length = batch.offsets[b + 1] - begin;
     if (BucketedRows(length) >= kProjectHeadByHeadFromRows && !layer.qkv_heads.empty()) {
       const auto [from, in] = window(begin, length);
-      for (int64_t h = 0; h < heads; ++h) {
-        const torch::Tensor projection =
-            ApplyLinear(in, layer.qkv_heads[h]).view({in.size(0), 1, 3, head_dim});
+      for (int64_t h = 0; h < kv_heads; ++h) {
+        const torch::Tensor projection = ApplyLinear(in, layer.qkv_heads[h])
+                                             .view({in.size(0), 1, group + 2, head_dim});
         attend(b, projection.slice(0, begin - from, begin - from + length), h);
       }
       ++b;
       continue;
     }
-    int64_t last = b + 1;  // the group is sequences [b, last)
+    int64_t last = b + 1;  // sequences [b, last) are projected together
     while (last < batch.size() &&
            BucketedRows(batch.offsets[last + 1] - begin) < kProjectHeadByHeadFromRows) {
       ++last;
     }
     const auto [from, in] = window(begin, batch.offsets[last] - begin);
     const torch::Tensor projection =
-        ApplyLinear(in, layer.qkv).view({in.size(0), heads, 3, head_dim});
+        ApplyLinear(in, layer.qkv).view({in.size(0), kv_heads, group + 2, head_dim});
     for (; b < last; ++b) {
       attend(b, projection.slice(0, batch.offsets[b] - from, batch.offsets[b + 1] - from), 0);
     }

@@ -30,7 +30,7 @@ struct PackedSequences {
 // kernels, built and cached per shape, keep being reused (the extra rows are filler).
 int64_t BucketedRows(int64_t tokens);
 
-// LayerNorm in fp32 (see NormWeights), back in x's dtype; x itself where the layer has no
+// LayerNorm or RMSNorm in fp32 (see NormWeights), back in x's dtype; x itself where the layer has no
 // such norm (ModernBERT's first attention norm).
 torch::Tensor Norm(const torch::Tensor& x, const NormWeights& w, double eps);
 
@@ -46,7 +46,8 @@ struct LayerAttention {
   const std::vector<RotaryEmbedding::Angles>* angles = nullptr;  // per sequence, with `rotary`
 };
 
-// Multi-head self-attention per sequence with its own temperature, rotary positions on queries
+// Multi-head self-attention per sequence with its own temperature (grouped key/value heads, a
+// causal mask where the config has one, Qwen3's q/k norm first), rotary positions on queries
 // and keys first when the layer has them, then the output projection. [rows, H] -> [rows, H]
 torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
                             const PackedSequences& batch, const EncoderConfig& config,

@@ -44,6 +44,9 @@ EncodeResult PoolAndMeasure(const torch::Tensor& hidden, const std::vector<int64
       case PoolingMode::kMax:
         pooled_rows.push_back(seq.amax(0));
         break;
+      case PoolingMode::kLastToken:
+        pooled_rows.push_back(seq[seq.size(0) - 1]);
+        break;
     }
     // ||X - 1 mean(X)||_F / ||X||_F: low when the tokens crowd together (length collapse).
     hf_rows.push_back((seq - mean).norm() / seq.norm());

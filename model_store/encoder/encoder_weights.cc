@@ -63,9 +63,10 @@ class Binder {
     return linear;
   }
 
-  // LayerNorm runs in fp32 whatever the compute dtype (see NormWeights).
-  absl::StatusOr<NormWeights> Norm(const std::string& name, int64_t size, bool bias) {
+  // Norms run in fp32 whatever the compute dtype (see NormWeights).
+  absl::StatusOr<NormWeights> Norm(const std::string& name, int64_t size, bool bias, bool rms) {
     NormWeights norm;
+    norm.rms = rms;
     ASSIGN_OR_RETURN(norm.weight, Take(name + ".weight", {size}, torch::kFloat32));
     if (bias) {
       ASSIGN_OR_RETURN(norm.bias, Take(name + ".bias", {size}, torch::kFloat32));
@@ -79,12 +80,28 @@ class Binder {
   torch::ScalarType dtype_;
 };
 
-// [all queries; all keys; all values] rows reordered head by head ([q, k, v] of head 0, then
-// head 1, ...), so that one head's projection is one slice of the weights.
-LinearWeights HeadMajor(LinearWeights qkv, int64_t heads) {
-  const int64_t in = qkv.weight.size(1);
-  qkv.weight = qkv.weight.view({3, heads, -1, in}).transpose(0, 1).reshape({-1, in}).contiguous();
-  qkv.bias = qkv.bias.view({3, heads, -1}).transpose(0, 1).reshape({-1}).contiguous();
+// [all queries; all keys; all values] rows reordered by key/value head (the group's queries,
+// its key, its value, then the next group's), so that one group's projection is one slice of
+// the weights and its heads are one view of the product.
+LinearWeights GroupMajor(LinearWeights qkv, int64_t kv_heads, int64_t group, int64_t head_dim) {
+  const int64_t queries = kv_heads * group * head_dim, keys = kv_heads * head_dim;
+  auto reorder = [&](const torch::Tensor& t) {
+    const std::vector<int64_t> rest(t.sizes().begin() + 1, t.sizes().end());
+    auto heads = [&](int64_t begin, int64_t end, int64_t count) {
+      std::vector<int64_t> shape = {kv_heads, count, head_dim};
+      shape.insert(shape.end(), rest.begin(), rest.end());
+      return t.slice(0, begin, end).reshape(shape);
+    };
+    std::vector<int64_t> flat = {-1};
+    flat.insert(flat.end(), rest.begin(), rest.end());
+    return torch::cat({heads(0, queries, group), heads(queries, queries + keys, 1),
+                       heads(queries + keys, queries + 2 * keys, 1)},
+                      1)
+        .reshape(flat)
+        .contiguous();
+  };
+  qkv.weight = reorder(qkv.weight);
+  qkv.bias = reorder(qkv.bias);
   return qkv;
 }
 
@@ -109,6 +126,11 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
   Binder bind(checkpoint, *prefix, dtype);
   const int64_t h = config.hidden_size;
   const int64_t inner = config.intermediate_size;
+  const int64_t head_dim = config.head_dim();
+  const int64_t kv_heads = config.key_value_heads();
+  const int64_t group = config.num_attention_heads / kv_heads;
+  const int64_t queries = config.num_attention_heads * head_dim, keys = kv_heads * head_dim;
+  const bool rms = config.rms_norm;
   EncoderWeights w;
   ASSIGN_OR_RETURN(w.word_embeddings,
                    bind.Take(spec.word_embeddings + ".weight", {config.vocab_size, h}));
@@ -121,7 +143,10 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
                                                     {config.type_vocab_size, h}));
     w.token_type_embedding = types[0].contiguous();
   }
-  ASSIGN_OR_RETURN(w.embeddings_norm, bind.Norm(spec.embeddings_norm, h, config.norm_bias));
+  if (!spec.embeddings_norm.empty()) {
+    ASSIGN_OR_RETURN(w.embeddings_norm,
+                     bind.Norm(spec.embeddings_norm, h, config.norm_bias, rms));
+  }
   auto stack = [](const std::vector<LinearWeights>& parts) {
     LinearWeights out;
     std::vector<torch::Tensor> weights, biases;
@@ -136,22 +161,25 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
   for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
     const std::string p = absl::StrCat(spec.layer_prefix, i, ".");
     LayerWeights layer;
+    const bool bias = config.attention_bias;
     if (!spec.fused_qkv.empty()) {
-      ASSIGN_OR_RETURN(layer.qkv, bind.Linear(p + spec.fused_qkv, 3 * h, h, config.attention_bias));
+      ASSIGN_OR_RETURN(layer.qkv, bind.Linear(p + spec.fused_qkv, queries + 2 * keys, h, bias));
     } else {
-      ASSIGN_OR_RETURN(LinearWeights query,
-                       bind.Linear(p + spec.query, h, h, config.attention_bias));
-      ASSIGN_OR_RETURN(LinearWeights key, bind.Linear(p + spec.key, h, h, config.attention_bias));
-      ASSIGN_OR_RETURN(LinearWeights value,
-                       bind.Linear(p + spec.value, h, h, config.attention_bias));
+      ASSIGN_OR_RETURN(LinearWeights query, bind.Linear(p + spec.query, queries, h, bias));
+      ASSIGN_OR_RETURN(LinearWeights key, bind.Linear(p + spec.key, keys, h, bias));
+      ASSIGN_OR_RETURN(LinearWeights value, bind.Linear(p + spec.value, keys, h, bias));
       layer.qkv = stack({query, key, value});
     }
-    layer.qkv = HeadMajor(std::move(layer.qkv), config.num_attention_heads);
-    ASSIGN_OR_RETURN(layer.attention_output,
-                     bind.Linear(p + spec.attention_output, h, h, config.attention_bias));
+    layer.qkv = GroupMajor(std::move(layer.qkv), kv_heads, group, head_dim);
+    if (!spec.query_norm.empty()) {
+      ASSIGN_OR_RETURN(layer.query_norm, bind.Norm(p + spec.query_norm, head_dim, false, rms));
+      ASSIGN_OR_RETURN(layer.key_norm, bind.Norm(p + spec.key_norm, head_dim, false, rms));
+    }
+    ASSIGN_OR_RETURN(layer.attention_output, bind.Linear(p + spec.attention_output, h, queries,
+                                                         config.attention_output_bias));
     if (i > 0 || spec.first_layer_attention_norm) {
       ASSIGN_OR_RETURN(layer.attention_norm,
-                       bind.Norm(p + spec.attention_norm, h, config.norm_bias));
+                       bind.Norm(p + spec.attention_norm, h, config.norm_bias, rms));
     }
     if (config.mlp == MlpKind::kPlain || !spec.mlp_gate.empty()) {
       ASSIGN_OR_RETURN(layer.mlp_in, bind.Linear(p + spec.mlp_in, inner, h, config.mlp_in_bias));
@@ -165,11 +193,12 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
       layer.mlp_in = stack({layer.mlp_in, gate});
     }
     ASSIGN_OR_RETURN(layer.mlp_out, bind.Linear(p + spec.mlp_out, h, inner, config.mlp_out_bias));
-    ASSIGN_OR_RETURN(layer.output_norm, bind.Norm(p + spec.output_norm, h, config.norm_bias));
+    ASSIGN_OR_RETURN(layer.output_norm,
+                     bind.Norm(p + spec.output_norm, h, config.norm_bias, rms));
     w.layers.push_back(std::move(layer));
   }
   if (!spec.final_norm.empty()) {
-    ASSIGN_OR_RETURN(w.final_norm, bind.Norm(spec.final_norm, h, config.norm_bias));
+    ASSIGN_OR_RETURN(w.final_norm, bind.Norm(spec.final_norm, h, config.norm_bias, rms));
   }
   return w;
 }

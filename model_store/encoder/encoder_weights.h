@@ -28,15 +28,20 @@ struct LinearWeights {
 struct NormWeights {
   torch::Tensor weight;
   torch::Tensor bias;
+  bool rms = false;  // RMSNorm (no mean, no bias) instead of LayerNorm
 };
 
 struct LayerWeights {
-  // Query, key and value stacked into one [3 x hidden, hidden] projection: one GEMM, not three.
-  // Head-major: head 0's query, key and value rows, then head 1's, and so on.
+  // Queries, keys and values stacked into one projection: one GEMM, not three. Grouped by
+  // key/value head: the group's query heads, then its key and its value head, then the next
+  // group's ([kv_heads x (group + 2) x head_dim] rows; with a group of one, head 0's query, key
+  // and value, then head 1's).
   LinearWeights qkv;
-  // The same projection one head at a time ([3 x head_dim] rows each, views of `qkv`'s
-  // weights), for long windows (encoder_layers.cc); empty where its layout does not split.
+  // The same projection one key/value group at a time (views of `qkv`'s weights), for long
+  // windows (encoder_layers.cc); empty where its layout does not split.
   std::vector<LinearWeights> qkv_heads;
+  // Qwen3's RMSNorm over each head's queries and keys ([head_dim]); undefined where none.
+  NormWeights query_norm, key_norm;
   LinearWeights attention_output;
   // [intermediate, hidden]; for a gated MLP both halves, [2 x intermediate, hidden], in the
   // family's order (EncoderConfig::mlp says which half is activated).

@@ -27,7 +27,7 @@ std::optional<LinearWeights> OutputSlice(const LinearWeights& w, int64_t begin, 
 
 }  // namespace
 
-absl::Status PrepareLinearLayers(LinearKernel kernel, int64_t heads, EncoderWeights* w) {
+absl::Status PrepareLinearLayers(LinearKernel kernel, int64_t kv_heads, EncoderWeights* w) {
   for (LayerWeights& layer : w->layers) {
     if (kernel != LinearKernel::kDefault) {
       for (LinearWeights* linear :
@@ -40,9 +40,9 @@ absl::Status PrepareLinearLayers(LinearKernel kernel, int64_t heads, EncoderWeig
         linear->weight = torch::Tensor();  // the packed copy is all that is used
       }
     }
-    const int64_t per_head = layer.qkv.bias.size(0) / heads;
+    const int64_t per_head = layer.qkv.bias.size(0) / kv_heads;
     layer.qkv_heads.clear();
-    for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t h = 0; h < kv_heads; ++h) {
       std::optional<LinearWeights> slice = OutputSlice(layer.qkv, h * per_head, per_head);
       if (!slice) {
         layer.qkv_heads.clear();

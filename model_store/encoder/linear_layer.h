@@ -17,8 +17,9 @@ enum class LinearKernel {
 };
 
 // Converts every linear layer of `w` (which must hold fp32 weights for kOneDnn and kInt8) to
-// `kernel`, and fills each layer's qkv_heads with `heads` slices of its (head-major) qkv.
-absl::Status PrepareLinearLayers(LinearKernel kernel, int64_t heads, EncoderWeights* w);
+// `kernel`, and fills each layer's qkv_heads with `kv_heads` slices of its qkv (grouped by
+// key/value head), one per group.
+absl::Status PrepareLinearLayers(LinearKernel kernel, int64_t kv_heads, EncoderWeights* w);
 
 // x [tokens, in] -> [tokens, out], in x's dtype, through whatever PrepareLinearLayers chose.
 torch::Tensor ApplyLinear(const torch::Tensor& x, const LinearWeights& w);

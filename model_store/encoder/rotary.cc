@@ -11,8 +11,9 @@ double RotaryEmbedding::BaseBeforeScaling(const RotaryConfig& config) {
   return config.static_ntk_factor > 0 ? config.base * config.static_ntk_factor : config.base;
 }
 
-// In fp32 as the published implementation computes it: positions past a few thousand turn
-// through thousands of radians, so the rounding of t * inv_freq is part of the model.
+// Inverse frequencies in fp32 as the published implementations compute them. The angles t x f
+// in fp32 too for the encoder families, whose published code rounds them so (part of those
+// models); with exact_angles in fp64 (decoders' 32k windows: fp32 is 2e-3 radians off there).
 RotaryEmbedding::Angles RotaryEmbedding::Compute(double base, int64_t length) const {
   const auto fp32 = torch::TensorOptions().dtype(torch::kFloat32);
   const torch::Tensor exponents = torch::arange(0, config_.dim, 2, fp32) / config_.dim;
@@ -20,8 +21,11 @@ RotaryEmbedding::Angles RotaryEmbedding::Compute(double base, int64_t length) co
   if (config_.static_ntk_factor > 0) {  // GTE: (base f)^(-2i/dim) / f^(2/dim)
     inv_freq = inv_freq / std::pow(config_.static_ntk_factor, 2.0 / config_.dim);
   }
-  const torch::Tensor freqs = torch::outer(torch::arange(length, fp32), inv_freq);
-  return {torch::cos(freqs).contiguous(), torch::sin(freqs).contiguous()};
+  const auto angle_type = config_.exact_angles ? torch::kFloat64 : torch::kFloat32;
+  const torch::Tensor freqs = torch::outer(torch::arange(length, angle_type),
+                                           inv_freq.to(angle_type));
+  return {torch::cos(freqs).to(torch::kFloat32).contiguous(),
+          torch::sin(freqs).to(torch::kFloat32).contiguous()};
 }
 
 RotaryEmbedding::Angles RotaryEmbedding::For(int64_t length) const {

@@ -10,6 +10,8 @@ const char* PoolingModeName(PoolingMode mode) {
       return "mean";
     case PoolingMode::kMax:
       return "max";
+    case PoolingMode::kLastToken:
+      return "last_token";  // TEI's name for it
   }
   return "?";
 }

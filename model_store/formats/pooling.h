@@ -4,7 +4,10 @@
 
 namespace embedding::model_store {
 
-enum class PoolingMode { kCls, kMean, kMax };
+// kLastToken: the state of the sequence's last real token (the decoders: under a causal mask
+// only it has seen the whole text; Qwen3-Embedding's is the <|endoftext|> its tokenizer
+// appends). The sequence's own length says which it is, never a padding id.
+enum class PoolingMode { kCls, kMean, kMax, kLastToken };
 
 const char* PoolingModeName(PoolingMode mode);
 

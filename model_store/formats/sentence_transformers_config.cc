@@ -34,10 +34,13 @@ absl::StatusOr<std::optional<PoolingMode>> ParsePooling(const fs::path& path, co
   if (enabled.size() == 1 && enabled[0] == "pooling_mode_cls_token") return {PoolingMode::kCls};
   if (enabled.size() == 1 && enabled[0] == "pooling_mode_mean_tokens") return {PoolingMode::kMean};
   if (enabled.size() == 1 && enabled[0] == "pooling_mode_max_tokens") return {PoolingMode::kMax};
+  if (enabled.size() == 1 && enabled[0] == "pooling_mode_lasttoken") {
+    return {PoolingMode::kLastToken};
+  }
   return absl::InvalidArgumentError(absl::StrCat(
       path.string(), ": pooling modes [", absl::StrJoin(enabled, ", "),
       "] are not supported (exactly one of pooling_mode_cls_token, pooling_mode_mean_tokens, "
-      "pooling_mode_max_tokens)"));
+      "pooling_mode_max_tokens, pooling_mode_lasttoken)"));
 }
 
 }  // namespace

@@ -36,6 +36,7 @@ absl::Status WriteSentenceTransformersFiles(const fs::path& root, int hidden_siz
                                {"pooling_mode_cls_token", pooling == "cls"},
                                {"pooling_mode_mean_tokens", pooling == "mean"},
                                {"pooling_mode_max_tokens", pooling == "max"},
+                               {"pooling_mode_lasttoken", pooling == "last_token"},
                                {"pooling_mode_mean_sqrt_len_tokens", false}};
   RETURN_IF_ERROR(WriteTextFile(root / "1_Pooling" / "config.json", pooling_config.dump(2)));
   const Json st = {{"prompts", prompts}, {"default_prompt_name", nullptr}};

@@ -57,17 +57,48 @@ const AttentionMatmuls& Matmuls(torch::ScalarType type) {
   return *fp32;
 }
 
+// What a block of queries [begin, end) against keys [first_key, end_key) gets besides the
+// product: ALiBi's distances |i - j| (when the pattern has slopes) and the keys it must not see,
+// `hidden` over the score columns from `hidden_from` on. A causal layer without a band hides
+// only the block's own diagonal square (keys past the block are never read), so its mask is
+// [block x block], not [block x L].
+struct BlockMask {
+  BlockMask(const AttentionPattern& pattern, int64_t begin, int64_t end, int64_t first_key,
+            int64_t end_key)
+      : begin(begin), end(end) {
+    if (!pattern.alibi.empty()) distances = KeyOffsets(begin, end, first_key, end_key).abs_();
+    if (pattern.band > 0) {
+      const torch::Tensor offsets = KeyOffsets(begin, end, first_key, end_key);
+      hidden = offsets.abs().gt(static_cast<double>(pattern.band));
+      if (pattern.causal) hidden.logical_or_(offsets.gt(0));
+    } else if (pattern.causal) {
+      hidden = KeyOffsets(begin, end, begin, end).gt(0);
+      hidden_from = begin - first_key;
+    }
+  }
+
+  // Adds -slope |i - j| and hides the masked keys of `scores` ([..., block, keys]).
+  void Apply(const torch::Tensor& scores, const torch::Tensor& slopes) const {
+    if (slopes.defined()) scores.sub_(slopes * distances);
+    if (hidden.defined()) scores.slice(-1, hidden_from).masked_fill_(hidden, -INFINITY);
+  }
+
+  int64_t begin, end;
+  torch::Tensor distances, hidden;
+  int64_t hidden_from = 0;
+};
+
 // The plain way, one head's block of queries at a time, in fp32 or bf16: the scores' product
 // with the scale as its output scale, softmax in place, the values' product written straight
 // into `out`. Through oneDNN because LibTorch 1.13 without MKL runs a batched fp32 matmul as a
 // loop of BLAS calls, and Debian's OpenBLAS 0.3.21 takes these CPUs for a Prescott (no AVX).
 class PlainAttention {
  public:
-  // `band`: 0, or the half-width of a local layer's band (keys with |i - j| <= band).
-  PlainAttention(int64_t length, int64_t query_block, int64_t band, torch::ScalarType type)
-      : length_(length), query_block_(query_block), band_(band), type_(type) {}
+  PlainAttention(int64_t length, int64_t query_block, const AttentionPattern& pattern,
+                 torch::ScalarType type)
+      : length_(length), query_block_(query_block), pattern_(pattern), type_(type) {}
 
-  // `slope`: 0, or ALiBi's for this head.
+  // One head: `q`, `k`, `v`, `out` [L, d]. `slope`: 0, or ALiBi's for this head.
   void Block(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, int64_t begin,
              int64_t end, double scale, double slope, const torch::Tensor& out) {
     const AttentionMatmuls& m = Matmuls(type_);
@@ -76,8 +107,8 @@ class PlainAttention {
       scores_scratch_ = Scratchpad(m.scores_pd);
       context_scratch_ = Scratchpad(m.context_pd);
     }
-    // A local layer reads only the keys its band reaches: O(L x band), not O(L^2).
-    const auto [first_key, end_key] = KeyRange(band_, begin, end, length_);
+    // A local or causal layer reads only the keys it reaches: O(L x band), or half of L^2.
+    const auto [first_key, end_key] = KeyRange(pattern_, begin, end, length_);
     const torch::Tensor scores = scores_.slice(0, 0, (end - begin) * (end_key - first_key))
                                      .view({end - begin, end_key - first_key});
     const torch::Tensor keys_t = k.slice(0, first_key, end_key).t();  // [d, keys], in place
@@ -93,10 +124,11 @@ class PlainAttention {
                  {DNNL_ARG_DST, AsMemory(MatrixDesc(scores), scores)},
                  {DNNL_ARG_ATTR_OUTPUT_SCALES, scale_memory},
                  {DNNL_ARG_SCRATCHPAD, AsMemory(m.scores_pd.scratchpad_desc(), scores_scratch_)}});
-    if (slope != 0 || band_ > 0) {
-      const torch::Tensor& distances = Distances(begin, end, first_key, end_key);
-      if (slope != 0) scores.add_(distances, -slope);
-      if (band_ > 0) scores.masked_fill_(distances.gt(static_cast<double>(band_)), -INFINITY);
+    if (!pattern_.plain()) {
+      if (!mask_ || mask_->begin != begin || mask_->end != end) {
+        mask_.emplace(pattern_, begin, end, first_key, end_key);
+      }
+      mask_->Apply(scores, slope != 0 ? torch::scalar_tensor(slope) : torch::Tensor());
     }
     const dnnl::memory::desc scores_desc = MatrixDesc(scores);
     const dnnl::memory scores_memory = AsMemory(scores_desc, scores);
@@ -112,16 +144,6 @@ class PlainAttention {
   }
 
  private:
-  // |i - j| for queries [begin, end) and keys [first_key, end_key), fp32, kept while the block
-  // repeats for every head.
-  const torch::Tensor& Distances(int64_t begin, int64_t end, int64_t first_key, int64_t end_key) {
-    if (!distances_.defined() || distances_begin_ != begin || distances_.size(0) != end - begin) {
-      distances_ = KeyDistances(begin, end, first_key, end_key);
-      distances_begin_ = begin;
-    }
-    return distances_;
-  }
-
   // Built once per block shape (two at most: the full block and the last) and reused for every
   // head: describing a softmax costs more than running one on a short sequence's block.
   const dnnl::softmax_forward& Softmax(const dnnl::memory::desc& scores) {
@@ -135,71 +157,100 @@ class PlainAttention {
     return softmaxes_.back().second;
   }
 
-  const int64_t length_, query_block_, band_;
+  const int64_t length_, query_block_;
+  const AttentionPattern& pattern_;
   const torch::ScalarType type_;
   std::vector<std::pair<dnnl::memory::desc, dnnl::softmax_forward>> softmaxes_;
-  torch::Tensor distances_;
-  int64_t distances_begin_ = 0;
+  std::optional<BlockMask> mask_;  // the current block's, kept while every head reads it
   dnnl::stream stream_{CpuEngine()};  // one per sequence, as every block runs on it
   torch::Tensor scores_, scores_scratch_, context_scratch_;
 };
 
-}  // namespace
-
-std::pair<int64_t, int64_t> KeyRange(int64_t band, int64_t begin, int64_t end, int64_t length) {
-  if (band <= 0) return {0, length};
-  return {std::max<int64_t>(0, begin - band), std::min(length, end + band)};
+// Every head of a short bf16 sequence in one batched LibTorch call per block, which hands the
+// batch to oneDNN's brgemm whole. A key/value head's query heads are stacked as rows of one
+// product ([group x block, d] against its [d, keys]), so keys and values are read where they
+// lie, never repeated per query head.
+void BatchedHeadsAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                           double scale, int64_t query_block, const AttentionPattern& pattern,
+                           torch::Tensor& out) {
+  const int64_t kv_heads = q.size(0), group = q.size(1), length = q.size(2), d = q.size(3);
+  torch::Tensor slopes;
+  if (!pattern.alibi.empty()) {
+    slopes = torch::tensor(pattern.alibi, torch::TensorOptions().dtype(torch::kFloat64))
+                 .to(torch::kFloat32)
+                 .view({-1, 1, 1});
+  }
+  for (int64_t begin = 0; begin < length; begin += query_block) {
+    const int64_t end = std::min(length, begin + query_block);
+    const auto [first_key, end_key] = KeyRange(pattern, begin, end, length);
+    const torch::Tensor keys_t = k.slice(1, first_key, end_key).transpose(1, 2);  // [kv, d, n]
+    // Scaling the [block x d] queries costs less than scaling the [block x L] scores.
+    const torch::Tensor queries =
+        (q.slice(2, begin, end) * scale).view({kv_heads, group * (end - begin), d});
+    torch::Tensor scores = torch::bmm(queries, keys_t);
+    if (!pattern.plain()) {
+      BlockMask(pattern, begin, end, first_key, end_key)
+          .Apply(scores.view({kv_heads * group, end - begin, end_key - first_key}), slopes);
+    }
+    out.slice(2, begin, end)
+        .copy_(torch::bmm(torch::softmax(scores, -1), v.slice(1, first_key, end_key))
+                   .view({kv_heads, group, end - begin, d}));
+  }
 }
 
-torch::Tensor KeyDistances(int64_t begin, int64_t end, int64_t first_key, int64_t end_key) {
+}  // namespace
+
+std::pair<int64_t, int64_t> KeyRange(const AttentionPattern& pattern, int64_t begin, int64_t end,
+                                     int64_t length) {
+  const int64_t band = pattern.band;
+  const int64_t first = band > 0 ? std::max<int64_t>(0, begin - band) : 0;
+  if (pattern.causal) return {first, end};
+  return {first, band > 0 ? std::min(length, end + band) : length};
+}
+
+torch::Tensor KeyOffsets(int64_t begin, int64_t end, int64_t first_key, int64_t end_key) {
   const auto fp32 = torch::TensorOptions().dtype(torch::kFloat32);
-  return (torch::arange(begin, end, fp32).unsqueeze(1) -
-          torch::arange(first_key, end_key, fp32).unsqueeze(0))
-      .abs_();
+  return torch::arange(first_key, end_key, fp32).unsqueeze(0) -
+         torch::arange(begin, end, fp32).unsqueeze(1);
 }
 
 void BlockedSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                          double scale, int64_t query_block, const std::vector<double>& alibi,
-                          int64_t band, torch::Tensor& out) {
+                          double scale, int64_t query_block, const AttentionPattern& pattern,
+                          torch::Tensor& out) {
   // Named in LibTorch's profiler (op_profile.py), which does not see oneDNN's own calls.
   RECORD_FUNCTION("embedding::attention", std::vector<c10::IValue>());
-  const int64_t length = q.size(1);
+  const int64_t kv_heads = q.size(0), group = q.size(1), length = q.size(2);
   const bool bf16 = q.scalar_type() == torch::kBFloat16;
   if (bf16 && length < kBf16HeadByHeadFromKeys) {
-    // Every head in one call: LibTorch hands the batch to oneDNN's brgemm whole.
+    BatchedHeadsAttention(q, k, v, scale, query_block, pattern, out);
+    return;
+  }
+  PlainAttention plain(length, query_block, pattern, q.scalar_type());
+  auto slope = [&](int64_t kv, int64_t g) {
+    return pattern.alibi.empty() ? 0.0 : pattern.alibi[kv * group + g];
+  };
+  if (bf16 || !pattern.plain() || length < kFusedAttentionFromKeys) {
+    // Blocks outer, heads inner: a block's mask is built once for all heads.
     for (int64_t begin = 0; begin < length; begin += query_block) {
       const int64_t end = std::min(length, begin + query_block);
-      const auto [first_key, end_key] = KeyRange(band, begin, end, length);
-      const torch::Tensor keys_t = k.slice(1, first_key, end_key).transpose(1, 2);  // [h, d, n]
-      // Scaling the [block x d] queries costs less than scaling the [block x L] scores.
-      torch::Tensor scores = torch::bmm(q.slice(1, begin, end) * scale, keys_t);
-      if (!alibi.empty() || band > 0) {
-        const torch::Tensor distances = KeyDistances(begin, end, first_key, end_key);
-        if (!alibi.empty()) {
-          const torch::Tensor slopes =
-              torch::tensor(alibi, torch::TensorOptions().dtype(torch::kFloat64))
-                  .to(torch::kFloat32)
-                  .view({-1, 1, 1});
-          scores.sub_(slopes * distances.unsqueeze(0));
+      for (int64_t kv = 0; kv < kv_heads; ++kv) {
+        for (int64_t g = 0; g < group; ++g) {
+          plain.Block(q[kv][g], k[kv], v[kv], begin, end, scale, slope(kv, g), out[kv][g]);
         }
-        if (band > 0) scores.masked_fill_(distances.gt(static_cast<double>(band)), -INFINITY);
       }
-      out.slice(1, begin, end)
-          .copy_(torch::bmm(torch::softmax(scores, -1), v.slice(1, first_key, end_key)));
     }
     return;
   }
-  PlainAttention plain(length, query_block, band, q.scalar_type());
-  std::optional<FusedAttention> fused;
-  if (!bf16 && alibi.empty() && band <= 0 && length >= kFusedAttentionFromKeys) {
-    fused.emplace(length, q.size(2), query_block);
-  }
-  for (int64_t h = 0; h < q.size(0); ++h) {
-    if (fused) fused->SetHead(k[h], v[h]);
-    for (int64_t begin = 0; begin < length; begin += query_block) {
-      const int64_t end = std::min(length, begin + query_block);
-      if (!fused || !fused->Block(q[h], begin, end, scale, out[h])) {
-        plain.Block(q[h], k[h], v[h], begin, end, scale, alibi.empty() ? 0.0 : alibi[h], out[h]);
+  // Key/value heads outer: the fused path packs each once for its whole group.
+  FusedAttention fused(length, q.size(3), query_block);
+  for (int64_t kv = 0; kv < kv_heads; ++kv) {
+    fused.SetHead(k[kv], v[kv]);
+    for (int64_t g = 0; g < group; ++g) {
+      for (int64_t begin = 0; begin < length; begin += query_block) {
+        const int64_t end = std::min(length, begin + query_block);
+        if (!fused.Block(q[kv][g], begin, end, scale, out[kv][g])) {
+          plain.Block(q[kv][g], k[kv], v[kv], begin, end, scale, 0.0, out[kv][g]);
+        }
       }
     }
   }

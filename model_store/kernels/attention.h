@@ -29,29 +29,42 @@ inline constexpr int64_t kFusedAttentionFromKeys = 4096;
 // number of heads in the call: 1 against 12 rounded a 5-token sequence's context differently).
 inline constexpr int64_t kBf16HeadByHeadFromKeys = 512;
 
-// The keys queries [begin, end) read: all of [0, length), or with a band of half-width `band`
-// > 0 (a local layer: keys with |i - j| <= band), the ones it reaches.
-std::pair<int64_t, int64_t> KeyRange(int64_t band, int64_t begin, int64_t end, int64_t length);
+// Which keys a query attends and what its logits get added: the pattern of one call's heads.
+struct AttentionPattern {
+  // Empty, or one ALiBi slope per query head of the call: head h's logit for query i and key j
+  // gets -alibi[h] * |i - j| added after the scale (symmetric ALiBi; the caller divides the
+  // slopes by tau with the rest of the logit).
+  std::vector<double> alibi;
+  // 0 (global), or a local layer's half-width: query i attends only keys with |i - j| <= band.
+  int64_t band = 0;
+  // Query i attends only keys j <= i (a decoder). With a band, keys i - band <= j <= i.
+  bool causal = false;
+  // Every key, nothing added: the fused path applies.
+  bool plain() const { return alibi.empty() && band <= 0 && !causal; }
+};
 
-// |i - j| for queries [begin, end) against keys [first_key, end_key), fp32.
-torch::Tensor KeyDistances(int64_t begin, int64_t end, int64_t first_key, int64_t end_key);
+// The keys queries [begin, end) read: all of [0, length), or the ones a band reaches, and under
+// a causal mask none past the block's last query: a causal layer does about half the work.
+std::pair<int64_t, int64_t> KeyRange(const AttentionPattern& pattern, int64_t begin, int64_t end,
+                                     int64_t length);
 
-// out = softmax(Q K^T * scale) V for one sequence. `q`, `k`, `v`, `out`: [heads, L, head_dim]
-// views with unit stride in the last dimension and any other strides, so heads are read from a
-// packed projection and written into the layer's [L, heads x head_dim] context in place. No
-// padding: every key is real, so no mask. `scale` is 1 / (sqrt(head_dim) * tau): TempScale's
-// temperature divides the logits, which is the same as scaling them. Everything runs in `q`'s
-// dtype (a bf16 softmax measured 2-3x faster than one through fp32 on this CPU). Exact in fp32
-// to rounding, at every tau, on either fp32 path. A call's heads are computed independently of
-// each other: head h gives the same bits whether it comes alone or with the others, except for
-// bf16 below kBf16HeadByHeadFromKeys, whose callers always pass every head.
-// `alibi`: empty, or one slope per head of the call, and head h's logit for query i and key j
-// gets -alibi[h] * |i - j| added after the scale (symmetric ALiBi; the caller divides the
-// slopes by tau with the rest of the logit). `band`: 0 (global), or a local layer's half-width:
-// query i attends only keys with |i - j| <= band (the mask stays -inf whatever tau). Either
-// runs the plain way.
+// j - i for queries [begin, end) against keys [first_key, end_key), fp32.
+torch::Tensor KeyOffsets(int64_t begin, int64_t end, int64_t first_key, int64_t end_key);
+
+// out = softmax(Q K^T * scale) V for one sequence, with grouped-query heads. `q` and `out`:
+// [kv_heads, group, L, head_dim]; `k`, `v`: [kv_heads, L, head_dim]; query head (g of group
+// kv) reads key/value head kv, which is never copied per query head. Views with unit stride in
+// the last dimension and any other strides, so heads are read from a packed projection and
+// written into the layer's [L, heads x head_dim] context in place. No padding: every key is
+// real; masks come from `pattern` alone (the mask stays -inf whatever tau). `scale` is
+// 1 / (sqrt(head_dim) * tau): TempScale's temperature divides the logits, which is the same as
+// scaling them. Everything runs in `q`'s dtype (a bf16 softmax measured 2-3x faster than one
+// through fp32 on this CPU). Exact in fp32 to rounding, at every tau, on either fp32 path. A
+// call's heads are computed independently of each other: head h gives the same bits whether it
+// comes alone or with the others, except for bf16 below kBf16HeadByHeadFromKeys, whose callers
+// always pass every head. Only a plain() pattern in fp32 takes the fused path.
 void BlockedSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                          double scale, int64_t query_block, const std::vector<double>& alibi,
-                          int64_t band, torch::Tensor& out);
+                          double scale, int64_t query_block, const AttentionPattern& pattern,
+                          torch::Tensor& out);
 
 }  // namespace embedding::model_store

@@ -164,6 +164,51 @@ ArchitectureSpec ModernBertSpec() {
   return spec;
 }
 
+// The decoders' layout (transformers' modeling_llama.py and its descendants): pre-norm RMSNorm,
+// separate q/k/v/o projections with grouped key/value heads, rotary positions, a SwiGLU MLP
+// down(silu(gate) * up), a final norm; causal unless the config says otherwise. The language
+// model head (lm_head) is never read.
+ArchitectureSpec DecoderLayout(std::string model_type, std::string known_checkpoints) {
+  ArchitectureSpec spec;
+  spec.family = spec.model_type = std::move(model_type);
+  spec.known_checkpoints = std::move(known_checkpoints);
+  spec.map_config = MapDecoderConfig;
+  spec.decoder = true;
+  spec.fields.layer_norm_eps = "rms_norm_eps";
+  spec.positions = PositionKind::kRotary;
+  spec.weight_prefixes = {"model.", ""};
+  spec.word_embeddings = "embed_tokens";
+  spec.layer_prefix = "layers.";
+  spec.query = "self_attn.q_proj";
+  spec.key = "self_attn.k_proj";
+  spec.value = "self_attn.v_proj";
+  spec.attention_output = "self_attn.o_proj";
+  spec.attention_norm = "input_layernorm";
+  // down(act(gate) * up): stacked as [gate; up], the first half activated.
+  spec.mlp = MlpKind::kGatedActivateFirst;
+  spec.mlp_in = "mlp.gate_proj";
+  spec.mlp_gate = "mlp.up_proj";
+  spec.mlp_out = "mlp.down_proj";
+  spec.output_norm = "post_attention_layernorm";
+  spec.final_norm = "norm";
+  return spec;
+}
+
+ArchitectureSpec Qwen3Spec() {
+  ArchitectureSpec spec = DecoderLayout(
+      "qwen3", "Qwen/Qwen3-Embedding-0.6B, Qwen/Qwen3-Embedding-4B, Qwen/Qwen3-Embedding-8B");
+  spec.query_norm = "self_attn.q_norm";
+  spec.key_norm = "self_attn.k_norm";
+  return spec;
+}
+
+ArchitectureSpec Qwen2Spec() {
+  ArchitectureSpec spec = DecoderLayout(
+      "qwen2", "Alibaba-NLP/gte-Qwen2-1.5B-instruct, Alibaba-NLP/gte-Qwen2-7B-instruct");
+  spec.map_config = MapQwen2Config;
+  return spec;
+}
+
 bool Named(const ArchitectureSpec& spec, const std::string& model_type) {
   return spec.model_type == model_type ||
          std::find(spec.model_type_aliases.begin(), spec.model_type_aliases.end(), model_type) !=
@@ -180,7 +225,16 @@ absl::Status Unsupported(const std::string& model_type) {
 
 const std::vector<ArchitectureSpec>& AllArchitectures() {
   static const auto* const kSpecs = new std::vector<ArchitectureSpec>{
-      BertSpec(), XlmRobertaSpec(), NomicBertSpec(), GteSpec(), JinaBertSpec(), ModernBertSpec()};
+      BertSpec(),
+      XlmRobertaSpec(),
+      NomicBertSpec(),
+      GteSpec(),
+      JinaBertSpec(),
+      ModernBertSpec(),
+      Qwen3Spec(),
+      Qwen2Spec(),
+      DecoderLayout("mistral", "intfloat/e5-mistral-7b-instruct, Salesforce/SFR-Embedding-2_R"),
+      DecoderLayout("llama", "McGill-NLP/LLM2Vec-Meta-Llama-3-8B-Instruct-mntp")};
   return *kSpecs;
 }
 

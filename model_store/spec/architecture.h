@@ -66,12 +66,14 @@ struct ArchitectureSpec {
   std::string word_embeddings;
   std::string position_embeddings;    // empty for rotary positions
   std::string token_type_embeddings;  // bound when config.type_vocab_size > 0
-  std::string embeddings_norm;
+  std::string embeddings_norm;        // empty: none (the decoders)
   // Layer i's weights are `layer_prefix + i + "." + suffix`.
   std::string layer_prefix;
   // Either one fused [3 x hidden, hidden] projection, or three separate ones.
   std::string fused_qkv;
   std::string query, key, value;
+  // Qwen3: an RMSNorm over each head's queries and keys, before rotary. Empty: none.
+  std::string query_norm, key_norm;
   std::string attention_output;
   std::string attention_norm;
   // The feed-forward input projection: [intermediate, hidden] plain, [2 x intermediate,
@@ -81,6 +83,9 @@ struct ArchitectureSpec {
   std::string mlp_gate;
   std::string mlp_out;
   std::string output_norm;
+  // A language model's layout (Qwen, Mistral, Llama): its demo model gets a byte-level BPE
+  // tokenizer appending an end token, last-token pooling and Qwen3's instruction prompt.
+  bool decoder = false;
   // ModernBERT: its first layer has no attention norm, and a final norm follows the layers.
   bool first_layer_attention_norm = true;
   std::string final_norm;  // empty: none

@@ -70,11 +70,6 @@ absl::StatusOr<EncoderConfig> ParseEncoderConfig(const std::string& label,
     }
   }
   RETURN_IF_ERROR(ReadNumber(label, json, f.layer_norm_eps, 0.0, 1.0, &config.layer_norm_eps));
-  if (config.hidden_size % config.num_attention_heads != 0) {
-    return absl::DataLossError(absl::StrCat(label, ": ", f.hidden_size, " ", config.hidden_size,
-                                            " is not divisible by ", f.num_heads, " ",
-                                            config.num_attention_heads));
-  }
   config.family = spec->family;
   config.mlp = spec->mlp;
   config.positions = spec->positions;
@@ -84,6 +79,17 @@ absl::StatusOr<EncoderConfig> ParseEncoderConfig(const std::string& label,
     config.position_offset = config.pad_token_id + 1;
   }
   RETURN_IF_ERROR(spec->map_config(label, json, &config));
+  // A head's width comes from hidden / heads only where the config does not state it.
+  if (config.attention_head_dim == 0 && config.hidden_size % config.num_attention_heads != 0) {
+    return absl::DataLossError(absl::StrCat(label, ": ", f.hidden_size, " ", config.hidden_size,
+                                            " is not divisible by ", f.num_heads, " ",
+                                            config.num_attention_heads));
+  }
+  if (config.num_attention_heads % config.key_value_heads() != 0) {
+    return absl::DataLossError(absl::StrCat(
+        label, ": field 'num_key_value_heads' ", config.key_value_heads(),
+        " does not divide ", f.num_heads, " ", config.num_attention_heads));
+  }
   if (config.positions == PositionKind::kRotary && config.rotary.dim == 0) {
     return absl::InternalError(
         absl::StrCat(label, ": ", spec->model_type, "'s config mapping set no rotary dimension"));

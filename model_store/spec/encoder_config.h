@@ -19,6 +19,10 @@ struct RotaryConfig {
   int64_t dim = 0;  // 0: no rotary
   double base = 10000.0;
   bool interleaved = false;  // pairs (0,1),(2,3)... instead of halves (i, i + dim/2)
+  // Angles t x f in fp64 (f as the model's fp32 inverse frequencies), then cos and sin to fp32:
+  // position 32,000 as accurate as position 100. false: in fp32, as the encoder families'
+  // published code computes them (their rounding is part of those models).
+  bool exact_angles = false;
   // Dynamic NTK: past `max_trained_positions` tokens the base grows with the sequence length,
   // base * (factor * L / max_trained - (factor - 1))^(dim / (dim - 2)). 0: no scaling.
   double scaling_factor = 0.0;
@@ -46,6 +50,12 @@ struct EncoderConfig {
   int64_t hidden_size = 0;
   int64_t num_hidden_layers = 0;
   int64_t num_attention_heads = 0;
+  // Grouped-query attention: key/value heads, each shared by num_attention_heads / this many
+  // query heads. 0: one per query head.
+  int64_t num_key_value_heads = 0;
+  // A head's width where the config states it (Qwen3: 128 with hidden 1,024 and 16 heads);
+  // 0: hidden_size / num_attention_heads.
+  int64_t attention_head_dim = 0;
   int64_t intermediate_size = 0;
   int64_t max_position_embeddings = 0;
   int64_t type_vocab_size = 2;
@@ -55,8 +65,13 @@ struct EncoderConfig {
   MlpKind mlp = MlpKind::kPlain;  // the family's (ArchitectureSpec::mlp)
   // x + f(norm(x)) instead of norm(x + f(x)).
   bool prenorm = false;
-  bool norm_bias = true;       // LayerNorm with a bias (ModernBERT's have none)
-  bool attention_bias = true;  // query/key/value and attention output
+  bool norm_bias = true;  // LayerNorm with a bias (ModernBERT's have none)
+  // RMSNorm w x / sqrt(mean(x^2) + eps) instead of LayerNorm (the decoders), in fp32.
+  bool rms_norm = false;
+  bool attention_bias = true;         // query/key/value
+  bool attention_output_bias = true;  // the attention's output projection
+  // Query i attends keys j <= i only (a decoder, unless it was trained bidirectional).
+  bool causal = false;
   bool mlp_in_bias = true;
   bool mlp_out_bias = true;
   PositionKind positions = PositionKind::kAbsolute;
@@ -74,12 +89,19 @@ struct EncoderConfig {
   // Written by write_demo_model: seeded random weights.
   bool demo_model = false;
 
-  int64_t head_dim() const { return hidden_size / num_attention_heads; }
-  // Keys a row of the widest banded layer sees (2 x band + 1); 0 when every layer is global.
+  int64_t head_dim() const {
+    return attention_head_dim > 0 ? attention_head_dim : hidden_size / num_attention_heads;
+  }
+  int64_t key_value_heads() const {
+    return num_key_value_heads > 0 ? num_key_value_heads : num_attention_heads;
+  }
+  // Keys a row of the widest banded layer sees (2 x band + 1, or band + 1 under a causal mask);
+  // 0 when every layer is global.
   int64_t local_attention_keys() const {
     int64_t band = 0;
     for (int64_t b : layer_bands) band = b > band ? b : band;
-    return band > 0 ? 2 * band + 1 : 0;
+    if (band == 0) return 0;
+    return causal ? band + 1 : 2 * band + 1;
   }
   // Longest sequence, special tokens included: the position table less its offset.
   int64_t max_sequence_length() const { return max_position_embeddings - position_offset; }

@@ -63,6 +63,7 @@ absl::Status MapNomicBertConfig(const std::string& label, const Json& json, Enco
   }
   RETURN_IF_ERROR(ReadBool(label, json, "prenorm", &config->prenorm));
   RETURN_IF_ERROR(ReadBool(label, json, "qkv_proj_bias", &config->attention_bias));
+  config->attention_output_bias = config->attention_bias;  // out_proj shares the flag
   RETURN_IF_ERROR(ReadBool(label, json, "mlp_fc1_bias", &config->mlp_in_bias));
   RETURN_IF_ERROR(ReadBool(label, json, "mlp_fc2_bias", &config->mlp_out_bias));
   double fraction = 1.0;
@@ -126,6 +127,7 @@ absl::Status MapModernBertConfig(const std::string& label, const Json& json,
   bool mlp_bias = false;
   RETURN_IF_ERROR(ReadBool(label, json, "norm_bias", &config->norm_bias));
   RETURN_IF_ERROR(ReadBool(label, json, "attention_bias", &config->attention_bias));
+  config->attention_output_bias = config->attention_bias;  // Wo shares the flag
   RETURN_IF_ERROR(ReadBool(label, json, "mlp_bias", &mlp_bias));
   config->mlp_in_bias = config->mlp_out_bias = mlp_bias;
   // Which layers attend globally: layer_types (transformers v5), else every n-th from 0.
@@ -239,6 +241,99 @@ absl::Status MapGteConfig(const std::string& label, const Json& json, EncoderCon
                                             ": logn_attention_scale needs "
                                             "max_position_embeddings >= 2"));
   }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Settings a decoder may carry that change its output and that this service does not implement:
+// refused by name rather than served wrongly.
+absl::Status RefuseDecoderExtensions(const std::string& label, const Json& json) {
+  if (auto it = json.find("rope_scaling"); it != json.end() && !it->is_null()) {
+    std::string type = "default";
+    if (it->is_object()) {
+      RETURN_IF_ERROR(ReadString(label + ": rope_scaling", *it, "rope_type", &type));
+      RETURN_IF_ERROR(ReadString(label + ": rope_scaling", *it, "type", &type));
+    }
+    if (type != "default") {
+      return absl::DataLossError(absl::StrCat(label, ": field 'rope_scaling' is ", it->dump(),
+                                              "; supported: null (plain rotary)"));
+    }
+  }
+  double partial = 1.0;
+  RETURN_IF_ERROR(ReadNumber(label, json, "partial_rotary_factor", 0.0, 1.0, &partial));
+  if (partial != 1.0) {
+    return absl::DataLossError(
+        absl::StrCat(label, ": field 'partial_rotary_factor' is ", partial, "; supported: 1"));
+  }
+  // Qwen2/Qwen3 apply their window to the layers from max_window_layers on, a scheme whose
+  // masks have changed between transformers releases: refused, not guessed.
+  bool use_sliding_window = false;
+  RETURN_IF_ERROR(ReadBool(label, json, "use_sliding_window", &use_sliding_window));
+  if (use_sliding_window) {
+    return absl::DataLossError(absl::StrCat(
+        label, ": field 'use_sliding_window' is true; supported: false (every layer global)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status MapDecoderConfig(const std::string& label, const Json& json, EncoderConfig* config) {
+  RETURN_IF_ERROR(MapActivation(label, json, "hidden_act", "silu", &config->hidden_act));
+  RETURN_IF_ERROR(RefuseDecoderExtensions(label, json));
+  config->prenorm = true;
+  config->rms_norm = true;
+  config->norm_bias = false;
+  config->type_vocab_size = 0;
+  config->layer_norm_eps = 1e-6;
+  RETURN_IF_ERROR(ReadNumber(label, json, "rms_norm_eps", 0.0, 1.0, &config->layer_norm_eps));
+  RETURN_IF_ERROR(
+      ReadPositive(label, json, "num_key_value_heads", false, &config->num_key_value_heads));
+  RETURN_IF_ERROR(ReadPositive(label, json, "head_dim", false, &config->attention_head_dim));
+  // Llama, Mistral and Qwen3: one flag for q, k, v and o, off unless set.
+  config->attention_bias = false;
+  RETURN_IF_ERROR(ReadBool(label, json, "attention_bias", &config->attention_bias));
+  config->attention_output_bias = config->attention_bias;
+  bool mlp_bias = false;
+  RETURN_IF_ERROR(ReadBool(label, json, "mlp_bias", &mlp_bias));
+  config->mlp_in_bias = config->mlp_out_bias = mlp_bias;
+  // Causal, unless the checkpoint was trained bidirectional (either spelling).
+  bool bidirectional = false, causal = true;
+  RETURN_IF_ERROR(ReadBool(label, json, "use_bidirectional_attention", &bidirectional));
+  RETURN_IF_ERROR(ReadBool(label, json, "is_causal", &causal));
+  config->causal = causal && !bidirectional;
+  // Mistral's window: query i attends keys i - window < j <= i, in every layer.
+  if (auto it = json.find("sliding_window"); it != json.end() && !it->is_null()) {
+    int64_t window = 0;
+    RETURN_IF_ERROR(ReadPositive(label, json, "sliding_window", false, &window));
+    if (!config->causal) {
+      return absl::DataLossError(absl::StrCat(
+          label, ": field 'sliding_window' is set on a bidirectional model; supported: null"));
+    }
+    if (window < config->max_position_embeddings) {
+      config->layer_bands.assign(config->num_hidden_layers, window - 1);
+    }
+  }
+  RotaryConfig& rotary = config->rotary;
+  rotary.dim = config->head_dim();
+  if (rotary.dim % 2 != 0) {
+    return absl::DataLossError(
+        absl::StrCat(label, ": rotary positions need an even head size, not ", rotary.dim));
+  }
+  rotary.base = 10000.0;
+  RETURN_IF_ERROR(ReadNumber(label, json, "rope_theta", 1.0, 1e12, &rotary.base));
+  // A 32k window turns its fastest pair through 32,000 radians: fp32's rounding of t x f there
+  // is 2e-3 radians, so angles are computed in fp64.
+  rotary.exact_angles = true;
+  return absl::OkStatus();
+}
+
+absl::Status MapQwen2Config(const std::string& label, const Json& json, EncoderConfig* config) {
+  RETURN_IF_ERROR(MapDecoderConfig(label, json, config));
+  // Qwen2's code fixes its biases whatever the config says: q, k, v with, o without.
+  config->attention_bias = true;
+  config->attention_output_bias = false;
   return absl::OkStatus();
 }
 

@@ -4,6 +4,7 @@
 // as characters), and Sequence of these.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,5 +36,9 @@ absl::StatusOr<std::unique_ptr<PreTokenizer>> ParseSplitPreTokenizer(const std::
                                                                      const nlohmann::json& json);
 absl::StatusOr<std::unique_ptr<PreTokenizer>> ParseByteLevelPreTokenizer(
     const std::string& label, const nlohmann::json& json);
+
+// GPT-2's byte-to-character table that ByteLevel uses: printable Latin-1 bytes stand for
+// themselves, the others take the characters from U+0100 on, in byte order.
+std::array<char32_t, 256> ByteCharacters();
 
 }  // namespace embedding::model_store

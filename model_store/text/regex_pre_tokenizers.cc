@@ -118,8 +118,8 @@ class SplitPattern : public PreTokenizer {
   bool invert_;
 };
 
-// GPT-2's byte-to-character table: printable Latin-1 bytes stand for themselves, the others
-// take the characters from U+0100 on, in byte order.
+}  // namespace
+
 std::array<char32_t, 256> ByteCharacters() {
   std::array<char32_t, 256> table{};
   char32_t next = 256;
@@ -129,6 +129,8 @@ std::array<char32_t, 256> ByteCharacters() {
   }
   return table;
 }
+
+namespace {
 
 class ByteLevel : public PreTokenizer {
  public:

@@ -36,6 +36,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from reference_decoder import DECODER_TYPES, ReferenceDecoder, is_causal
+
 TOLERANCE = 1e-4
 HEAD_BY_HEAD_TOKENS = 4100
 TEMPERATURES = (1.0, 0.7, 0.5)
@@ -526,18 +528,50 @@ def reference_class(config):
     apart."""
     if config.get("position_embedding_type") == "alibi":
         return ReferenceJinaBert
+    if config["model_type"] in DECODER_TYPES:
+        return ReferenceDecoder
     return REFERENCES[config["model_type"]]
 
 
 # Config rewrites that check a family's optional layouts on a copy of its demo model.
 VARIANTS = {"--prenorm": {"prenorm": True}, "--interleaved": {"rotary_emb_interleaved": True},
             "--logn": {"logn_attention_scale": True}, "--logn-clip1": {
-                "logn_attention_scale": True, "logn_attention_clip1": True}}
+                "logn_attention_scale": True, "logn_attention_clip1": True},
+            "--bidirectional": {"is_causal": False}}
 
 
 # --local-tau: banded layers at this tau whatever the sequence's, as AUTO can ask.
 LOCAL_TAU = 0.9
 RUN_FLAGS = {"--head-by-head", "--local-tau"}  # flags that leave the config alone
+
+
+def decoder_checks(binary, model_dir, config, weights, sequences, rng):
+    """What only a decoder has: causality in the C++ encoder (changing the tokens after
+    position i leaves positions <= i unchanged) and, with a q/k-norm, where tau goes (folded
+    into the queries before the norm it cancels out: the tau = 1 vector back; after it, not)."""
+    ok = True
+    if is_causal(config):
+        prefix = max(sequences, key=len)[:300]
+        other = prefix[:150] + [rng.randrange(5, config["vocab_size"]) for _ in range(150)]
+        out = subprocess.run([binary, model_dir], input=json.dumps(
+            {"sequences": [prefix, other], "temperatures": [0.7, 0.7], "pooling": "mean"}),
+            capture_output=True, text=True, check=True)
+        hidden = [np.array(h).reshape(300, -1) for h in json.loads(out.stdout)["hidden_states"]]
+        before = np.abs(hidden[0][:150] - hidden[1][:150]).max()
+        after = np.abs(hidden[0][150:] - hidden[1][150:]).max()
+        print(f"causality: positions < 150 moved by {before:.3e} when tokens 150.. changed "
+              f"(those moved by {after:.3e})")
+        ok &= before <= 1e-6 and after > 1e-2
+    if "layers.0.self_attn.q_norm.weight" in weights:
+        ids = max(sequences, key=len)[:500]
+        plain = ReferenceDecoder(config, weights, 1.0)(ids).numpy()
+        after = np.abs(ReferenceDecoder(config, weights, 0.5)(ids).numpy() - plain).max()
+        before = np.abs(ReferenceDecoder(config, weights, 0.5, tau_before_norm=True)(ids).numpy()
+                        - plain).max()
+        print(f"tau=0.5 placement: after the q-norm moves the states by {after:.3e}, folded in "
+              f"before it by {before:.3e}")
+        ok &= before < 1e-3 and after > 100 * before
+    return ok
 
 
 def main():
@@ -570,7 +604,11 @@ def main():
                                    for _ in range(HEAD_BY_HEAD_TOKENS - 1)])
         taus.insert(1, TEMPERATURES[1])
 
-    request = {"sequences": sequences, "temperatures": taus, "pooling": "mean"}
+    # A causal decoder pools its last token (only it has seen the whole text); the others and a
+    # bidirectional decoder the mean.
+    last_token = reference is ReferenceDecoder and is_causal(config)
+    pooling = "last_token" if last_token else "mean"
+    request = {"sequences": sequences, "temperatures": taus, "pooling": pooling}
     if "--local-tau" in flags:
         request["local_temperatures"] = [LOCAL_TAU] * len(sequences)
     out = subprocess.run([binary, model_dir], input=json.dumps(request),
@@ -587,7 +625,7 @@ def main():
     for i, (ids, tau) in enumerate(zip(sequences, taus)):
         ref_hidden = models[tau](ids).numpy().astype(np.float64)
         got_hidden = np.array(cpp["hidden_states"][i], dtype=np.float64).reshape(len(ids), dim)
-        ref_pooled = ref_hidden.mean(axis=0)
+        ref_pooled = ref_hidden[-1] if last_token else ref_hidden.mean(axis=0)
         got_pooled = np.array(cpp["pooled"][i], dtype=np.float64)
         diff = max(np.abs(ref_hidden - got_hidden).max(), np.abs(ref_pooled - got_pooled).max())
         worst[tau] = max(worst[tau], diff)
@@ -607,6 +645,9 @@ def main():
     spread = np.abs(models[1.0](same_ids).numpy() - models[0.5](same_ids).numpy()).max()
     print(f"tau=1 vs tau=0.5 on one sequence differ by {spread:.3e} (must be large)")
     failures = [t for t in TEMPERATURES if not worst[t] <= TOLERANCE]
+    if reference is ReferenceDecoder and not decoder_checks(binary, model_dir, config, weights,
+                                                            sequences, rng):
+        failures.append("decoder")
     if failures or not worst_hf <= TOLERANCE or spread < 1e-2:
         print("FAILED")
         return 1

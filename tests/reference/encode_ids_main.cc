@@ -1,6 +1,6 @@
 // encode_ids: runs the C++ encoder on token ids read as JSON and prints its outputs as JSON,
 // so tests/reference/compare_encoder.py can check them against PyTorch's own modules.
-// Input:  {"sequences": [[ids...]...], "temperatures": [...], "pooling": "mean"|"cls"|"max"}
+// Input:  {"sequences": [[ids...]...], "temperatures": [...], "pooling": "mean"|"cls"|"max"|"last_token"}
 // Output: {"dim": D, "pooled": [[...]], "hidden_states": [[...]], "high_frequency_ratio": [...]}
 // All sequences go through one padded batch, so the comparison also covers batching.
 #include <iostream>
@@ -30,9 +30,10 @@ int main(int argc, char** argv) {
   batch.temperatures = input["temperatures"].get<std::vector<float>>();
   batch.local_temperatures = input.value("local_temperatures", std::vector<float>());
   const std::string pooling = input.value("pooling", "mean");
-  batch.pooling = pooling == "cls"   ? PoolingMode::kCls
-                  : pooling == "max" ? PoolingMode::kMax
-                                     : PoolingMode::kMean;
+  batch.pooling = pooling == "cls"          ? PoolingMode::kCls
+                  : pooling == "max"        ? PoolingMode::kMax
+                  : pooling == "last_token" ? PoolingMode::kLastToken
+                                            : PoolingMode::kMean;
   batch.normalize = false;
   batch.return_hidden_states = true;
   auto result = (*model)->encoder().Encode(batch);

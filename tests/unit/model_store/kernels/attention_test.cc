@@ -22,6 +22,13 @@ torch::Tensor PlainAttention(const torch::Tensor& q, const torch::Tensor& k, con
   return torch::matmul(torch::softmax(scores / tau, -1), v);
 }
 
+// Every query head its own key/value head (a group of one), as the encoder families attend.
+void Attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double scale,
+            int64_t block, const AttentionPattern& pattern, const torch::Tensor& out) {
+  torch::Tensor grouped = out.unsqueeze(1);
+  BlockedSelfAttention(q.unsqueeze(1), k, v, scale, block, pattern, grouped);
+}
+
 // fp32 (oneDNN, one head at a time) to 1e-5; bf16 (batched over heads) to 0.2: at tau 0.2
 // its logits reach about 20, where bf16's 8-bit mantissa alone moves a weight by 6%. (The
 // encoder's pooled-cosine guard bounds what that does to an embedding.)
@@ -50,8 +57,8 @@ TEST(BlockedSelfAttention, EqualsThePlainFormulaForEveryBlockSizeAndTemperature)
           torch::Tensor context = torch::full({length, heads * d}, NAN, real.options());
           torch::Tensor out = context.view({length, heads, d}).transpose(0, 1);
           auto real_head = [&](int64_t i) { return real.select(1, i).transpose(0, 1); };
-          BlockedSelfAttention(real_head(0), real_head(1), real_head(2),
-                               1.0 / (std::sqrt(double(d)) * tau), block, {}, 0, out);
+          Attend(real_head(0), real_head(1), real_head(2),
+                               1.0 / (std::sqrt(double(d)) * tau), block, {}, out);
           const torch::Tensor actual = context.view({length, heads, d}).transpose(0, 1);
           EXPECT_EQ(actual.scalar_type(), dtype);
           EXPECT_LT((actual.to(torch::kFloat32) - expected).abs().max().item<float>(), tolerance)
@@ -93,8 +100,8 @@ TEST(BlockedSelfAttention, AlibiAddsEachHeadsSlopeTimesTheDistance) {
         torch::Tensor out = context.view({length, heads, d}).transpose(0, 1);
         std::vector<double> scaled;
         for (double m : slopes) scaled.push_back(m / tau);
-        BlockedSelfAttention(head_view(real, 0), head_view(real, 1), head_view(real, 2),
-                             1.0 / (std::sqrt(double(d)) * tau), 256, scaled, 0, out);
+        Attend(head_view(real, 0), head_view(real, 1), head_view(real, 2),
+                             1.0 / (std::sqrt(double(d)) * tau), 256, AttentionPattern{scaled}, out);
         const torch::Tensor actual = context.view({length, heads, d}).transpose(0, 1);
         EXPECT_LT((actual.to(torch::kFloat32) - expected).abs().max().item<float>(), tolerance)
             << dtype << " length " << length << " tau " << tau;
@@ -132,9 +139,8 @@ TEST(BlockedSelfAttention, ABandAttendsExactlyTheKeysWithinItsHalfWidth) {
           const torch::Tensor real = packed.to(dtype);
           torch::Tensor context = torch::full({length, heads * d}, NAN, real.options());
           torch::Tensor out = context.view({length, heads, d}).transpose(0, 1);
-          BlockedSelfAttention(head_view(real, 0), head_view(real, 1), head_view(real, 2),
-                               1.0 / (std::sqrt(double(d)) * tau), std::min(block, length), {},
-                               band, out);
+          Attend(head_view(real, 0), head_view(real, 1), head_view(real, 2),
+                               1.0 / (std::sqrt(double(d)) * tau), std::min(block, length), AttentionPattern{{}, band}, out);
           const torch::Tensor actual = context.view({length, heads, d}).transpose(0, 1);
           EXPECT_LT((actual.to(torch::kFloat32) - expected).abs().max().item<float>(), tolerance)
               << dtype << " length " << length << " block " << block << " tau " << tau;
@@ -150,9 +156,60 @@ TEST(BlockedSelfAttention, ABandAttendsExactlyTheKeysWithinItsHalfWidth) {
   v[0][band][0] = 1.0f;
   v[0][band + 1][1] = 1.0f;
   torch::Tensor out = torch::empty({1, length, d});
-  BlockedSelfAttention(q, k, v, 1.0, 16, {}, band, out);
+  Attend(q, k, v, 1.0, 16, AttentionPattern{{}, band}, out);
   EXPECT_FLOAT_EQ(out[0][0][0].item<float>(), 1.0f / (band + 1));
   EXPECT_EQ(out[0][0][1].item<float>(), 0.0f);
+}
+
+// A decoder's attention: query i sees keys j <= i only, with 6 query heads on 2 key/value heads
+// (head h reads key/value head h / 3), with and without a band, in both dtypes and on both
+// paths (bf16 batches under 512 keys), against the formula with every key/value head repeated
+// for its group and a full causal mask.
+TEST(BlockedSelfAttention, CausalGroupedHeadsAttendTheirGroupsPastOnly) {
+  torch::manual_seed(13);
+  const int64_t kv_heads = 2, group = 3, d = 16;
+  for (auto [dtype_case, tolerance] :
+       {std::pair{torch::kFloat32, 1e-5}, std::pair{torch::kBFloat16, 2e-1}}) {
+    const auto dtype = dtype_case;
+    for (int64_t length : {1, 7, 130, 600}) {
+      for (int64_t band : {0, 5}) {
+        for (double tau : {1.0, 0.5}) {
+          const torch::Tensor q =
+              torch::randn({kv_heads, group, length, d}).to(dtype).to(torch::kFloat32);
+          const torch::Tensor k = torch::randn({kv_heads, length, d}).to(dtype).to(torch::kFloat32);
+          const torch::Tensor v = torch::randn({kv_heads, length, d}).to(dtype).to(torch::kFloat32);
+          const torch::Tensor positions = torch::arange(length, torch::kFloat32);
+          const torch::Tensor offsets = positions.unsqueeze(0) - positions.unsqueeze(1);  // j - i
+          torch::Tensor hidden = offsets.gt(0);
+          if (band > 0) hidden = hidden.logical_or(offsets.abs().gt(band));
+          const torch::Tensor logits =
+              torch::matmul(q, k.unsqueeze(1).transpose(-1, -2)) / std::sqrt(double(d));
+          const torch::Tensor expected = torch::matmul(
+              torch::softmax(logits.masked_fill(hidden, -INFINITY) / tau, -1), v.unsqueeze(1));
+          torch::Tensor out = torch::full({kv_heads, group, length, d}, NAN, dtype);
+          AttentionPattern pattern;
+          pattern.band = band;
+          pattern.causal = true;
+          BlockedSelfAttention(q.to(dtype), k.to(dtype), v.to(dtype),
+                               1.0 / (std::sqrt(double(d)) * tau), std::min<int64_t>(64, length),
+                               pattern, out);
+          EXPECT_LT((out.to(torch::kFloat32) - expected).abs().max().item<float>(), tolerance)
+              << dtype << " length " << length << " band " << band << " tau " << tau;
+        }
+      }
+    }
+  }
+  // The causal edge: query i's context is the mean of values 0..i when all logits are equal.
+  const int64_t length = 70;
+  const torch::Tensor zeros = torch::zeros({1, 1, length, d});
+  const torch::Tensor v = torch::arange(length, torch::kFloat32).view({1, length, 1}).expand({1, length, d}).contiguous();
+  torch::Tensor out = torch::empty({1, 1, length, d});
+  AttentionPattern causal;
+  causal.causal = true;
+  BlockedSelfAttention(zeros, zeros[0], v, 1.0, 16, causal, out);
+  for (int64_t i : {0, 1, 15, 16, 69}) {
+    EXPECT_FLOAT_EQ(out[0][0][i][0].item<float>(), static_cast<float>(i) / 2) << "query " << i;
+  }
 }
 
 // One key far longer than the rest, along a direction no query has: a Cauchy-Schwarz bound on
@@ -205,8 +262,8 @@ TEST(BlockedSelfAttention, StaysExactWhereWeightsLeaveFp32sRange) {
     const torch::Tensor expected =
         PlainAttention(q.index_select(0, rows), k, v, torch::ones({1, length}, torch::kBool), tau);
     torch::Tensor out = torch::full({1, length, d}, NAN);
-    BlockedSelfAttention(q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0),
-                         1.0 / (std::sqrt(double(d)) * tau), 64, {}, 0, out);
+    Attend(q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0),
+                         1.0 / (std::sqrt(double(d)) * tau), 64, {}, out);
     EXPECT_LT((out[0].index_select(0, rows) - expected).abs().max().item<float>(), 1e-5)
         << "tau " << tau;
   }
@@ -229,8 +286,8 @@ TEST(BlockedSelfAttention, EqualsThePlainFormulaWhereTheSoftmaxIsFolded) {
     for (int64_t block : {512, 100}) {
       torch::Tensor context = torch::full({length, heads * d}, NAN);
       torch::Tensor out = context.view({length, heads, d}).transpose(0, 1);
-      BlockedSelfAttention(head_view(0), head_view(1), head_view(2),
-                           1.0 / (std::sqrt(double(d)) * tau), block, {}, 0, out);
+      Attend(head_view(0), head_view(1), head_view(2),
+                           1.0 / (std::sqrt(double(d)) * tau), block, {}, out);
       EXPECT_LT((out.index_select(1, rows) - expected).abs().max().item<float>(), 1e-5)
           << "block " << block << " tau " << tau;
     }
@@ -243,7 +300,7 @@ TEST(BlockedSelfAttention, LengthsWithinAShapeStepShareTheFoldedKernels) {
   auto run = [&](int64_t length) {
     const torch::Tensor x = torch::randn({1, length, d});
     torch::Tensor out = torch::empty_like(x);
-    BlockedSelfAttention(x, x, x, 0.25, 512, {}, 0, out);
+    Attend(x, x, x, 0.25, 512, {}, out);
   };
   run(kFusedAttentionFromKeys + 4);
   const size_t built = FusedAttention::primitives();
@@ -269,7 +326,7 @@ TEST(BlockedSelfAttention, ScoresAtEightThousandTokensStayWithinABlock) {
   torch::Tensor v = torch::randn({heads, length, d});
   const long before = PeakRssKb();
   torch::Tensor out = torch::empty_like(q);
-  BlockedSelfAttention(q, k, v, 1.0 / std::sqrt(double(d)), 128, {}, 0, out);
+  Attend(q, k, v, 1.0 / std::sqrt(double(d)), 128, {}, out);
   const long grown_mib = (PeakRssKb() - before) / 1024;
   EXPECT_EQ(out.sizes(), q.sizes());
   EXPECT_TRUE(torch::isfinite(out).all().item<bool>());
