@@ -35,6 +35,8 @@ std::string NomicBertModelDir() { return EMB_NOMIC_MODEL_DIR; }
 std::string GteModelDir() { return EMB_GTE_MODEL_DIR; }
 std::string JinaBertModelDir() { return EMB_JINA_MODEL_DIR; }
 std::string ModernBertModelDir() { return EMB_MODERNBERT_MODEL_DIR; }
+std::string Qwen3ModelDir() { return EMB_QWEN3_MODEL_DIR; }
+std::string Qwen2ModelDir() { return EMB_QWEN2_MODEL_DIR; }
 std::string NomicBertHeadsOf64ModelDir() { return EMB_NOMIC_HEADS64_MODEL_DIR; }
 
 std::string SingleTokenWords(int n, uint32_t seed) {

@@ -30,6 +30,10 @@ std::string JinaBertModelDir();
 // ModernBERT (4 layers, 64 wide, 8,192 tokens per window): layers 0 and 3 global, 1 and 2
 // local (a band of +-64).
 std::string ModernBertModelDir();
+// Decoders: Qwen3's shape (4 query heads on 2 key/value heads of 32, q/k norms) and Qwen2's
+// (q/k/v biases, one key/value head); byte-level BPE appending <|endoftext|>, last-token pooling.
+std::string Qwen3ModelDir();
+std::string Qwen2ModelDir();
 // NomicBert again, 128 wide in two heads of 64: projections split by head in every kernel.
 std::string NomicBertHeadsOf64ModelDir();
 

@@ -152,6 +152,68 @@ TEST(ModelLoad, GteAcceptsTheNewPrefixAndItsConfigErrorsNameTheirFields) {
                {"embeddings.token_type_embeddings.weight"});
 }
 
+// A Qwen3-shaped decoder: head_dim from its config (32, not hidden / heads = 16), 4 query heads
+// on 2 key/value heads, causal, last-token pooling; weights with or without `model.`; a window
+// or rope scaling it does not implement refused by name; Mistral's sliding_window served as a
+// causal band of window - 1 keys back.
+TEST(ModelLoad, DecoderConfigsReadTheirShapeAndRefuseWhatTheyDoNotImplement) {
+  auto plain = Model::Load(testing::Qwen3ModelDir(), {});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  const EncoderConfig& config = (*plain)->config();
+  EXPECT_EQ(config.head_dim(), 32);
+  EXPECT_EQ(config.hidden_size / config.num_attention_heads, 16);
+  EXPECT_EQ(config.key_value_heads(), 2);
+  EXPECT_TRUE(config.causal);
+  EXPECT_TRUE(config.rms_norm);
+  EXPECT_EQ(config.rotary.base, 1e6);
+  EXPECT_EQ((*plain)->pooling(), PoolingMode::kLastToken);
+  const std::string prefixed = CopyWithPrefix(testing::Qwen3ModelDir(), "model.");
+  auto with_prefix = Model::Load(prefixed, {});
+  ASSERT_TRUE(with_prefix.ok()) << with_prefix.status();
+  EXPECT_EQ(EmbedOne(**plain, "long documents"), EmbedOne(**with_prefix, "long documents"));
+
+  const std::string dir = testing::CopyModelDir(testing::Qwen3ModelDir(), "qwen3_config");
+  auto load_with = [&](const std::function<void(nlohmann::json&)>& edit) {
+    const std::string original = testing::ReadFile(dir + "/config.json");
+    EditJson(dir + "/config.json", edit);
+    auto model = Model::Load(dir, {});
+    testing::WriteFile(dir + "/config.json", original);
+    return model;
+  };
+  auto expect_error = [&](const std::function<void(nlohmann::json&)>& edit,
+                          const std::vector<std::string>& words) {
+    auto model = load_with(edit);
+    EXPECT_EQ(model.status().code(), absl::StatusCode::kDataLoss) << model.status();
+    for (const auto& word : words) EXPECT_THAT(model.status().message(), HasSubstr(word));
+  };
+  expect_error([](Json& j) { j["use_sliding_window"] = true; }, {"use_sliding_window"});
+  expect_error([](Json& j) { j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}}; },
+               {"rope_scaling", "yarn"});
+  expect_error([](Json& j) { j["num_key_value_heads"] = 3; }, {"num_key_value_heads", "3"});
+  expect_error([](Json& j) { j["head_dim"] = 16; }, {"self_attn.q_proj.weight", "[64, 64]"});
+  expect_error([](Json& j) { j["hidden_act"] = "tanh"; }, {"hidden_act", "tanh"});
+  expect_error([](Json& j) { j["is_causal"] = false, j["sliding_window"] = 64; },
+               {"sliding_window", "bidirectional"});
+  for (const char* field : {"use_bidirectional_attention", "is_causal"}) {
+    auto bidirectional = load_with([&](Json& j) { j[field] = std::string(field) == "is_causal"
+                                                                 ? false
+                                                                 : true; });
+    ASSERT_TRUE(bidirectional.ok()) << bidirectional.status();
+    EXPECT_FALSE((*bidirectional)->config().causal) << field;
+  }
+  auto mistral = Json::parse(testing::ReadFile(dir + "/config.json"));
+  mistral["model_type"] = "mistral";
+  mistral["sliding_window"] = 64;
+  auto windowed = ParseEncoderConfig("config.json", mistral.dump());
+  ASSERT_TRUE(windowed.ok()) << windowed.status();
+  EXPECT_EQ(windowed->layer_bands, std::vector<int64_t>(windowed->num_hidden_layers, 63));
+  EXPECT_EQ(windowed->local_attention_keys(), 64);  // i - 63 .. i
+  mistral["sliding_window"] = 8192;  // the whole window: no band
+  windowed = ParseEncoderConfig("config.json", mistral.dump());
+  ASSERT_TRUE(windowed.ok()) << windowed.status();
+  EXPECT_TRUE(windowed->layer_bands.empty());
+}
+
 // ModernBERT's two config spellings (the legacy fields, and transformers v5's layer_types and
 // rope_parameters) describe the same model, and its weights load with or without `model.`.
 TEST(ModelLoad, ModernBertSpellingsAndPrefixGiveTheSameVectors) {

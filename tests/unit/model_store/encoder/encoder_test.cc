@@ -176,7 +176,8 @@ INSTANTIATE_TEST_SUITE_P(Families, FamilyBatchInvariance,
                          ::testing::Values(testing::XlmRobertaModelDir(),
                                            testing::NomicBertModelDir(), testing::GteModelDir(),
                                            testing::JinaBertModelDir(),
-                                           testing::ModernBertModelDir()),
+                                           testing::ModernBertModelDir(),
+                                           testing::Qwen3ModelDir(), testing::Qwen2ModelDir()),
                          [](const auto& info) {
                            const std::string& dir = info.param;
                            std::string name = dir.substr(dir.rfind('/') + 1);
@@ -226,6 +227,7 @@ TEST_F(EncoderTest, PoolingModesFollowTheHiddenStates) {
   const auto cls = Encode({seq}, {1.0f}, PoolingMode::kCls);
   const auto max = Encode({seq}, {1.0f}, PoolingMode::kMax);
   const auto mean = Encode({seq}, {1.0f}, PoolingMode::kMean);
+  const auto last = Encode({seq}, {1.0f}, PoolingMode::kLastToken);
   const auto& h = cls.hidden_states[0];
   const int64_t dim = cls.dim;
   const int64_t n = static_cast<int64_t>(h.size()) / dim;
@@ -237,6 +239,7 @@ TEST_F(EncoderTest, PoolingModesFollowTheHiddenStates) {
     }
   }
   EXPECT_LE(MaxAbsDiff(cls.pooled[0], row0), 1e-6);
+  EXPECT_LE(MaxAbsDiff(last.pooled[0], std::vector<float>(h.end() - dim, h.end())), 1e-6);
   EXPECT_LE(MaxAbsDiff(max.pooled[0], col_max), 1e-6);
   EXPECT_LE(MaxAbsDiff(mean.pooled[0], col_mean), 1e-5);
 }
