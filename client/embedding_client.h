@@ -58,6 +58,9 @@ struct EmbedOptions {
   std::optional<bool> normalize;
   std::optional<uint32_t> dimensions;
   std::string prompt_name;
+  // Free text prepended to every input (a decoder's "Instruct: {task}\nQuery:"); exclusive
+  // with prompt_name.
+  std::string prompt;
 };
 
 // The request EmbedTexts sends; for callers that need the full response.

@@ -285,17 +285,16 @@ absl::Status WriteDemoModel(const std::string& dir, const DemoModelSpec& spec) {
                    ParseEncoderConfig((root / "config.json").string(), config_json.dump()));
   // NomicBert's published task prefixes, Qwen3-Embedding's query instruction for the decoders
   // (documents get none), e5-style ones for the others.
-  const Json prompts =
-      arch->family == "nomic_bert"
-          ? Json{{"search_query", "search_query: "},
-                 {"search_document", "search_document: "},
-                 {"clustering", "clustering: "},
-                 {"classification", "classification: "}}
-      : arch->decoder ? Json{{"query",
-                              "Instruct: Given a web search query, retrieve relevant passages "
-                              "that answer the query\nQuery:"},
-                             {"document", ""}}
-                      : Json{{"query", "query: "}, {"passage", "passage: "}};
+  const Json prompts = arch->family == "nomic_bert" ? Json{{"search_query", "search_query: "},
+                                                           {"search_document", "search_document: "},
+                                                           {"clustering", "clustering: "},
+                                                           {"classification", "classification: "}}
+                       : arch->decoder
+                           ? Json{{"query",
+                                   "Instruct: Given a web search query, retrieve relevant passages "
+                                   "that answer the query\nQuery:"},
+                                  {"document", ""}}
+                           : Json{{"query", "query: "}, {"passage", "passage: "}};
   RETURN_IF_ERROR(WriteSentenceTransformersFiles(root, spec.hidden_size, spec.pooling,
                                                  /*normalize=*/true, prompts));
   RETURN_IF_ERROR(WriteTextFile(

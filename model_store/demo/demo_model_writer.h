@@ -15,8 +15,8 @@ struct DemoModelSpec {
   int num_layers = 2;
   int hidden_size = 128;
   int num_heads = 4;
-  int num_kv_heads = 0;  // decoders: key/value heads (0: one per query head)
-  int head_dim = 0;      // decoders: a head's width when not hidden / heads (0: that)
+  int num_kv_heads = 0;       // decoders: key/value heads (0: one per query head)
+  int head_dim = 0;           // decoders: a head's width when not hidden / heads (0: that)
   int intermediate_size = 0;  // 0: four times hidden_size, as in BERT
   int max_positions = 512;    // tokens one window holds, special tokens included
   int vocab_size = 12000;

@@ -23,7 +23,6 @@ nlohmann::json UnigramTokenizerJson(const std::vector<std::pair<std::string, dou
 // post-processor that appends <|endoftext|> (the token last-token pooling reads). The vocabulary
 // is GPT-2's 256 byte characters, then each word of `words` (after a space: "Ġword") built by
 // merges of its prefixes, until `vocab_size` tokens; <|endoftext|> takes the next id.
-nlohmann::json ByteLevelBpeTokenizerJson(const std::vector<std::string>& words,
-                                         int64_t vocab_size);
+nlohmann::json ByteLevelBpeTokenizerJson(const std::vector<std::string>& words, int64_t vocab_size);
 
 }  // namespace embedding::model_store

@@ -111,8 +111,8 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
     const int64_t begin = batch.offsets[b], end = batch.offsets[b + 1];
     const int64_t count = projection.size(1);
     const torch::Tensor seq = projection.permute({2, 1, 0, 3});  // [group + 2, count, L, d]
-    torch::Tensor q = seq.slice(0, 0, group).transpose(0, 1);   // [count, group, L, d]
-    torch::Tensor k = seq[group];                                 // [count, L, d]
+    torch::Tensor q = seq.slice(0, 0, group).transpose(0, 1);    // [count, group, L, d]
+    torch::Tensor k = seq[group];                                // [count, L, d]
     if (layer.query_norm.weight.defined()) {
       q.copy_(Norm(q, layer.query_norm, config.layer_norm_eps));
       k.copy_(Norm(k, layer.key_norm, config.layer_norm_eps));
@@ -158,8 +158,8 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
     if (BucketedRows(length) >= kProjectHeadByHeadFromRows && !layer.qkv_heads.empty()) {
       const auto [from, in] = window(begin, length);
       for (int64_t h = 0; h < kv_heads; ++h) {
-        const torch::Tensor projection = ApplyLinear(in, layer.qkv_heads[h])
-                                             .view({in.size(0), 1, group + 2, head_dim});
+        const torch::Tensor projection =
+            ApplyLinear(in, layer.qkv_heads[h]).view({in.size(0), 1, group + 2, head_dim});
         attend(b, projection.slice(0, begin - from, begin - from + length), h);
       }
       ++b;

@@ -30,8 +30,8 @@ struct PackedSequences {
 // kernels, built and cached per shape, keep being reused (the extra rows are filler).
 int64_t BucketedRows(int64_t tokens);
 
-// LayerNorm or RMSNorm in fp32 (see NormWeights), back in x's dtype; x itself where the layer has no
-// such norm (ModernBERT's first attention norm).
+// LayerNorm or RMSNorm in fp32 (see NormWeights), back in x's dtype; x itself where the layer has
+// no such norm (ModernBERT's first attention norm).
 torch::Tensor Norm(const torch::Tensor& x, const NormWeights& w, double eps);
 
 // Word + absolute position (when the model has a table) + token type 0, normalised. [rows, H]

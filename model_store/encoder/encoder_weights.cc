@@ -144,8 +144,7 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
     w.token_type_embedding = types[0].contiguous();
   }
   if (!spec.embeddings_norm.empty()) {
-    ASSIGN_OR_RETURN(w.embeddings_norm,
-                     bind.Norm(spec.embeddings_norm, h, config.norm_bias, rms));
+    ASSIGN_OR_RETURN(w.embeddings_norm, bind.Norm(spec.embeddings_norm, h, config.norm_bias, rms));
   }
   auto stack = [](const std::vector<LinearWeights>& parts) {
     LinearWeights out;
@@ -193,8 +192,7 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
       layer.mlp_in = stack({layer.mlp_in, gate});
     }
     ASSIGN_OR_RETURN(layer.mlp_out, bind.Linear(p + spec.mlp_out, h, inner, config.mlp_out_bias));
-    ASSIGN_OR_RETURN(layer.output_norm,
-                     bind.Norm(p + spec.output_norm, h, config.norm_bias, rms));
+    ASSIGN_OR_RETURN(layer.output_norm, bind.Norm(p + spec.output_norm, h, config.norm_bias, rms));
     w.layers.push_back(std::move(layer));
   }
   if (!spec.final_norm.empty()) {

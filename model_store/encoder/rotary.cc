@@ -22,8 +22,8 @@ RotaryEmbedding::Angles RotaryEmbedding::Compute(double base, int64_t length) co
     inv_freq = inv_freq / std::pow(config_.static_ntk_factor, 2.0 / config_.dim);
   }
   const auto angle_type = config_.exact_angles ? torch::kFloat64 : torch::kFloat32;
-  const torch::Tensor freqs = torch::outer(torch::arange(length, angle_type),
-                                           inv_freq.to(angle_type));
+  const torch::Tensor freqs =
+      torch::outer(torch::arange(length, angle_type), inv_freq.to(angle_type));
   return {torch::cos(freqs).to(torch::kFloat32).contiguous(),
           torch::sin(freqs).to(torch::kFloat32).contiguous()};
 }

@@ -161,7 +161,7 @@ class PlainAttention {
   const AttentionPattern& pattern_;
   const torch::ScalarType type_;
   std::vector<std::pair<dnnl::memory::desc, dnnl::softmax_forward>> softmaxes_;
-  std::optional<BlockMask> mask_;  // the current block's, kept while every head reads it
+  std::optional<BlockMask> mask_;     // the current block's, kept while every head reads it
   dnnl::stream stream_{CpuEngine()};  // one per sequence, as every block runs on it
   torch::Tensor scores_, scores_scratch_, context_scratch_;
 };

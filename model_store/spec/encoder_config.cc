@@ -86,9 +86,9 @@ absl::StatusOr<EncoderConfig> ParseEncoderConfig(const std::string& label,
                                             config.num_attention_heads));
   }
   if (config.num_attention_heads % config.key_value_heads() != 0) {
-    return absl::DataLossError(absl::StrCat(
-        label, ": field 'num_key_value_heads' ", config.key_value_heads(),
-        " does not divide ", f.num_heads, " ", config.num_attention_heads));
+    return absl::DataLossError(absl::StrCat(label, ": field 'num_key_value_heads' ",
+                                            config.key_value_heads(), " does not divide ",
+                                            f.num_heads, " ", config.num_attention_heads));
   }
   if (config.positions == PositionKind::kRotary && config.rotary.dim == 0) {
     return absl::InternalError(

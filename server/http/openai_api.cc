@@ -173,6 +173,8 @@ absl::Status ReadField(const std::string& key, const Json& value, const RequestL
     request.normalize = value.get<bool>();
   } else if (key == "prompt_name") {
     ASSIGN_OR_RETURN(request.prompt_name, ReadString(value, "prompt_name"));
+  } else if (key == "prompt") {  // free text, e.g. a decoder's "Instruct: {task}\nQuery:"
+    ASSIGN_OR_RETURN(request.prompt, ReadString(value, "prompt"));
   } else if (key == "outputs") {
     if (!value.is_array() || value.size() > 3)
       return Invalid("outputs",
@@ -194,7 +196,7 @@ absl::Status ReadField(const std::string& key, const Json& value, const RequestL
     return Invalid(key.size() > 64 ? key.substr(0, 64) + "..." : key,
                    "unknown field; allowed: model, input, encoding_format, dimensions, user, "
                    "temperature, temperature_mode, strategy, truncation_side, chunk_tokens, "
-                   "chunk_overlap_tokens, normalize, prompt_name, outputs, "
+                   "chunk_overlap_tokens, normalize, prompt, prompt_name, outputs, "
                    "multi_vector_encoding, max_vectors");
   }
   return absl::OkStatus();

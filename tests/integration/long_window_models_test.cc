@@ -12,13 +12,20 @@
 #include "model_store/model.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/test_models.h"
+#include "tests/testing/vector_checks.h"
 
 namespace embedding {
 namespace {
 
 using client::EmbedOptions;
+using testing::MeanRows;
+using testing::Normalize;
 
-constexpr double kTolerance = 2e-5;
+// Served vectors against the core's, to float rounding.
+void ExpectClose(const google::protobuf::RepeatedField<float>& got,
+                 const std::vector<double>& want) {
+  testing::ExpectClose(got, want, 2e-5);
+}
 
 struct Family {
   std::string name;  // served model name
@@ -88,28 +95,6 @@ class LongWindowModelsTest : public ::testing::TestWithParam<Family> {
     EXPECT_TRUE(result.ok()) << result.status();
     *dim = result->dim;
     return result->hidden_states[0];
-  }
-
-  // Normalised mean of rows [first, last) of `states`.
-  static std::vector<double> MeanRows(const std::vector<float>& states, int64_t dim,
-                                      size_t first, size_t last) {
-    std::vector<double> mean(dim, 0.0);
-    for (size_t row = first; row < last; ++row)
-      for (int64_t d = 0; d < dim; ++d) mean[d] += states[row * dim + d];
-    Normalize(&mean);
-    return mean;
-  }
-
-  static void Normalize(std::vector<double>* v) {
-    double n = 0;
-    for (double x : *v) n += x * x;
-    for (double& x : *v) x /= std::sqrt(n);
-  }
-
-  static void ExpectClose(const google::protobuf::RepeatedField<float>& got,
-                          const std::vector<double>& want) {
-    ASSERT_EQ(static_cast<size_t>(got.size()), want.size());
-    for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], kTolerance) << i;
   }
 
   v1::DocumentEmbedding EmbedOne(const std::string& text, EmbedOptions options) const {

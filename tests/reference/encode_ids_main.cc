@@ -1,8 +1,9 @@
 // encode_ids: runs the C++ encoder on token ids read as JSON and prints its outputs as JSON,
 // so tests/reference/compare_encoder.py can check them against PyTorch's own modules.
-// Input:  {"sequences": [[ids...]...], "temperatures": [...], "pooling": "mean"|"cls"|"max"|"last_token"}
-// Output: {"dim": D, "pooled": [[...]], "hidden_states": [[...]], "high_frequency_ratio": [...]}
-// All sequences go through one padded batch, so the comparison also covers batching.
+// Input:  {"sequences": [[ids...]...], "temperatures": [...], "pooling":
+// "mean"|"cls"|"max"|"last_token"} Output: {"dim": D, "pooled": [[...]], "hidden_states": [[...]],
+// "high_frequency_ratio": [...]} All sequences go through one padded batch, so the comparison also
+// covers batching.
 #include <iostream>
 #include <iterator>
 

@@ -187,17 +187,19 @@ TEST(ModelLoad, DecoderConfigsReadTheirShapeAndRefuseWhatTheyDoNotImplement) {
     for (const auto& word : words) EXPECT_THAT(model.status().message(), HasSubstr(word));
   };
   expect_error([](Json& j) { j["use_sliding_window"] = true; }, {"use_sliding_window"});
-  expect_error([](Json& j) { j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}}; },
-               {"rope_scaling", "yarn"});
+  expect_error(
+      [](Json& j) {
+        j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+      },
+      {"rope_scaling", "yarn"});
   expect_error([](Json& j) { j["num_key_value_heads"] = 3; }, {"num_key_value_heads", "3"});
   expect_error([](Json& j) { j["head_dim"] = 16; }, {"self_attn.q_proj.weight", "[64, 64]"});
   expect_error([](Json& j) { j["hidden_act"] = "tanh"; }, {"hidden_act", "tanh"});
   expect_error([](Json& j) { j["is_causal"] = false, j["sliding_window"] = 64; },
                {"sliding_window", "bidirectional"});
   for (const char* field : {"use_bidirectional_attention", "is_causal"}) {
-    auto bidirectional = load_with([&](Json& j) { j[field] = std::string(field) == "is_causal"
-                                                                 ? false
-                                                                 : true; });
+    auto bidirectional =
+        load_with([&](Json& j) { j[field] = std::string(field) == "is_causal" ? false : true; });
     ASSERT_TRUE(bidirectional.ok()) << bidirectional.status();
     EXPECT_FALSE((*bidirectional)->config().causal) << field;
   }
@@ -208,7 +210,7 @@ TEST(ModelLoad, DecoderConfigsReadTheirShapeAndRefuseWhatTheyDoNotImplement) {
   ASSERT_TRUE(windowed.ok()) << windowed.status();
   EXPECT_EQ(windowed->layer_bands, std::vector<int64_t>(windowed->num_hidden_layers, 63));
   EXPECT_EQ(windowed->local_attention_keys(), 64);  // i - 63 .. i
-  mistral["sliding_window"] = 8192;  // the whole window: no band
+  mistral["sliding_window"] = 8192;                 // the whole window: no band
   windowed = ParseEncoderConfig("config.json", mistral.dump());
   ASSERT_TRUE(windowed.ok()) << windowed.status();
   EXPECT_TRUE(windowed->layer_bands.empty());

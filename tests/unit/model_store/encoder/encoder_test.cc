@@ -176,8 +176,8 @@ INSTANTIATE_TEST_SUITE_P(Families, FamilyBatchInvariance,
                          ::testing::Values(testing::XlmRobertaModelDir(),
                                            testing::NomicBertModelDir(), testing::GteModelDir(),
                                            testing::JinaBertModelDir(),
-                                           testing::ModernBertModelDir(),
-                                           testing::Qwen3ModelDir(), testing::Qwen2ModelDir()),
+                                           testing::ModernBertModelDir(), testing::Qwen3ModelDir(),
+                                           testing::Qwen2ModelDir()),
                          [](const auto& info) {
                            const std::string& dir = info.param;
                            std::string name = dir.substr(dir.rfind('/') + 1);

@@ -16,6 +16,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::UnorderedElementsAre;
 
 // A listing plus the text of its metadata files; records which files were read.
 struct FakeRepo {
@@ -64,6 +65,53 @@ TEST(ModelFileSelectionTest, ACustomCodeRepositoryIsServedFromItsFilesNeverItsCo
               ElementsAre("config.json", "tokenizer.json", "vocab.txt", "tokenizer_config.json",
                           "special_tokens_map.json", "config_sentence_transformers.json",
                           "modules.json", "1_Pooling/config.json", "model.safetensors"));
+}
+
+// Qwen/Qwen3-Embedding-0.6B's and -4B's layouts: tokenizer.json holds the BPE, so vocab.json and
+// merges.txt stay behind, as do generation_config.json and LICENSE; the 4B's shards come from
+// their index.
+TEST(ModelFileSelectionTest, Qwen3EmbeddingTakesItsTokenizerJsonAndShards) {
+  const std::vector<std::string> common = {".gitattributes",
+                                           "1_Pooling/config.json",
+                                           "LICENSE",
+                                           "README.md",
+                                           "config.json",
+                                           "config_sentence_transformers.json",
+                                           "generation_config.json",
+                                           "merges.txt",
+                                           "modules.json",
+                                           "tokenizer.json",
+                                           "tokenizer_config.json",
+                                           "vocab.json"};
+  const char* kModules =
+      R"([{"idx":0,"path":"","type":"sentence_transformers.models.Transformer"},
+          {"idx":1,"path":"1_Pooling","type":"sentence_transformers.models.Pooling"},
+          {"idx":2,"path":"2_Normalize","type":"sentence_transformers.models.Normalize"}])";
+  FakeRepo small{{common.begin(), common.end()}};
+  small.listing.insert("model.safetensors");
+  small.texts["modules.json"] = kModules;
+  auto files = SelectModelFiles("Qwen/Qwen3-Embedding-0.6B", small.listing, small.Reader());
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_THAT(*files, UnorderedElementsAre("config.json", "tokenizer.json", "tokenizer_config.json",
+                                           "config_sentence_transformers.json", "modules.json",
+                                           "1_Pooling/config.json", "model.safetensors"));
+  FakeRepo large{{common.begin(), common.end()}};
+  for (const char* shard : {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
+                            "model.safetensors.index.json"}) {
+    large.listing.insert(shard);
+  }
+  large.texts["modules.json"] = kModules;
+  large.texts["model.safetensors.index.json"] =
+      R"({"metadata": {"total_size": 8}, "weight_map": {
+          "embed_tokens.weight": "model-00001-of-00002.safetensors",
+          "norm.weight": "model-00002-of-00002.safetensors"}})";
+  files = SelectModelFiles("Qwen/Qwen3-Embedding-4B", large.listing, large.Reader());
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_THAT(*files, ::testing::IsSupersetOf({"model.safetensors.index.json",
+                                               "model-00001-of-00002.safetensors",
+                                               "model-00002-of-00002.safetensors"}));
+  EXPECT_THAT(*files, ::testing::Not(::testing::Contains("merges.txt")));
+  EXPECT_THAT(*files, ::testing::Not(::testing::Contains("vocab.json")));
 }
 
 TEST(ModelFileSelectionTest, BgeM3HeadsComeAlongPreferringSafetensorsCopies) {

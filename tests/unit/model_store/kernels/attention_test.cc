@@ -57,8 +57,8 @@ TEST(BlockedSelfAttention, EqualsThePlainFormulaForEveryBlockSizeAndTemperature)
           torch::Tensor context = torch::full({length, heads * d}, NAN, real.options());
           torch::Tensor out = context.view({length, heads, d}).transpose(0, 1);
           auto real_head = [&](int64_t i) { return real.select(1, i).transpose(0, 1); };
-          Attend(real_head(0), real_head(1), real_head(2),
-                               1.0 / (std::sqrt(double(d)) * tau), block, {}, out);
+          Attend(real_head(0), real_head(1), real_head(2), 1.0 / (std::sqrt(double(d)) * tau),
+                 block, {}, out);
           const torch::Tensor actual = context.view({length, heads, d}).transpose(0, 1);
           EXPECT_EQ(actual.scalar_type(), dtype);
           EXPECT_LT((actual.to(torch::kFloat32) - expected).abs().max().item<float>(), tolerance)
@@ -101,7 +101,7 @@ TEST(BlockedSelfAttention, AlibiAddsEachHeadsSlopeTimesTheDistance) {
         std::vector<double> scaled;
         for (double m : slopes) scaled.push_back(m / tau);
         Attend(head_view(real, 0), head_view(real, 1), head_view(real, 2),
-                             1.0 / (std::sqrt(double(d)) * tau), 256, AttentionPattern{scaled}, out);
+               1.0 / (std::sqrt(double(d)) * tau), 256, AttentionPattern{scaled}, out);
         const torch::Tensor actual = context.view({length, heads, d}).transpose(0, 1);
         EXPECT_LT((actual.to(torch::kFloat32) - expected).abs().max().item<float>(), tolerance)
             << dtype << " length " << length << " tau " << tau;
@@ -140,7 +140,8 @@ TEST(BlockedSelfAttention, ABandAttendsExactlyTheKeysWithinItsHalfWidth) {
           torch::Tensor context = torch::full({length, heads * d}, NAN, real.options());
           torch::Tensor out = context.view({length, heads, d}).transpose(0, 1);
           Attend(head_view(real, 0), head_view(real, 1), head_view(real, 2),
-                               1.0 / (std::sqrt(double(d)) * tau), std::min(block, length), AttentionPattern{{}, band}, out);
+                 1.0 / (std::sqrt(double(d)) * tau), std::min(block, length),
+                 AttentionPattern{{}, band}, out);
           const torch::Tensor actual = context.view({length, heads, d}).transpose(0, 1);
           EXPECT_LT((actual.to(torch::kFloat32) - expected).abs().max().item<float>(), tolerance)
               << dtype << " length " << length << " block " << block << " tau " << tau;
@@ -202,7 +203,10 @@ TEST(BlockedSelfAttention, CausalGroupedHeadsAttendTheirGroupsPastOnly) {
   // The causal edge: query i's context is the mean of values 0..i when all logits are equal.
   const int64_t length = 70;
   const torch::Tensor zeros = torch::zeros({1, 1, length, d});
-  const torch::Tensor v = torch::arange(length, torch::kFloat32).view({1, length, 1}).expand({1, length, d}).contiguous();
+  const torch::Tensor v = torch::arange(length, torch::kFloat32)
+                              .view({1, length, 1})
+                              .expand({1, length, d})
+                              .contiguous();
   torch::Tensor out = torch::empty({1, 1, length, d});
   AttentionPattern causal;
   causal.causal = true;
@@ -262,8 +266,8 @@ TEST(BlockedSelfAttention, StaysExactWhereWeightsLeaveFp32sRange) {
     const torch::Tensor expected =
         PlainAttention(q.index_select(0, rows), k, v, torch::ones({1, length}, torch::kBool), tau);
     torch::Tensor out = torch::full({1, length, d}, NAN);
-    Attend(q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0),
-                         1.0 / (std::sqrt(double(d)) * tau), 64, {}, out);
+    Attend(q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), 1.0 / (std::sqrt(double(d)) * tau), 64,
+           {}, out);
     EXPECT_LT((out[0].index_select(0, rows) - expected).abs().max().item<float>(), 1e-5)
         << "tau " << tau;
   }
@@ -286,8 +290,8 @@ TEST(BlockedSelfAttention, EqualsThePlainFormulaWhereTheSoftmaxIsFolded) {
     for (int64_t block : {512, 100}) {
       torch::Tensor context = torch::full({length, heads * d}, NAN);
       torch::Tensor out = context.view({length, heads, d}).transpose(0, 1);
-      Attend(head_view(0), head_view(1), head_view(2),
-                           1.0 / (std::sqrt(double(d)) * tau), block, {}, out);
+      Attend(head_view(0), head_view(1), head_view(2), 1.0 / (std::sqrt(double(d)) * tau), block,
+             {}, out);
       EXPECT_LT((out.index_select(1, rows) - expected).abs().max().item<float>(), 1e-5)
           << "block " << block << " tau " << tau;
     }

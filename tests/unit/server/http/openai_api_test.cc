@@ -77,6 +77,12 @@ TEST(OpenAiRequest, EveryInputShapeAndField) {
       ParseOpenAiEmbeddingsRequest(R"({"input": "x", "temperature_mode": "auto"})", Limits());
   ASSERT_TRUE(automatic.ok()) << automatic.status();
   EXPECT_EQ(automatic->call.options.temperature_mode, v1::TEMPERATURE_MODE_AUTO);
+  // A free-text instruction for a task the model's config does not name.
+  auto instructed = ParseOpenAiEmbeddingsRequest(
+      R"({"input": "x", "prompt": "Instruct: Find the clause\nQuery:"})", Limits());
+  ASSERT_TRUE(instructed.ok()) << instructed.status();
+  EXPECT_EQ(instructed->call.options.prompt, "Instruct: Find the clause\nQuery:");
+  ExpectInvalid(R"({"input": "x", "prompt": 3})", "prompt", "string");
   auto fixed = ParseOpenAiEmbeddingsRequest(
       R"({"input": "x", "temperature_mode": "fixed", "temperature": 0.9})", Limits());
   ASSERT_TRUE(fixed.ok()) << fixed.status();
