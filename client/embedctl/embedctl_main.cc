@@ -60,7 +60,9 @@ ABSL_FLAG(std::string, chunk_tokens, "", "Tokens per chunk.");
 ABSL_FLAG(std::string, chunk_overlap_tokens, "", "Tokens shared by neighbouring chunks.");
 ABSL_FLAG(std::string, normalize, "", "true|false; empty is true.");
 ABSL_FLAG(std::string, dimensions, "", "Matryoshka dimensions.");
-ABSL_FLAG(std::string, prompt_name, "", "A prompt of the model (e.g. query).");
+ABSL_FLAG(std::string, prompt_name, "",
+          "A prompt of the model (e.g. query). calibrate and eval apply it to queries only, and "
+          "without it give queries the model's \"query\" prompt when it has one.");
 ABSL_FLAG(std::string, input, "", "Read documents from FILE (one per line), or - for stdin.");
 ABSL_FLAG(std::string, corpus, "", "collapse-report, bench: corpus file, one document per line.");
 ABSL_FLAG(std::string, temperatures, "1,0.9,0.8,0.7,0.6", "collapse-report: taus to compare.");
@@ -348,6 +350,9 @@ int Calibrate(EmbeddingClient& client) {
   CalibrationOptions options;
   options.tasks = *tasks;
   options.tasks.max_tokens = info->max_window_tokens();  // a schedule maps one window's length
+  auto prompt = QueryPromptName(*info, absl::GetFlag(FLAGS_prompt_name));
+  if (!prompt.ok()) return Fail(prompt.status());
+  options.tasks.query_prompt_name = *prompt;
   for (absl::string_view t :
        absl::StrSplit(absl::GetFlag(FLAGS_temperatures), ',', absl::SkipEmpty())) {
     float tau;
@@ -369,7 +374,11 @@ int Calibrate(EmbeddingClient& client) {
         "embedctl calibrate --corpus=", absl::GetFlag(FLAGS_corpus), " on ", info->name(), "@",
         info->version(), " (MRR@10, ", options.tasks.query_tokens, "-token queries, ",
         options.tasks.max_documents, " documents per bucket, grid ",
-        absl::GetFlag(FLAGS_temperatures), ", min gain ", options.min_gain, ")");
+        absl::GetFlag(FLAGS_temperatures), ", min gain ", options.min_gain,
+        options.tasks.query_prompt_name.empty()
+            ? std::string()
+            : absl::StrCat(", queries with prompt '", options.tasks.query_prompt_name, "'"),
+        ")");
     std::ofstream out(path);
     out << ScheduleFileJson(*calibration, source);
     if (!out) return Fail(absl::InternalError(absl::StrCat("--schedule-out: cannot write ", path)));
@@ -385,8 +394,13 @@ int Eval(EmbeddingClient& client) {
   if (!task_options.ok()) return Fail(task_options.status());
   auto strategies = StrategyList(absl::GetFlag(FLAGS_compare_strategies));
   if (!strategies.ok()) return Fail(strategies.status());
+  auto info = client.GetModelInfo(task_options->model);
+  if (!info.ok()) return Fail(info.status());
+  auto prompt = QueryPromptName(*info, absl::GetFlag(FLAGS_prompt_name));
+  if (!prompt.ok()) return Fail(prompt.status());
   EvalOptions options;
   options.tasks = *task_options;
+  options.tasks.query_prompt_name = *prompt;
   options.strategies = *strategies;
   options.fixed_tau = static_cast<float>(absl::GetFlag(FLAGS_fixed_temperature));
   options.progress = ProgressPrinter("eval");

@@ -68,9 +68,9 @@ absl::StatusOr<EvalReport> RunEval(EmbeddingClient& client, const std::vector<Bu
     // Queries are short: one window whatever the strategy, so once per τ column.
     std::vector<std::vector<std::vector<float>>> queries;
     for (const std::string& tau : taus) {
-      auto vectors =
-          EmbedInBatches(client, task.queries,
-                         TauOptions(tau, options.fixed_tau, options.tasks.model), batch, on_call);
+      EmbedOptions query = TauOptions(tau, options.fixed_tau, options.tasks.model);
+      query.prompt_name = options.tasks.query_prompt_name;
+      auto vectors = EmbedInBatches(client, task.queries, query, batch, on_call);
       if (!vectors.ok()) return vectors.status();
       queries.push_back(*std::move(vectors));
     }

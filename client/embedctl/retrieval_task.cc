@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/length_buckets.h"
 
 namespace embedding::client {
@@ -103,6 +104,17 @@ absl::StatusOr<std::vector<BucketTask>> BuildRetrievalTasks(EmbeddingClient& cli
     if (task.documents.size() >= options.min_documents) tasks.push_back(std::move(task));
   }
   return tasks;
+}
+
+absl::StatusOr<std::string> QueryPromptName(const v1::ModelInfo& info,
+                                            const std::string& requested) {
+  const auto& names = info.prompt_names();
+  const bool has_query = std::find(names.begin(), names.end(), "query") != names.end();
+  if (requested.empty()) return has_query ? std::string("query") : std::string();
+  if (std::find(names.begin(), names.end(), requested) != names.end()) return requested;
+  return absl::InvalidArgumentError(absl::StrCat("--prompt-name: '", requested,
+                                                 "' is not one of the model's prompts [",
+                                                 absl::StrJoin(names, ", "), "]"));
 }
 
 BucketTask SplitHalf(const BucketTask& task, bool held_out) {

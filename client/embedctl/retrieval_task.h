@@ -22,6 +22,9 @@ struct RetrievalTaskOptions {
   size_t min_documents = 8;   // a bucket with fewer is left out
   uint32_t query_tokens = 12;
   uint64_t seed = 1;
+  // The prompt queries are embedded with (documents get none of their own): asymmetric models
+  // are scored as they are used. Empty: none.
+  std::string query_prompt_name;
 };
 
 struct BucketTask {
@@ -40,6 +43,13 @@ absl::StatusOr<std::vector<std::string>> ReadCorpus(const std::string& path);
 absl::StatusOr<std::vector<BucketTask>> BuildRetrievalTasks(EmbeddingClient& client,
                                                             const std::vector<std::string>& corpus,
                                                             const RetrievalTaskOptions& options);
+
+// The prompt queries take: `requested` when the model has it (INVALID_ARGUMENT naming
+// --prompt-name and listing the model's prompts otherwise, as the server refuses it), else the
+// model's "query" prompt when it defines one (Qwen3-Embedding's instruction, e5's "query: "),
+// else none.
+absl::StatusOr<std::string> QueryPromptName(const v1::ModelInfo& info,
+                                            const std::string& requested);
 
 // Every other document with its query: the calibration half (even positions) or the held-out
 // half (odd positions).

@@ -140,7 +140,9 @@ absl::StatusOr<Calibration> RunCalibration(EmbeddingClient& client,
       embed.strategy = v1::LONG_TEXT_STRATEGY_TRUNCATE;  // cuts fit the window: one sequence
       auto docs = EmbedInBatches(client, (*tasks)[b].documents, embed, batch, on_call);
       if (!docs.ok()) return docs.status();
-      auto queries = EmbedInBatches(client, (*tasks)[b].queries, embed, batch, on_call);
+      EmbedOptions query = embed;
+      query.prompt_name = options.tasks.query_prompt_name;
+      auto queries = EmbedInBatches(client, (*tasks)[b].queries, query, batch, on_call);
       if (!queries.ok()) return queries.status();
       vectors[b].documents.push_back(*std::move(docs));
       vectors[b].queries.push_back(*std::move(queries));

@@ -186,7 +186,7 @@ void BatchedHeadsAttention(const torch::Tensor& q, const torch::Tensor& k, const
     const torch::Tensor keys_t = k.slice(1, first_key, end_key).transpose(1, 2);  // [kv, d, n]
     // Scaling the [block x d] queries costs less than scaling the [block x L] scores.
     const torch::Tensor queries =
-        (q.slice(2, begin, end) * scale).view({kv_heads, group * (end - begin), d});
+        (q.slice(2, begin, end) * scale).reshape({kv_heads, group * (end - begin), d});
     torch::Tensor scores = torch::bmm(queries, keys_t);
     if (!pattern.plain()) {
       BlockMask(pattern, begin, end, first_key, end_key)

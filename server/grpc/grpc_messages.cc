@@ -303,6 +303,11 @@ void FillModelInfo(const ServedModel& served, const RequestLimits& limits, v1::M
   info->set_max_positions(static_cast<uint32_t>(model.config().max_sequence_length()));
   info->set_max_window_tokens(static_cast<uint32_t>(model.max_content_tokens()));
   info->set_pooling(model_store::PoolingModeName(model.pooling()));
+  info->set_causal(model.config().causal);
+  const std::vector<int32_t>& appended = model.tokenizer().config().suffix_ids;
+  if (model.pooling() == model_store::PoolingMode::kLastToken && !appended.empty()) {
+    info->set_pooled_token(model.tokenizer().IdToToken(appended.back()));
+  }
   info->set_dtype(model_store::ComputeDTypeName(model.encoder().dtype()));
   info->set_default_temperature(limits.default_temperature);
   info->set_min_temperature(limits.min_temperature);

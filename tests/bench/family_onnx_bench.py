@@ -1,13 +1,13 @@
 #!/usr/bin/python3
 """Each long-context family end to end against onnxruntime: a base-sized demo model of GTE
 "new", JinaBERT v2 and ModernBERT (12 layers, 768 wide, 12 heads, MLP 3,072; ModernBERT-base's
-22 layers, MLP 1,152 and band of +-64), this service over gRPC (embedctl's load generator,
+22 layers, MLP 1,152 and band of +-64) and a Qwen3-Embedding-0.6B-shaped decoder, this service over gRPC (embedctl's load generator,
 one document per request) at fp32 and at --dtype=auto, against onnxruntime-node fp32 on an
 ONNX export of the family's torch.nn reference (tests/reference/compare_encoder.py), on the
 same token windows, 2 threads each. Rounds interleave the three systems; every ratio compares
 figures of one round.
 
-usage: family_onnx_bench.py BUILD_DIR [--families new,jina_bert,modernbert] [--tokens 2046]
+usage: family_onnx_bench.py BUILD_DIR [--families new,jina_bert,modernbert,qwen3] [--tokens 2046]
        [--docs 3] [--rounds 2]
 """
 import argparse
@@ -31,8 +31,15 @@ from long_document_bench import (THREADS, cpu_isa, make_documents, run_onnxrunti
                                  run_service, windows)
 from server_runner import ServerRunner  # noqa: E402
 
-# ModernBERT-base's depth and MLP width; the others' base models: 12 layers, 4 x 768.
-SHAPES = {"modernbert": ["--layers=22", "--intermediate=1152"]}
+# Base models: 12 layers, 768 wide, 12 heads, MLP 4 x 768; ModernBERT-base's depth and MLP
+# width; Qwen3-Embedding-0.6B's shape (28 layers, 1,024 wide, 16 query heads on 8 key/value
+# heads of 128, MLP 3,072; its vocabulary cut to the demo's 12,000 rows).
+BASE = ["--layers=12", "--hidden=768", "--heads=12", "--max_positions=8192"]
+SHAPES = {"modernbert": ["--layers=22", "--hidden=768", "--heads=12", "--intermediate=1152",
+                         "--max_positions=8192"],
+          "qwen3": ["--layers=28", "--hidden=1024", "--heads=16", "--kv_heads=8",
+                    "--head_dim=128", "--intermediate=3072", "--max_positions=32768",
+                    "--pooling=last_token"]}
 
 
 class OneSequence(torch.nn.Module):
@@ -51,8 +58,7 @@ def demo_model(build_dir, family):
     path = f"{build_dir}/models/{family}-base-demo"
     if not os.path.exists(f"{path}/model.safetensors"):
         subprocess.run([f"{build_dir}/model_store/write_demo_model", f"--architecture={family}",
-                        *SHAPES.get(family, ["--layers=12"]), "--hidden=768", "--heads=12",
-                        "--max_positions=8192", f"--out={path}"], check=True,
+                        *SHAPES.get(family, BASE), f"--out={path}"], check=True,
                        capture_output=True)
     return path
 

@@ -101,10 +101,14 @@ def windows(client, docs, window):
     wrapped in the special tokens, so the baseline does exactly the same work."""
     out = []
     for tokenized in client.tokenize(docs, add_special_tokens=True).inputs:
-        ids = [t.id for t in tokenized.tokens]
-        first, content, last = ids[0], ids[1:-1], ids[-1]
+        tokens = list(tokenized.tokens)
+        # The model's own specials: [CLS] ... [SEP], or a decoder's appended end token alone.
+        lead = 1 if tokens and tokens[0].special else 0
+        tail = 1 if len(tokens) > lead and tokens[-1].special else 0
+        ids = [t.id for t in tokens]
+        first, content, last = ids[:lead], ids[lead:len(ids) - tail], ids[len(ids) - tail:]
         for start in range(0, max(len(content), 1), window):
-            out.append([first] + content[start:start + window] + [last])
+            out.append(first + content[start:start + window] + last)
     return out
 
 

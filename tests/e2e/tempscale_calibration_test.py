@@ -205,6 +205,13 @@ class CalibrationTest(unittest.TestCase):
         bad_grid = self.embedctl("calibrate", f"--corpus={self.corpus}", "--temperatures=1,1.5")
         self.assertNotEqual(bad_grid.returncode, 0)
         self.assertIn("--temperatures: 1.5 is outside (0, 1]", bad_grid.stderr)
+        # A prompt the model lacks is refused before any work, as the server refuses it.
+        for command in ("calibrate", "eval"):
+            no_prompt = self.embedctl(command, f"--corpus={self.corpus}", "--prompt-name=nope")
+            self.assertNotEqual(no_prompt.returncode, 0)
+            self.assertIn("INVALID_ARGUMENT", no_prompt.stderr)
+            self.assertIn("--prompt-name: 'nope' is not one of the model's prompts []",
+                          no_prompt.stderr)
 
 
 if __name__ == "__main__":

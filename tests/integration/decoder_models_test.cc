@@ -93,6 +93,8 @@ TEST_F(DecoderModelsTest, ModelInfoAndTokenizeShowTheAppendedEndToken) {
   ASSERT_TRUE(info.ok()) << info.status();
   EXPECT_EQ(info->architecture(), "qwen3");
   EXPECT_EQ(info->pooling(), "last_token");
+  EXPECT_EQ(info->pooled_token(), "<|endoftext|>");
+  EXPECT_TRUE(info->causal());
   EXPECT_EQ(info->max_window_tokens(), 8191u);  // one special token: the appended end
   v1::TokenizeRequest request;
   request.set_model("qwen3");

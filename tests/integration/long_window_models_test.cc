@@ -118,6 +118,8 @@ TEST_P(LongWindowModelsTest, ModelInfoDescribesAnEightThousandTokenWindow) {
   EXPECT_EQ(info->max_positions(), 8192u);
   EXPECT_EQ(info->max_window_tokens(), 8190u);
   EXPECT_EQ(info->pooling(), "mean");
+  EXPECT_FALSE(info->causal());
+  EXPECT_EQ(info->pooled_token(), "");
 }
 
 TEST_P(LongWindowModelsTest, TokenizeIsTheModelsTokenizerWithItsSpecialTokens) {

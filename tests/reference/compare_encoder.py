@@ -36,6 +36,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from attention_formula import tempscale_attention
 from reference_decoder import DECODER_TYPES, ReferenceDecoder, is_causal
 
 TOLERANCE = 1e-4
@@ -204,8 +205,7 @@ class ReferenceNomicBert(nn.Module):
         length = x.shape[0]
         q, k, v = layer["Wqkv"](x).view(length, 3, self.heads, self.head_dim).permute(1, 2, 0, 3)
         q, k = self.rotate(q, cos, sin), self.rotate(k, cos, sin)
-        logits = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)
-        context = torch.softmax(logits / self.tau, dim=-1) @ v  # [heads, L, d]
+        context = tempscale_attention(q, k, v, self.tau)  # [heads, L, d]
         return layer["out_proj"](context.transpose(0, 1).reshape(length, -1))
 
     @staticmethod
@@ -316,8 +316,7 @@ class ReferenceGte(nn.Module):
             if self.clip1:
                 scale = scale.clip(1)
             q = q * scale
-        logits = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)
-        context = torch.softmax(logits / self.tau, dim=-1) @ v
+        context = tempscale_attention(q, k, v, self.tau)
         return layer["o_proj"](context.transpose(0, 1).reshape(length, -1))
 
     def mlp(self, layer, x):
@@ -403,8 +402,7 @@ class ReferenceJinaBert(nn.Module):
         for layer in self.layers:
             q, k, v = [layer[n](x).view(length, self.heads, self.head_dim).transpose(0, 1)
                        for n in ("query", "key", "value")]
-            logits = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim) + alibi
-            context = torch.softmax(logits / self.tau, dim=-1) @ v
+            context = tempscale_attention(q, k, v, self.tau, alibi)
             x = layer["attention_norm"](x + layer["dense"](
                 context.transpose(0, 1).reshape(length, -1)))
             gated, non_gated = torch.split(layer["gated_layers"](x), self.inner, dim=-1)
@@ -487,18 +485,17 @@ class ReferenceModernBert(nn.Module):
         x = self.embeddings_norm(self.tok_embeddings(ids))
         positions = torch.arange(length)
         outside = (positions[:, None] - positions[None, :]).abs() > self.half_window
+        band = torch.zeros(length, length).masked_fill(outside, float("-inf"))
         for layer, kind in zip(self.layers, self.layer_types):
             cos, sin = self.rotary(length, self.theta[kind])
             h = layer["attn_norm"](x)
             q, k, v = layer["Wqkv"](h).view(length, 3, self.heads, self.head_dim).permute(1, 2, 0, 3)
             q = q * cos + rotate_half(q, False) * sin
             k = k * cos + rotate_half(k, False) * sin
-            logits = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)
-            tau = self.tau
             if kind == "sliding_attention":
-                logits = logits.masked_fill(outside, float("-inf"))
-                tau = self.local_tau
-            context = torch.softmax(logits / tau, dim=-1) @ v
+                context = tempscale_attention(q, k, v, self.local_tau, band)
+            else:
+                context = tempscale_attention(q, k, v, self.tau)
             x = x + layer["attn_Wo"](context.transpose(0, 1).reshape(length, -1))
             gate_input, gate = layer["Wi"](layer["mlp_norm"](x)).chunk(2, dim=-1)
             x = x + layer["mlp_Wo"](F.gelu(gate_input) * gate)
@@ -545,10 +542,32 @@ LOCAL_TAU = 0.9
 RUN_FLAGS = {"--head-by-head", "--local-tau"}  # flags that leave the config alone
 
 
+def sliding_window_check(binary, model_dir, config, weights, ids):
+    """The same weights read as Mistral with a sliding_window of 64 (keys i - 64 < j <= i):
+    one 700-token sequence against the reference at tau 0.7."""
+    ids = ids[:700]
+    scratch = tempfile.mkdtemp(prefix="compare-window-")
+    shutil.copytree(model_dir, scratch, dirs_exist_ok=True)
+    windowed = dict(config, model_type="mistral", sliding_window=64)
+    windowed.pop("attention_bias", None)  # Mistral has none: its reference and ours skip them
+    json.dump(windowed, open(f"{scratch}/config.json", "w"))
+    out = subprocess.run([binary, scratch], input=json.dumps(
+        {"sequences": [ids], "temperatures": [0.7], "pooling": "last_token"}),
+        capture_output=True, text=True, check=True)
+    got = np.array(json.loads(out.stdout)["hidden_states"][0]).reshape(len(ids), -1)
+    want = ReferenceDecoder(windowed, weights, 0.7)(ids).numpy()
+    unwindowed = ReferenceDecoder(dict(windowed, sliding_window=None), weights, 0.7)(ids).numpy()
+    diff, effect = np.abs(got - want).max(), np.abs(want - unwindowed).max()
+    print(f"mistral sliding_window 64: max |C++ - torch| = {diff:.3e} (the window moves the "
+          f"states by {effect:.3e})")
+    return diff <= TOLERANCE and effect > 1e-2
+
+
 def decoder_checks(binary, model_dir, config, weights, sequences, rng):
     """What only a decoder has: causality in the C++ encoder (changing the tokens after
-    position i leaves positions <= i unchanged) and, with a q/k-norm, where tau goes (folded
-    into the queries before the norm it cancels out: the tau = 1 vector back; after it, not)."""
+    position i leaves positions <= i unchanged), Mistral's sliding window (on weights without
+    q/k norms) and, with a q/k-norm, where tau goes (folded into the queries before the norm it
+    cancels out: the tau = 1 vector back; after it, not)."""
     ok = True
     if is_causal(config):
         prefix = max(sequences, key=len)[:300]
@@ -562,6 +581,8 @@ def decoder_checks(binary, model_dir, config, weights, sequences, rng):
         print(f"causality: positions < 150 moved by {before:.3e} when tokens 150.. changed "
               f"(those moved by {after:.3e})")
         ok &= before <= 1e-6 and after > 1e-2
+    if is_causal(config) and "layers.0.self_attn.q_norm.weight" not in weights:
+        ok &= sliding_window_check(binary, model_dir, config, weights, max(sequences, key=len))
     if "layers.0.self_attn.q_norm.weight" in weights:
         ids = max(sequences, key=len)[:500]
         plain = ReferenceDecoder(config, weights, 1.0)(ids).numpy()

@@ -15,10 +15,11 @@ TempScale as the paper states it: softmax((QK^T / sqrt(d) + mask) / tau). `tau_b
 instead scales the queries by 1 / tau before the q-norm (the placement that cancels out).
 Rotary angles: inverse frequencies in fp32 as the published code has them, t x f in fp64.
 """
-import math
 
 import torch
 from torch import nn
+
+from attention_formula import tempscale_attention
 
 DECODER_TYPES = ("qwen3", "qwen2", "mistral", "llama")
 ATTENTION_MODULES = {key: "self_attn." for key in
@@ -115,9 +116,7 @@ class ReferenceDecoder(nn.Module):
         group = self.heads // self.kv_heads
         k = k.repeat_interleave(group, dim=0)  # repeat_kv: head h reads kv head h // group
         v = v.repeat_interleave(group, dim=0)
-        logits = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim) + mask
-        tau = 1.0 if self.tau_before_norm else self.tau
-        context = torch.softmax(logits / tau, dim=-1) @ v
+        context = tempscale_attention(q, k, v, 1.0 if self.tau_before_norm else self.tau, mask)
         return layer["o_proj"](context.transpose(0, 1).reshape(length, -1))
 
     @torch.no_grad()
