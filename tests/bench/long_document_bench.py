@@ -76,19 +76,22 @@ def make_documents(client, lengths, rng):
     inputs a request may hold), so no call holds more tokens than a document may: tokenizing a
     whole draw at once exceeded the server's per-call limit (--max-tokens-per-document) for
     the longest documents. The words are whitespace-separated, so their counts add up; the
-    final check holds the text to that."""
+    final check holds the text to that. Each word is counted, and joined, after a space: a
+    byte-level BPE tokenizes " word" (one piece with its space) apart from "word"."""
     words = [w.strip() for w in open("/usr/share/dict/words") if w.strip().isalpha()]
     docs = []
     for target in lengths:
         chosen, count = [], 0
         while count < target:
             draw = [rng.choice(words) for _ in range(512)]
-            counts = [len(t.tokens) for t in client.tokenize(draw, add_special_tokens=False).inputs]
+            spaced = [" " + word for word in draw]
+            counts = [len(t.tokens)
+                      for t in client.tokenize(spaced, add_special_tokens=False).inputs]
             for word, n in zip(draw, counts):
                 if count + n <= target:
                     chosen.append(word)
                     count += n
-        text = " ".join(chosen)
+        text = "".join(" " + word for word in chosen)
         got = len(client.tokenize([text], add_special_tokens=False).inputs[0].tokens)
         if got != target:
             sys.exit(f"make_documents: {got} tokens where the words counted {target}")
