@@ -209,6 +209,13 @@ ArchitectureSpec Qwen2Spec() {
   return spec;
 }
 
+ArchitectureSpec MistralSpec() {
+  ArchitectureSpec spec =
+      DecoderLayout("mistral", "intfloat/e5-mistral-7b-instruct, Salesforce/SFR-Embedding-2_R");
+  spec.map_config = MapMistralConfig;
+  return spec;
+}
+
 bool Named(const ArchitectureSpec& spec, const std::string& model_type) {
   return spec.model_type == model_type ||
          std::find(spec.model_type_aliases.begin(), spec.model_type_aliases.end(), model_type) !=
@@ -225,16 +232,11 @@ absl::Status Unsupported(const std::string& model_type) {
 
 const std::vector<ArchitectureSpec>& AllArchitectures() {
   static const auto* const kSpecs = new std::vector<ArchitectureSpec>{
-      BertSpec(),
-      XlmRobertaSpec(),
-      NomicBertSpec(),
-      GteSpec(),
-      JinaBertSpec(),
-      ModernBertSpec(),
-      Qwen3Spec(),
-      Qwen2Spec(),
-      DecoderLayout("mistral", "intfloat/e5-mistral-7b-instruct, Salesforce/SFR-Embedding-2_R"),
-      DecoderLayout("llama", "McGill-NLP/LLM2Vec-Meta-Llama-3-8B-Instruct-mntp")};
+      BertSpec(),      XlmRobertaSpec(),
+      NomicBertSpec(), GteSpec(),
+      JinaBertSpec(),  ModernBertSpec(),
+      Qwen3Spec(),     Qwen2Spec(),
+      MistralSpec(),   DecoderLayout("llama", "McGill-NLP/LLM2Vec-Meta-Llama-3-8B-Instruct-mntp")};
   return *kSpecs;
 }
 

@@ -303,18 +303,6 @@ absl::Status MapDecoderConfig(const std::string& label, const Json& json, Encode
   RETURN_IF_ERROR(ReadBool(label, json, "use_bidirectional_attention", &bidirectional));
   RETURN_IF_ERROR(ReadBool(label, json, "is_causal", &causal));
   config->causal = causal && !bidirectional;
-  // Mistral's window: query i attends keys i - window < j <= i, in every layer.
-  if (auto it = json.find("sliding_window"); it != json.end() && !it->is_null()) {
-    int64_t window = 0;
-    RETURN_IF_ERROR(ReadPositive(label, json, "sliding_window", false, &window));
-    if (!config->causal) {
-      return absl::DataLossError(absl::StrCat(
-          label, ": field 'sliding_window' is set on a bidirectional model; supported: null"));
-    }
-    if (window < config->max_position_embeddings) {
-      config->layer_bands.assign(config->num_hidden_layers, window - 1);
-    }
-  }
   RotaryConfig& rotary = config->rotary;
   rotary.dim = config->head_dim();
   if (rotary.dim % 2 != 0) {
@@ -326,6 +314,26 @@ absl::Status MapDecoderConfig(const std::string& label, const Json& json, Encode
   // A 32k window turns its fastest pair through 32,000 radians: fp32's rounding of t x f there
   // is 2e-3 radians, so angles are computed in fp64.
   rotary.exact_angles = true;
+  return absl::OkStatus();
+}
+
+absl::Status MapMistralConfig(const std::string& label, const Json& json, EncoderConfig* config) {
+  RETURN_IF_ERROR(MapDecoderConfig(label, json, config));
+  // Query i attends keys i - window < j <= i, in every layer. (Qwen2 and Qwen3 carry the key
+  // too but apply it only under use_sliding_window, which MapDecoderConfig refuses.)
+  if (auto it = json.find("sliding_window"); it != json.end() && !it->is_null()) {
+    int64_t window = 0;
+    RETURN_IF_ERROR(ReadPositive(label, json, "sliding_window", false, &window));
+    if (window < 2 || !config->causal) {
+      return absl::DataLossError(absl::StrCat(label, ": field 'sliding_window' is ", window,
+                                              window < 2 ? "; supported: >= 2 or null"
+                                                         : " on a bidirectional model; "
+                                                           "supported: null"));
+    }
+    if (window < config->max_position_embeddings) {
+      config->layer_bands.assign(config->num_hidden_layers, window - 1);
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -34,9 +34,12 @@ absl::Status MapGteConfig(const std::string& label, const nlohmann::json& json,
 
 // The decoders (Qwen3, Qwen2, Mistral, Llama): hidden_act, rms_norm_eps, num_key_value_heads,
 // head_dim, rope_theta, attention_bias, mlp_bias; causal unless use_bidirectional_attention or
-// is_causal: false; Mistral's sliding_window as a causal band. rope_scaling other than the
+// is_causal: false. rope_scaling other than the
 // default, partial_rotary_factor below 1 and use_sliding_window are refused naming the field.
 absl::Status MapDecoderConfig(const std::string& label, const nlohmann::json& json,
+                              EncoderConfig* config);
+// Mistral: the decoder's, and sliding_window as a causal band in every layer.
+absl::Status MapMistralConfig(const std::string& label, const nlohmann::json& json,
                               EncoderConfig* config);
 // Qwen2: the decoder's, with biases on q, k, v and none on o, as its code fixes them.
 absl::Status MapQwen2Config(const std::string& label, const nlohmann::json& json,

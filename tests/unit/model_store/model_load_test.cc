@@ -195,8 +195,10 @@ TEST(ModelLoad, DecoderConfigsReadTheirShapeAndRefuseWhatTheyDoNotImplement) {
   expect_error([](Json& j) { j["num_key_value_heads"] = 3; }, {"num_key_value_heads", "3"});
   expect_error([](Json& j) { j["head_dim"] = 16; }, {"self_attn.q_proj.weight", "[64, 64]"});
   expect_error([](Json& j) { j["hidden_act"] = "tanh"; }, {"hidden_act", "tanh"});
-  expect_error([](Json& j) { j["is_causal"] = false, j["sliding_window"] = 64; },
-               {"sliding_window", "bidirectional"});
+  // Qwen3 carries sliding_window but applies it only under use_sliding_window.
+  auto unwindowed = load_with([](Json& j) { j["sliding_window"] = 64, j["is_causal"] = false; });
+  ASSERT_TRUE(unwindowed.ok()) << unwindowed.status();
+  EXPECT_TRUE((*unwindowed)->config().layer_bands.empty());
   for (const char* field : {"use_bidirectional_attention", "is_causal"}) {
     auto bidirectional =
         load_with([&](Json& j) { j[field] = std::string(field) == "is_causal" ? false : true; });
@@ -214,6 +216,13 @@ TEST(ModelLoad, DecoderConfigsReadTheirShapeAndRefuseWhatTheyDoNotImplement) {
   windowed = ParseEncoderConfig("config.json", mistral.dump());
   ASSERT_TRUE(windowed.ok()) << windowed.status();
   EXPECT_TRUE(windowed->layer_bands.empty());
+  for (const auto& [window, causal] : {std::pair{64, false}, std::pair{1, true}}) {
+    mistral["sliding_window"] = window;
+    mistral["is_causal"] = causal;
+    windowed = ParseEncoderConfig("config.json", mistral.dump());
+    EXPECT_EQ(windowed.status().code(), absl::StatusCode::kDataLoss);
+    EXPECT_THAT(windowed.status().message(), HasSubstr("'sliding_window' is"));
+  }
 }
 
 // ModernBERT's two config spellings (the legacy fields, and transformers v5's layer_types and
