@@ -229,7 +229,8 @@ void BlockedSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const 
   auto slope = [&](int64_t kv, int64_t g) {
     return pattern.alibi.empty() ? 0.0 : pattern.alibi[kv * group + g];
   };
-  if (bf16 || !pattern.plain() || length < kFusedAttentionFromKeys) {
+  const bool fusable = pattern.alibi.empty() && pattern.band <= 0;  // causal or not
+  if (bf16 || !fusable || length < kFusedAttentionFromKeys) {
     // Blocks outer, heads inner: a block's mask is built once for all heads.
     for (int64_t begin = 0; begin < length; begin += query_block) {
       const int64_t end = std::min(length, begin + query_block);
@@ -242,7 +243,7 @@ void BlockedSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const 
     return;
   }
   // Key/value heads outer: the fused path packs each once for its whole group.
-  FusedAttention fused(length, q.size(3), query_block);
+  FusedAttention fused(length, q.size(3), query_block, pattern.causal);
   for (int64_t kv = 0; kv < kv_heads; ++kv) {
     fused.SetHead(k[kv], v[kv]);
     for (int64_t g = 0; g < group; ++g) {

@@ -39,7 +39,7 @@ struct AttentionPattern {
   int64_t band = 0;
   // Query i attends only keys j <= i (a decoder). With a band, keys i - band <= j <= i.
   bool causal = false;
-  // Every key, nothing added: the fused path applies.
+  // Every key, nothing added.
   bool plain() const { return alibi.empty() && band <= 0 && !causal; }
 };
 
@@ -62,7 +62,8 @@ torch::Tensor KeyOffsets(int64_t begin, int64_t end, int64_t first_key, int64_t 
 // through fp32 on this CPU). Exact in fp32 to rounding, at every tau, on either fp32 path. A
 // call's heads are computed independently of each other: head h gives the same bits whether it
 // comes alone or with the others, except for bf16 below kBf16HeadByHeadFromKeys, whose callers
-// always pass every head. Only a plain() pattern in fp32 takes the fused path.
+// always pass every head. In fp32 from kFusedAttentionFromKeys on, a plain() or causal-only
+// pattern takes the fused path.
 void BlockedSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                           double scale, int64_t query_block, const AttentionPattern& pattern,
                           torch::Tensor& out);

@@ -76,10 +76,11 @@ const Kernels& KernelsFor(int64_t rows, int64_t keys, int64_t width) {
 
 }  // namespace
 
-FusedAttention::FusedAttention(int64_t length, int64_t head_dim, int64_t query_block)
+FusedAttention::FusedAttention(int64_t length, int64_t head_dim, int64_t query_block, bool causal)
     : length_(length),
       head_dim_(head_dim),
       padded_length_(RoundUp(length, kShapeStep)),
+      causal_(causal),
       stream_(CpuEngine()) {
   const int64_t width = head_dim + 1;
   const int64_t rows = RoundUp(std::min(length, query_block), kShapeStep);
@@ -120,6 +121,10 @@ void FusedAttention::SetHead(const torch::Tensor& k, const torch::Tensor& v) {
   key_radius_ = std::sqrt(*std::max_element(radius_squared.begin(), radius_squared.end()));
 }
 
+int64_t FusedAttention::KeysRead(int64_t end) const {
+  return causal_ ? RoundUp(end, kShapeStep) : padded_length_;
+}
+
 bool FusedAttention::Block(const torch::Tensor& q, int64_t begin, int64_t end, double scale,
                            const torch::Tensor& out) {
   const int64_t d = head_dim_, width = d + 1, rows = end - begin;
@@ -144,24 +149,41 @@ bool FusedAttention::Block(const torch::Tensor& q, int64_t begin, int64_t end, d
   });
   std::fill(queries + rows * width, queries + padded_rows * width, 0.f);  // rows left unread
 
-  const Kernels& k = KernelsFor(padded_rows, padded_length_, width);
+  const int64_t keys_read = KeysRead(end);
+  const Kernels& k = KernelsFor(padded_rows, keys_read, width);
   const torch::Tensor weights_scratch = Scratchpad(k.weights_pd);
   const torch::Tensor context_scratch = Scratchpad(k.context_pd);
+  // The block's [padded_rows, keys_read] weights, row-major at the front of the buffer.
+  const torch::Tensor block_weights =
+      weights_.view(-1).slice(0, 0, padded_rows * keys_read).view({padded_rows, keys_read});
   dnnl::stream& stream = stream_;
-  const dnnl::memory weights = AsMemory(k.weights_pd.dst_desc(), weights_);
+  const dnnl::memory weights = AsMemory(k.weights_pd.dst_desc(), block_weights);
   k.weights.execute(
       stream, {{DNNL_ARG_SRC, AsMemory(k.weights_pd.src_desc(), queries_)},
                {DNNL_ARG_WEIGHTS, AsMemory(k.weights_pd.weights_desc(), keys_)},
                {DNNL_ARG_DST, weights},
                {DNNL_ARG_SCRATCHPAD, AsMemory(k.weights_pd.scratchpad_desc(), weights_scratch)}});
+  if (causal_) {
+    stream.wait();
+    // Row i keeps keys j <= begin + i: zero the rest of the block's diagonal square (and the
+    // keys past it up to the shape step, padding keys included).
+    float* w = block_weights.data_ptr<float>();
+    at::parallel_for(0, rows, kRowsPerTask, [&](int64_t first, int64_t last) {
+      for (int64_t i = first; i < last; ++i) {
+        std::fill(w + i * keys_read + begin + i + 1, w + (i + 1) * keys_read, 0.f);
+      }
+    });
+  }
   k.context.execute(
       stream, {{DNNL_ARG_SRC, weights},
                {DNNL_ARG_WEIGHTS, AsMemory(k.context_pd.weights_desc(), values_)},
                {DNNL_ARG_DST, AsMemory(k.context_pd.dst_desc(), context_)},
                {DNNL_ARG_SCRATCHPAD, AsMemory(k.context_pd.scratchpad_desc(), context_scratch)}});
   stream.wait();
-  // Each row's sum over the real keys only: a padding key's weight is exp(0).
-  const torch::Tensor sums = weights_.slice(0, 0, rows).slice(1, 0, length_).sum(1);
+  // Each row's sum over the keys it attends: a padding key's weight is exp(0), and under a
+  // causal mask the keys past the row are zero already.
+  const torch::Tensor sums =
+      block_weights.slice(0, 0, rows).slice(1, 0, std::min(length_, keys_read)).sum(1);
   const float* sum = sums.data_ptr<float>();
   const float* context = context_.data_ptr<float>();
   for (int64_t i = 0; i < rows; ++i) {

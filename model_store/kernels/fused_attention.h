@@ -20,12 +20,15 @@ namespace embedding::model_store {
 // logit with key i (no more than the maximum, so the largest weight is at least 1) and a
 // Cauchy-Schwarz bound on the maximum less a headroom (no weight above e^headroom). A row
 // whose weights still leave fp32's range (the bound far above the maximum: huge vectors, a
-// tiny tau) is reported, and the caller computes its block the plain way.
+// tiny tau) is reported, and the caller computes its block the plain way. A causal call reads
+// only the keys up to its block's end (rounded up to the shape step) and zeroes the weights past
+// each row's own position before the second product: half the work of a bidirectional window.
 class FusedAttention {
  public:
   // For one sequence of `length` tokens, heads of width `head_dim`, at most `query_block`
-  // queries at a time. Holds its buffers (one head's keys and values, one block's weights).
-  FusedAttention(int64_t length, int64_t head_dim, int64_t query_block);
+  // queries at a time; `causal`: query i reads keys j <= i only. Holds its buffers (one head's
+  // keys and values, one block's weights).
+  FusedAttention(int64_t length, int64_t head_dim, int64_t query_block, bool causal);
 
   // Takes one head's keys and values ([L, d] fp32 views, unit stride in the last dimension)
   // for the blocks that follow.
@@ -41,7 +44,12 @@ class FusedAttention {
   static size_t primitives();
 
  private:
+  // The keys block [begin, end) reads: every one, or under a causal mask those before `end`
+  // rounded up to the shape step (the weights past each row's position are zeroed).
+  int64_t KeysRead(int64_t end) const;
+
   int64_t length_, head_dim_, padded_length_;  // padded_length_: a multiple of the shape step
+  bool causal_;
   // Centred keys with a column of ones [padded_length_, d + 1], and values [padded_length_, d].
   // Padding rows are zero: their weight is exp(0), left out of the sums, times a zero value.
   torch::Tensor keys_, values_;

@@ -240,7 +240,7 @@ TEST(FusedAttention, WritesEachBlockExactlyAndRefusesRowsOutOfRange) {
   for (double tau : {1.0, 0.3}) {
     const double scale = 1.0 / (std::sqrt(double(d)) * tau);
     const torch::Tensor expected = PlainAttention(q, k, v, all_keys.view({1, length}), tau);
-    FusedAttention fused(length, d, block);
+    FusedAttention fused(length, d, block, /*causal=*/false);
     fused.SetHead(k, v);
     torch::Tensor out = torch::full({length, d}, NAN);
     ASSERT_TRUE(fused.Block(q, 64, 128, scale, out));
@@ -250,11 +250,32 @@ TEST(FusedAttention, WritesEachBlockExactlyAndRefusesRowsOutOfRange) {
     EXPECT_TRUE(torch::isnan(out.slice(0, 128)).all().item<bool>());
   }
   const auto [eq, ek, ev] = ExtremeHead(length, d);
-  FusedAttention fused(length, d, block);
+  FusedAttention fused(length, d, block, /*causal=*/false);
   fused.SetHead(ek, ev);
   torch::Tensor out = torch::full({length, d}, NAN);
   EXPECT_FALSE(fused.Block(eq, 0, 64, 1.0 / std::sqrt(double(d)), out));
   EXPECT_TRUE(torch::isnan(out).all().item<bool>());
+}
+
+// Causal: a block reads the keys up to its end rounded to the shape step and zeroes what lies
+// past each row, padding keys included; a last block ending off the step (100..150) too.
+TEST(FusedAttention, CausalBlocksSeeTheirPastOnly) {
+  torch::manual_seed(6);
+  const int64_t length = 150, d = 16, block = 64;
+  const torch::Tensor q = torch::randn({length, d}), k = torch::randn({length, d}),
+                      v = torch::randn({length, d});
+  const torch::Tensor positions = torch::arange(length);
+  const torch::Tensor past = positions.unsqueeze(0).le(positions.unsqueeze(1));  // j <= i
+  for (double tau : {1.0, 0.3}) {
+    const torch::Tensor expected = PlainAttention(q, k, v, past, tau);
+    FusedAttention fused(length, d, block, /*causal=*/true);
+    fused.SetHead(k, v);
+    torch::Tensor out = torch::full({length, d}, NAN);
+    for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, 64}, {64, 100}, {100, 150}}) {
+      ASSERT_TRUE(fused.Block(q, begin, end, 1.0 / (std::sqrt(double(d)) * tau), out));
+    }
+    EXPECT_LT((out - expected).abs().max().item<float>(), 1e-5) << "tau " << tau;
+  }
 }
 
 // Where FusedAttention refuses a block, the plain path computes it: still exact.
@@ -296,6 +317,32 @@ TEST(BlockedSelfAttention, EqualsThePlainFormulaWhereTheSoftmaxIsFolded) {
           << "block " << block << " tau " << tau;
     }
   }
+}
+
+// A causal decoder from kFusedAttentionFromKeys keys on takes the fused path too: grouped heads,
+// every block reading only its past, against the masked formula on rows at the block edges.
+TEST(BlockedSelfAttention, CausalGroupedHeadsStayExactWhereTheSoftmaxIsFolded) {
+  torch::manual_seed(8);
+  const int64_t kv_heads = 2, group = 2, d = 16, length = kFusedAttentionFromKeys + 5;
+  const torch::Tensor q = torch::randn({kv_heads, group, length, d});
+  const torch::Tensor k = torch::randn({kv_heads, length, d}),
+                      v = torch::randn({kv_heads, length, d});
+  const torch::Tensor rows =
+      torch::tensor({0L, 1L, 511L, 512L, 513L, 2050L, length - 6, length - 5, length - 1});
+  const torch::Tensor past = torch::arange(length).unsqueeze(0).le(rows.unsqueeze(1));
+  const size_t built = FusedAttention::primitives();
+  for (double tau : {1.0, 0.5}) {
+    const torch::Tensor expected =
+        PlainAttention(q.index_select(2, rows), k.unsqueeze(1), v.unsqueeze(1), past, tau);
+    torch::Tensor out = torch::full({kv_heads, group, length, d}, NAN);
+    AttentionPattern pattern;
+    pattern.causal = true;
+    BlockedSelfAttention(q, k, v, 1.0 / (std::sqrt(double(d)) * tau), 512, pattern, out);
+    EXPECT_LT((out.index_select(2, rows) - expected).abs().max().item<float>(), 1e-5)
+        << "tau " << tau;
+  }
+  // Its own kernels, one per block's key count (the fused path ran, not the plain fallback).
+  EXPECT_GE(FusedAttention::primitives(), built + length / 512);
 }
 
 // Lengths within one shape step share their kernels, so a model builds a bounded number.
