@@ -74,15 +74,22 @@ ABSL_FLAG(uint32_t, compare_chunk_tokens, 0,
           "native window (0: native only).");
 ABSL_FLAG(std::string, schedule_out, "",
           "calibrate: write the fitted schedule here (the model directory's tempscale.json).");
-ABSL_FLAG(double, min_gain, 0.01,
-          "calibrate: MRR@10 a tau below 1 must add over tau = 1 in its bucket to be chosen.");
-ABSL_FLAG(uint32_t, docs_per_bucket, 64, "calibrate, eval: documents per length bucket.");
-ABSL_FLAG(uint32_t, query_tokens, 12, "calibrate, eval: tokens per query span.");
+ABSL_FLAG(double, min_gain_se, 2,
+          "calibrate: standard errors of its paired gain over tau = 1 (calibration half) a tau "
+          "below 1 must exceed in its bucket to be chosen.");
+ABSL_FLAG(std::string, task, "passkey",
+          "calibrate, eval: passkey|needle|lexical (see README: which retrieval task).");
+ABSL_FLAG(uint32_t, docs_per_bucket, 200,
+          "calibrate, eval: documents per length bucket, one query each (whole pools).");
+ABSL_FLAG(uint32_t, pool_size, 8, "calibrate, eval: candidates each query is ranked among.");
+ABSL_FLAG(uint32_t, query_tokens, 12,
+          "calibrate, eval: tokens per lexical query span (a needle is twice as long).");
 ABSL_FLAG(double, fixed_temperature, 0.7, "eval: the fixed tau column.");
 ABSL_FLAG(std::string, compare_strategies,
           "truncate,chunk_mean,chunk_weighted_mean,chunk_max,late_chunking",
           "eval: strategies to compare.");
-ABSL_FLAG(std::string, tasks_json, "", "eval: also write the documents and queries here.");
+ABSL_FLAG(std::string, tasks_json, "",
+          "calibrate, eval: also write the documents and queries here.");
 ABSL_FLAG(std::string, hub_cache_dir, "",
           "pull: the Hugging Face cache (default as the server's: HF_HUB_CACHE, ...).");
 ABSL_FLAG(bool, hub_offline, false, "pull: only check the cache (HF_HUB_OFFLINE=1 too).");
@@ -332,11 +339,22 @@ std::function<void(size_t, size_t)> ProgressPrinter(const char* label) {
 absl::StatusOr<RetrievalTaskOptions> TaskOptionsFromFlags() {
   RetrievalTaskOptions options;
   options.model = absl::GetFlag(FLAGS_model);
-  options.max_documents = absl::GetFlag(FLAGS_docs_per_bucket);
+  auto kind = ParseRetrievalTaskKind(absl::GetFlag(FLAGS_task));
+  if (!kind.ok()) return kind.status();
+  options.kind = *kind;
+  options.queries_per_bucket = absl::GetFlag(FLAGS_docs_per_bucket);
+  options.pool_size = absl::GetFlag(FLAGS_pool_size);
   options.query_tokens = absl::GetFlag(FLAGS_query_tokens);
   options.seed = absl::GetFlag(FLAGS_seed);
-  if (options.query_tokens < 1 || options.max_documents < 2)
-    return absl::InvalidArgumentError("--query-tokens must be >= 1 and --docs-per-bucket >= 2");
+  if (options.query_tokens < 1 || options.query_tokens > 256)
+    return absl::InvalidArgumentError("--query-tokens: must be in [1, 256]");
+  if (options.pool_size < 2 || options.pool_size > 1000)
+    return absl::InvalidArgumentError("--pool-size: must be in [2, 1000]");
+  if (options.queries_per_bucket < 2 * options.pool_size || options.queries_per_bucket > 100000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--docs-per-bucket: must be in [2 x --pool-size = ", 2 * options.pool_size,
+                     ", 100000]: a pool for each half"));
+  }
   return options;
 }
 
@@ -360,9 +378,15 @@ int Calibrate(EmbeddingClient& client) {
       return Fail(absl::InvalidArgumentError(absl::StrCat("--temperatures: bad value ", t)));
     options.grid.push_back(tau);
   }
-  options.min_gain = absl::GetFlag(FLAGS_min_gain);
+  options.min_gain_se = absl::GetFlag(FLAGS_min_gain_se);
+  if (!(options.min_gain_se >= 0))
+    return Fail(absl::InvalidArgumentError("--min-gain-se: must be >= 0"));
   options.progress = ProgressPrinter("calibrate");
-  auto calibration = RunCalibration(client, *corpus, options);
+  auto tasks_built = BuildRetrievalTasks(client, *corpus, options.tasks);
+  if (!tasks_built.ok()) return Fail(tasks_built.status());
+  if (const std::string path = absl::GetFlag(FLAGS_tasks_json); !path.empty())
+    std::ofstream(path) << TasksJson(*tasks_built);
+  auto calibration = RunCalibration(client, *tasks_built, options);
   if (!calibration.ok()) return Fail(calibration.status());
   std::cout << FormatCalibrationTable(*calibration);
   if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty())
@@ -372,9 +396,10 @@ int Calibrate(EmbeddingClient& client) {
   if (const std::string path = absl::GetFlag(FLAGS_schedule_out); !path.empty()) {
     const std::string source = absl::StrCat(
         "embedctl calibrate --corpus=", absl::GetFlag(FLAGS_corpus), " on ", info->name(), "@",
-        info->version(), " (MRR@10, ", options.tasks.query_tokens, "-token queries, ",
-        options.tasks.max_documents, " documents per bucket, grid ",
-        absl::GetFlag(FLAGS_temperatures), ", min gain ", options.min_gain,
+        info->version(), " (", RetrievalTaskKindName(options.tasks.kind), " MRR@10 among ",
+        options.tasks.pool_size, " candidates, ", options.tasks.queries_per_bucket,
+        " queries per bucket, grid ", absl::GetFlag(FLAGS_temperatures), ", gains above ",
+        options.min_gain_se, " standard errors",
         options.tasks.query_prompt_name.empty()
             ? std::string()
             : absl::StrCat(", queries with prompt '", options.tasks.query_prompt_name, "'"),
@@ -407,7 +432,9 @@ int Eval(EmbeddingClient& client) {
   auto tasks = BuildRetrievalTasks(client, *corpus, options.tasks);
   if (!tasks.ok()) return Fail(tasks.status());
   if (tasks->empty())
-    return Fail(absl::InvalidArgumentError("--corpus: no length bucket has enough documents"));
+    return Fail(absl::InvalidArgumentError(
+        "--corpus: too little text for two pools in any length bucket; add longer or more "
+        "documents"));
   if (const std::string path = absl::GetFlag(FLAGS_tasks_json); !path.empty())
     std::ofstream(path) << TasksJson(*tasks);
   auto report = RunEval(client, *tasks, options);

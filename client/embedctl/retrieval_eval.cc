@@ -1,5 +1,8 @@
 #include "client/embedctl/retrieval_eval.h"
 
+#include <algorithm>
+#include <numeric>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/embedctl/collapse_stats.h"
@@ -81,7 +84,10 @@ absl::StatusOr<EvalReport> RunEval(EmbeddingClient& client, const std::vector<Bu
       embed.strategy = report.columns[c].strategy;
       auto docs = EmbedInBatches(client, task.documents, embed, batch, on_call);
       if (!docs.ok()) return docs.status();
-      mrr.push_back(MeanReciprocalRankAt10(queries[c % taus.size()], *docs));
+      const std::vector<double> ranks =
+          ReciprocalRanks(queries[c % taus.size()], *docs, task.pool_size);
+      mrr.push_back(std::accumulate(ranks.begin(), ranks.end(), 0.0) /
+                    static_cast<double>(std::max<size_t>(1, ranks.size())));
       cosine.push_back(MeanPairwiseCosine(*docs));
     }
     report.mrr.push_back(std::move(mrr));
@@ -92,7 +98,8 @@ absl::StatusOr<EvalReport> RunEval(EmbeddingClient& client, const std::vector<Bu
 
 std::string FormatEvalTable(const EvalReport& report) {
   std::string out =
-      "MRR@10 per length bucket; columns are strategy/tau (trunc = truncate, mean = chunk_mean, "
+      "MRR@10 per length bucket, each query ranked among its pool; columns are strategy/tau (trunc "
+      "= truncate, mean = chunk_mean, "
       "wmean = chunk_weighted_mean, max = chunk_max, late = late_chunking)\n";
   absl::StrAppendFormat(&out, "%-10s %5s", "bucket", "docs");
   for (const EvalColumn& c : report.columns)
@@ -130,13 +137,6 @@ std::string EvalChartSvg(const EvalReport& report, const std::string& model) {
   return RenderLineChartSvg("Retrieval by length, strategy and tau: " +
                                 (model.empty() ? std::string("default model") : model),
                             "length bucket (tokens)", "MRR@10", report.buckets, series);
-}
-
-std::string TasksJson(const std::vector<BucketTask>& tasks) {
-  Json out = Json::array();
-  for (const BucketTask& t : tasks)
-    out.push_back({{"bucket", t.bucket}, {"documents", t.documents}, {"queries", t.queries}});
-  return out.dump() + "\n";
 }
 
 }  // namespace embedding::client

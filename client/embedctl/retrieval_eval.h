@@ -41,7 +41,5 @@ absl::StatusOr<EvalReport> RunEval(EmbeddingClient& client, const std::vector<Bu
 std::string FormatEvalTable(const EvalReport& report);
 std::string EvalJson(const EvalReport& report);
 std::string EvalChartSvg(const EvalReport& report, const std::string& model);
-// The tasks themselves (documents and queries per bucket), for checking the figures elsewhere.
-std::string TasksJson(const std::vector<BucketTask>& tasks);
 
 }  // namespace embedding::client

@@ -1,14 +1,18 @@
 #include "client/embedctl/retrieval_task.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/length_buckets.h"
+#include "nlohmann/json.hpp"
 
 namespace embedding::client {
 namespace {
@@ -22,15 +26,139 @@ absl::StatusOr<std::string> ReadFile(const fs::path& path) {
   return text.str();
 }
 
-struct TokenizedDocument {
-  std::string text;
-  std::vector<std::pair<uint32_t, uint32_t>> byte_spans;  // per content token
-};
+// A haystack's room for its fact, in tokens: the pass key's sentence took 20 WordPiece tokens,
+// a needle is twice a query's span.
+uint32_t FactRoom(const RetrievalTaskOptions& options) {
+  return std::max<uint32_t>(32, 2 * options.query_tokens + 8);
+}
 
 // The text from token `begin` to token `end` (exclusive).
-std::string Slice(const TokenizedDocument& doc, uint32_t begin, uint32_t end) {
+std::string Slice(const TokenizedText& doc, uint32_t begin, uint32_t end) {
   const uint32_t from = doc.byte_spans[begin].first;
   return doc.text.substr(from, doc.byte_spans[end - 1].second - from);
+}
+
+// `tokens` tokens of the corpus end to end from document `first` on (wrapping, each document
+// at most once), joined by spaces; empty when the corpus holds fewer. `used` gets the documents
+// it read.
+TokenizedText Haystack(const std::vector<TokenizedText>& corpus, size_t first, uint32_t tokens,
+                       std::vector<bool>* used) {
+  TokenizedText out;
+  used->assign(corpus.size(), false);
+  for (size_t k = 0; k < corpus.size() && out.byte_spans.size() < tokens; ++k) {
+    const size_t d = (first + k) % corpus.size();
+    const TokenizedText& doc = corpus[d];
+    const size_t take = std::min<size_t>(doc.byte_spans.size(), tokens - out.byte_spans.size());
+    if (take == 0) continue;
+    (*used)[d] = true;
+    if (!out.text.empty()) out.text += ' ';
+    const uint32_t offset = static_cast<uint32_t>(out.text.size());
+    const uint32_t from = doc.byte_spans[0].first;
+    out.text += Slice(doc, 0, static_cast<uint32_t>(take));
+    for (size_t t = 0; t < take; ++t) {
+      out.byte_spans.emplace_back(offset + doc.byte_spans[t].first - from,
+                                  offset + doc.byte_spans[t].second - from);
+    }
+  }
+  if (out.byte_spans.size() < tokens) return {};
+  return out;
+}
+
+// `haystack` with `fact` inserted before token round(depth x tokens), spaced as words.
+std::string Insert(const TokenizedText& haystack, float depth, const std::string& fact) {
+  const size_t n = haystack.byte_spans.size();
+  const size_t at = std::min(n, static_cast<size_t>(std::lround(depth * static_cast<float>(n))));
+  const size_t byte = at < n ? haystack.byte_spans[at].first : haystack.text.size();
+  std::vector<absl::string_view> parts;
+  for (absl::string_view part :
+       {absl::string_view(haystack.text).substr(0, byte), absl::string_view(fact),
+        absl::string_view(haystack.text).substr(byte)}) {
+    part = absl::StripAsciiWhitespace(part);
+    if (!part.empty()) parts.push_back(part);
+  }
+  return absl::StrJoin(parts, " ");
+}
+
+// The bucket's document lengths in content tokens: [lower, upper], or lower > upper when the
+// bucket is out of reach.
+std::pair<uint64_t, uint64_t> LengthRange(const LengthBucket& bucket, uint64_t lower_floor,
+                                          const RetrievalTaskOptions& options) {
+  uint64_t upper = bucket.max_tokens == UINT64_MAX ? bucket.min_tokens * 3 / 2 : bucket.max_tokens;
+  if (options.max_tokens > 0) upper = std::min<uint64_t>(upper, options.max_tokens);
+  return {std::max<uint64_t>(bucket.min_tokens, lower_floor), upper};
+}
+
+// Passkey or needle: pools of one haystack each, its copies differing only in their fact. All
+// `pools` or none, so that every bucket's rows weigh the same depths.
+BucketTask FactTask(const std::vector<TokenizedText>& corpus, const LengthBucket& bucket,
+                    size_t pools, const RetrievalTaskOptions& options, std::mt19937_64& rng) {
+  BucketTask task{bucket.label, static_cast<uint32_t>(bucket.min_tokens), options.kind,
+                  options.pool_size};
+  const uint32_t room = FactRoom(options);
+  auto [lower, upper] = LengthRange(bucket, room / 2, options);
+  if (upper < room || upper - room < lower) return task;
+  upper -= room;  // the haystack leaves its fact room inside the bucket
+  const uint32_t needle_tokens = 2 * options.query_tokens;
+  for (size_t p = 0; p < pools; ++p) {
+    const auto length = static_cast<uint32_t>(lower + rng() % (upper - lower + 1));
+    std::vector<bool> used;
+    const TokenizedText haystack = Haystack(corpus, rng() % corpus.size(), length, &used);
+    if (haystack.byte_spans.empty()) return {};  // too little text for this bucket
+    const float depth = kFactDepths[p % std::size(kFactDepths)];
+    std::vector<std::string> facts, queries;
+    if (options.kind == RetrievalTaskKind::kPasskey) {
+      std::vector<uint32_t> keys;
+      while (keys.size() < options.pool_size) {
+        const auto key = static_cast<uint32_t>(10000 + rng() % 90000);
+        if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+      }
+      for (uint32_t key : keys) {
+        facts.push_back(
+            absl::StrCat("The pass key is ", key, ". Remember it. ", key, " is the pass key."));
+        queries.push_back(absl::StrCat("The pass key is ", key, "."));
+      }
+    } else {
+      // Needles: the openings of documents outside the haystack, from a random place on.
+      const size_t first = rng() % corpus.size();
+      for (size_t k = 0; k < corpus.size() && facts.size() < options.pool_size; ++k) {
+        const size_t d = (first + k) % corpus.size();
+        if (used[d] || corpus[d].byte_spans.size() < needle_tokens) continue;
+        facts.push_back(Slice(corpus[d], 0, needle_tokens));
+        queries.push_back(Slice(corpus[d], 0, options.query_tokens));
+      }
+      if (facts.size() < options.pool_size) return {};  // too few documents for needles
+    }
+    for (size_t c = 0; c < options.pool_size; ++c) {
+      task.documents.push_back(Insert(haystack, depth, facts[c]));
+      task.queries.push_back(std::move(queries[c]));
+      task.depths.push_back(depth);
+    }
+  }
+  return task;
+}
+
+// Lexical: pools of different documents cut into the bucket, each query a span of its own.
+BucketTask LexicalTask(const std::vector<TokenizedText>& corpus, const LengthBucket& bucket,
+                       size_t pools, const RetrievalTaskOptions& options, std::mt19937_64& rng) {
+  BucketTask task{bucket.label, static_cast<uint32_t>(bucket.min_tokens), options.kind,
+                  options.pool_size};
+  const auto [lower, upper] = LengthRange(bucket, 2 * options.query_tokens, options);
+  if (upper < lower) return task;
+  for (const TokenizedText& doc : corpus) {
+    if (task.documents.size() >= pools * options.pool_size) break;
+    const uint64_t available = std::min<uint64_t>(upper, doc.byte_spans.size());
+    if (available < lower) continue;
+    const auto length = static_cast<uint32_t>(lower + rng() % (available - lower + 1));
+    const auto start = static_cast<uint32_t>(rng() % (length - options.query_tokens + 1));
+    task.documents.push_back(Slice(doc, 0, length));
+    task.queries.push_back(Slice(doc, start, start + options.query_tokens));
+    task.depths.push_back(static_cast<float>(start) / static_cast<float>(length));
+  }
+  const size_t whole = task.pools() * options.pool_size;  // drop a last partial pool
+  task.documents.resize(whole);
+  task.queries.resize(whole);
+  task.depths.resize(whole);
+  return task;
 }
 
 double Dot(const std::vector<float>& a, const std::vector<float>& b) {
@@ -66,10 +194,31 @@ absl::StatusOr<std::vector<std::string>> ReadCorpus(const std::string& path) {
   return documents;
 }
 
+absl::StatusOr<RetrievalTaskKind> ParseRetrievalTaskKind(std::string_view name) {
+  for (RetrievalTaskKind kind :
+       {RetrievalTaskKind::kPasskey, RetrievalTaskKind::kNeedle, RetrievalTaskKind::kLexical}) {
+    if (name == RetrievalTaskKindName(kind)) return kind;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--task: '", std::string(name), "' is not one of passkey, needle, lexical"));
+}
+
+const char* RetrievalTaskKindName(RetrievalTaskKind kind) {
+  switch (kind) {
+    case RetrievalTaskKind::kPasskey:
+      return "passkey";
+    case RetrievalTaskKind::kNeedle:
+      return "needle";
+    case RetrievalTaskKind::kLexical:
+      return "lexical";
+  }
+  return "passkey";
+}
+
 absl::StatusOr<std::vector<BucketTask>> BuildRetrievalTasks(EmbeddingClient& client,
                                                             const std::vector<std::string>& corpus,
                                                             const RetrievalTaskOptions& options) {
-  std::vector<TokenizedDocument> docs;
+  std::vector<TokenizedText> docs;
   for (const std::string& text : corpus) {
     v1::TokenizeRequest request;
     request.set_model(options.model);
@@ -77,31 +226,27 @@ absl::StatusOr<std::vector<BucketTask>> BuildRetrievalTasks(EmbeddingClient& cli
     request.set_add_special_tokens(false);
     auto response = client.Tokenize(request);
     if (!response.ok()) return response.status();
-    TokenizedDocument doc{text, {}};
+    TokenizedText doc{text, {}};
     for (const auto& token : response->inputs(0).tokens())
       doc.byte_spans.emplace_back(token.byte_span().start(), token.byte_span().end());
-    docs.push_back(std::move(doc));
+    if (!doc.byte_spans.empty()) docs.push_back(std::move(doc));
   }
+  return MakeBucketTasks(docs, options);
+}
+
+std::vector<BucketTask> MakeBucketTasks(const std::vector<TokenizedText>& corpus,
+                                        const RetrievalTaskOptions& options) {
+  std::vector<BucketTask> tasks;
+  if (corpus.empty() || options.pool_size < 2 || options.query_tokens < 1) return tasks;
+  const size_t pools =
+      std::max<size_t>(2, (options.queries_per_bucket + options.pool_size - 1) / options.pool_size);
   // std::mt19937_64's output is fixed by the standard (its distributions are not).
   std::mt19937_64 rng(options.seed);
-  std::vector<BucketTask> tasks;
   for (const LengthBucket& bucket : AllLengthBuckets()) {
-    const uint64_t lower = std::max<uint64_t>(bucket.min_tokens, 2 * options.query_tokens);
-    uint64_t upper =
-        bucket.max_tokens == UINT64_MAX ? bucket.min_tokens * 3 / 2 : bucket.max_tokens;
-    if (options.max_tokens > 0) upper = std::min<uint64_t>(upper, options.max_tokens);
-    if (upper < lower) continue;
-    BucketTask task{bucket.label, static_cast<uint32_t>(bucket.min_tokens), {}, {}};
-    for (const TokenizedDocument& doc : docs) {
-      if (task.documents.size() >= options.max_documents) break;
-      const uint64_t available = std::min<uint64_t>(upper, doc.byte_spans.size());
-      if (available < lower) continue;
-      const auto length = static_cast<uint32_t>(lower + rng() % (available - lower + 1));
-      const auto start = static_cast<uint32_t>(rng() % (length - options.query_tokens + 1));
-      task.documents.push_back(Slice(doc, 0, length));
-      task.queries.push_back(Slice(doc, start, start + options.query_tokens));
-    }
-    if (task.documents.size() >= options.min_documents) tasks.push_back(std::move(task));
+    BucketTask task = options.kind == RetrievalTaskKind::kLexical
+                          ? LexicalTask(corpus, bucket, pools, options, rng)
+                          : FactTask(corpus, bucket, pools, options, rng);
+    if (task.pools() >= 2) tasks.push_back(std::move(task));
   }
   return tasks;
 }
@@ -115,15 +260,6 @@ absl::StatusOr<std::string> QueryPromptName(const v1::ModelInfo& info,
   return absl::InvalidArgumentError(absl::StrCat("--prompt-name: '", requested,
                                                  "' is not one of the model's prompts [",
                                                  absl::StrJoin(names, ", "), "]"));
-}
-
-BucketTask SplitHalf(const BucketTask& task, bool held_out) {
-  BucketTask half{task.bucket, task.min_tokens, {}, {}};
-  for (size_t i = held_out ? 1 : 0; i < task.documents.size(); i += 2) {
-    half.documents.push_back(task.documents[i]);
-    half.queries.push_back(task.queries[i]);
-  }
-  return half;
 }
 
 absl::StatusOr<std::vector<std::vector<float>>> EmbedInBatches(
@@ -141,18 +277,32 @@ absl::StatusOr<std::vector<std::vector<float>>> EmbedInBatches(
   return out;
 }
 
-double MeanReciprocalRankAt10(const std::vector<std::vector<float>>& queries,
-                              const std::vector<std::vector<float>>& documents) {
-  if (queries.empty()) return 0;
-  double total = 0;
+std::vector<double> ReciprocalRanks(const std::vector<std::vector<float>>& queries,
+                                    const std::vector<std::vector<float>>& documents,
+                                    size_t pool_size) {
+  std::vector<double> ranks;
   for (size_t i = 0; i < queries.size(); ++i) {
+    const size_t first = i / pool_size * pool_size;
+    const size_t last = std::min(documents.size(), first + pool_size);
     const double right = Dot(queries[i], documents[i]);
     size_t rank = 1;
-    for (size_t j = 0; j < documents.size(); ++j)
+    for (size_t j = first; j < last; ++j)
       if (j != i && Dot(queries[i], documents[j]) >= right) ++rank;
-    if (rank <= 10) total += 1.0 / static_cast<double>(rank);
+    ranks.push_back(rank <= 10 ? 1.0 / static_cast<double>(rank) : 0.0);
   }
-  return total / static_cast<double>(queries.size());
+  return ranks;
+}
+
+std::string TasksJson(const std::vector<BucketTask>& tasks) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const BucketTask& t : tasks)
+    out.push_back({{"bucket", t.bucket},
+                   {"task", RetrievalTaskKindName(t.kind)},
+                   {"pool_size", t.pool_size},
+                   {"documents", t.documents},
+                   {"queries", t.queries},
+                   {"depths", t.depths}});
+  return out.dump() + "\n";
 }
 
 }  // namespace embedding::client

@@ -1,11 +1,22 @@
-// Self-supervised retrieval tasks from an unlabeled corpus, per length bucket, in the shape of
-// LongEmbed's needle and passkey tasks: every document is cut to a length inside the bucket,
-// its query is a short span drawn from anywhere in it, and the bucket's other documents are the
-// distractors. `embedctl calibrate` and `embedctl eval` score models on them.
+// Self-supervised retrieval tasks from an unlabeled corpus, per length bucket, after LongEmbed's
+// synthetic tasks. Every query is ranked among a pool of candidates of the same size in every
+// bucket, so rows compare:
+// - passkey: one haystack of the corpus's own text at a length inside the bucket, copied once
+//   per candidate with a different pass key inserted at one depth; the query is the key's
+//   sentence. Only a local detail tells the candidates apart: what length collapse destroys.
+// - needle: the same with the opening span of another corpus document as the needle; the query
+//   is the needle's first half.
+// - lexical: different documents cut into the bucket, each query a span copied from its
+//   document (a topical match of the whole document is enough).
+// Depths cycle over the pools (start, quarter, middle, three quarters, end), and pools alternate
+// between the calibration half (even) and the held-out half (odd). `embedctl calibrate` and
+// `embedctl eval` score models on them.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -13,14 +24,28 @@
 
 namespace embedding::client {
 
+enum class RetrievalTaskKind { kPasskey, kNeedle, kLexical };
+
+// "passkey", "needle", "lexical"; INVALID_ARGUMENT naming --task otherwise.
+absl::StatusOr<RetrievalTaskKind> ParseRetrievalTaskKind(std::string_view name);
+const char* RetrievalTaskKindName(RetrievalTaskKind kind);
+
+// Where a fact sits in its haystack, as a fraction of the haystack's tokens; pool p takes
+// kFactDepths[p % 5].
+inline constexpr float kFactDepths[] = {0.0f, 0.25f, 0.5f, 0.75f, 1.0f};
+
 struct RetrievalTaskOptions {
   std::string model;
-  // Longest cut, in content tokens (0: the bucket's own bound). calibrate passes the model's
-  // window: a schedule is a function of one sequence's length.
+  RetrievalTaskKind kind = RetrievalTaskKind::kPasskey;
+  // Longest document, in content tokens (0: the bucket's own bound). calibrate passes the
+  // model's window: a schedule is a function of one sequence's length.
   uint32_t max_tokens = 0;
-  size_t max_documents = 64;  // per bucket, taken in corpus order
-  size_t min_documents = 8;   // a bucket with fewer is left out
-  uint32_t query_tokens = 12;
+  // Queries (one per candidate document) per bucket, rounded up to whole pools: 100 per half.
+  // A paired gain's standard error falls with the square root of the queries; at 32 per half
+  // a bucket's halves differed by more than any effect of τ measured.
+  size_t queries_per_bucket = 200;
+  size_t pool_size = 8;        // candidates each query is ranked among
+  uint32_t query_tokens = 12;  // a lexical query's span; a needle is twice as long
   uint64_t seed = 1;
   // The prompt queries are embedded with (documents get none of their own): asymmetric models
   // are scored as they are used. Empty: none.
@@ -30,8 +55,21 @@ struct RetrievalTaskOptions {
 struct BucketTask {
   std::string bucket;  // the server's length-bucket label
   uint32_t min_tokens = 0;
+  RetrievalTaskKind kind = RetrievalTaskKind::kPasskey;
+  size_t pool_size = 0;
+  // Pool p holds documents [p * pool_size, (p + 1) * pool_size); queries[i] finds documents[i].
   std::vector<std::string> documents;
-  std::vector<std::string> queries;  // queries[i] is a span of documents[i]
+  std::vector<std::string> queries;
+  // Per document: where its fact (lexical: its query's span) starts, as a fraction of its
+  // content tokens.
+  std::vector<float> depths;
+  size_t pools() const { return pool_size == 0 ? 0 : documents.size() / pool_size; }
+};
+
+// A text with the byte span of each of its content tokens, as the server's Tokenize gives.
+struct TokenizedText {
+  std::string text;
+  std::vector<std::pair<uint32_t, uint32_t>> byte_spans;
 };
 
 // A text file holds one document per line; a directory, one per regular file (sorted by
@@ -39,10 +77,21 @@ struct BucketTask {
 absl::StatusOr<std::vector<std::string>> ReadCorpus(const std::string& path);
 
 // Tokenizes every document once through the server (so cuts fall on the model's token
-// boundaries) and builds each bucket's task. Deterministic for a corpus, model and seed.
+// boundaries) and builds each bucket's task (MakeBucketTasks).
 absl::StatusOr<std::vector<BucketTask>> BuildRetrievalTasks(EmbeddingClient& client,
                                                             const std::vector<std::string>& corpus,
                                                             const RetrievalTaskOptions& options);
+
+// Each bucket's task from a tokenized corpus; deterministic for a corpus, options and seed. A
+// bucket gets at least two pools (one per half) or none: passkey and needle need a haystack
+// (the corpus's text end to end) of the bucket's length, lexical two pools of documents that
+// long. A haystack's length leaves room for its fact inside the bucket.
+std::vector<BucketTask> MakeBucketTasks(const std::vector<TokenizedText>& corpus,
+                                        const RetrievalTaskOptions& options);
+
+// The tasks themselves (task, pool size, documents, queries and depths per bucket), for
+// checking the figures elsewhere.
+std::string TasksJson(const std::vector<BucketTask>& tasks);
 
 // The prompt queries take: `requested` when the model has it (INVALID_ARGUMENT naming
 // --prompt-name and listing the model's prompts otherwise, as the server refuses it), else the
@@ -51,18 +100,16 @@ absl::StatusOr<std::vector<BucketTask>> BuildRetrievalTasks(EmbeddingClient& cli
 absl::StatusOr<std::string> QueryPromptName(const v1::ModelInfo& info,
                                             const std::string& requested);
 
-// Every other document with its query: the calibration half (even positions) or the held-out
-// half (odd positions).
-BucketTask SplitHalf(const BucketTask& task, bool held_out);
-
 // One vector per text, `batch` texts per Embed call; `on_call` runs after each call.
 absl::StatusOr<std::vector<std::vector<float>>> EmbedInBatches(
     EmbeddingClient& client, const std::vector<std::string>& texts, const EmbedOptions& options,
     size_t batch, const std::function<void()>& on_call = nullptr);
 
-// Mean reciprocal rank at 10 of queries[i] finding documents[i] by inner product (unit
-// vectors: cosine); a right document ranked below 10 scores 0, a tie ranks it last.
-double MeanReciprocalRankAt10(const std::vector<std::vector<float>>& queries,
-                              const std::vector<std::vector<float>>& documents);
+// Reciprocal rank at 10 of queries[i] finding documents[i] among its pool's `pool_size`
+// documents, by inner product (unit vectors: cosine); below rank 10 it scores 0, and a tie
+// ranks the right document last.
+std::vector<double> ReciprocalRanks(const std::vector<std::vector<float>>& queries,
+                                    const std::vector<std::vector<float>>& documents,
+                                    size_t pool_size);
 
 }  // namespace embedding::client

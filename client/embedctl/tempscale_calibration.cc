@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -14,37 +15,66 @@ namespace {
 using Json = nlohmann::json;
 using Vectors = std::vector<std::vector<float>>;
 
-// A bucket's vectors at every grid τ: documents and queries.
-struct BucketVectors {
-  std::vector<Vectors> documents;  // [grid index]
-  std::vector<Vectors> queries;
+// A bucket's per-query reciprocal ranks with documents at grid index g and queries at q
+// (rr[g][q]), its document vectors at each τ, and which queries fall in each half.
+struct BucketRanks {
+  std::vector<std::vector<std::vector<double>>> rr;
+  std::vector<Vectors> documents;
+  std::vector<size_t> calibration, held_out;  // queries of even pools, of odd pools
+  std::vector<size_t> depth;                  // per query: its index in kFactDepths
 };
 
-Vectors Half(const Vectors& all, bool held_out) {
-  Vectors half;
-  for (size_t i = held_out ? 1 : 0; i < all.size(); i += 2) half.push_back(all[i]);
-  return half;
+size_t NearestDepth(float depth) {
+  size_t best = 0;
+  for (size_t d = 1; d < std::size(kFactDepths); ++d)
+    if (std::abs(kFactDepths[d] - depth) < std::abs(kFactDepths[best] - depth)) best = d;
+  return best;
 }
 
-double Mrr(const BucketVectors& v, size_t doc_tau, size_t query_tau, bool held_out) {
-  return MeanReciprocalRankAt10(Half(v.queries[query_tau], held_out),
-                                Half(v.documents[doc_tau], held_out));
+BucketRanks Rank(const BucketTask& task, std::vector<Vectors> documents,
+                 const std::vector<Vectors>& queries) {
+  BucketRanks r;
+  r.rr.resize(documents.size());
+  for (size_t g = 0; g < documents.size(); ++g)
+    for (size_t q = 0; q < queries.size(); ++q)
+      r.rr[g].push_back(ReciprocalRanks(queries[q], documents[g], task.pool_size));
+  r.documents = std::move(documents);
+  for (size_t i = 0; i < task.documents.size(); ++i) {
+    ((i / task.pool_size) % 2 == 0 ? r.calibration : r.held_out).push_back(i);
+    r.depth.push_back(NearestDepth(task.depths[i]));
+  }
+  return r;
 }
 
-Scores ScoresAt(const BucketVectors& v, size_t doc_tau, size_t query_tau) {
-  return {Mrr(v, doc_tau, query_tau, false), Mrr(v, doc_tau, query_tau, true),
-          MeanPairwiseCosine(v.documents[doc_tau])};
+double CalibrationMrr(const BucketRanks& r, size_t g, size_t q) {
+  return MeanOver(r.rr[g][q], r.calibration);
+}
+
+Scores ScoresAt(const BucketRanks& r, size_t g, size_t q) {
+  Scores s;
+  const std::vector<double>& rr = r.rr[g][q];
+  s.mrr_calibration = MeanOver(rr, r.calibration);
+  s.mrr_held_out = MeanOver(rr, r.held_out);
+  s.gain_calibration = ComparePaired(rr, r.rr[0][0], r.calibration);
+  s.gain_held_out = ComparePaired(rr, r.rr[0][0], r.held_out);
+  s.mean_cosine = MeanPairwiseCosine(r.documents[g]);
+  for (size_t d = 0; d < std::size(kFactDepths); ++d) {
+    std::vector<size_t> at_depth;
+    for (size_t i = 0; i < r.depth.size(); ++i)
+      if (r.depth[i] == d) at_depth.push_back(i);
+    s.mrr_by_depth.push_back(at_depth.empty() ? NAN : MeanOver(rr, at_depth));
+  }
+  return s;
 }
 
 // The non-increasing schedule (grid indices, ascending = τ descending; index 0 is τ = 1) with
-// the best summed calibration MRR among those where every bucket scores at least τ = 1's, and
-// a τ below 1 at least `min_gain` more. Bucket 0's index is also the queries'. Ties keep the
-// larger τ. All-ones is always feasible.
-std::vector<size_t> FitSchedule(const std::vector<BucketVectors>& buckets, size_t grid,
-                                double min_gain) {
+// the best summed calibration MRR among those where every bucket passes its paired tests:
+// at τ = 1 (its queries possibly at bucket 0's τ) no loss against τ = 1, below 1 a gain above
+// `min_gain_se` standard errors. Bucket 0's index is also the queries'. Ties keep the larger
+// τ. All-ones is always feasible.
+std::vector<size_t> FitSchedule(const std::vector<BucketRanks>& buckets, size_t grid,
+                                double min_gain_se) {
   const size_t n = buckets.size();
-  std::vector<double> baseline(n);
-  for (size_t b = 0; b < n; ++b) baseline[b] = Mrr(buckets[b], 0, 0, false);
   constexpr double kSlack = 1e-12;
   std::vector<size_t> best_path(n, 0);
   double best_total = -1;
@@ -52,16 +82,17 @@ std::vector<size_t> FitSchedule(const std::vector<BucketVectors>& buckets, size_
     // total[b][g]: best sum over buckets 0..b with bucket b at index g; parent for backtracking.
     std::vector<std::vector<double>> total(n, std::vector<double>(grid, -1));
     std::vector<std::vector<size_t>> parent(n, std::vector<size_t>(grid, 0));
-    auto allowed = [&](size_t b, size_t g, double score) {
-      return g == 0 ? score + kSlack >= baseline[b] : score + kSlack >= baseline[b] + min_gain;
+    auto allowed = [&](size_t b, size_t g) {
+      const BucketRanks& r = buckets[b];
+      const PairedGain gain = ComparePaired(r.rr[g][q], r.rr[0][0], r.calibration);
+      return g == 0 ? gain.mean + kSlack >= 0 : gain.Significant(min_gain_se);
     };
-    const double first = Mrr(buckets[0], q, q, false);
-    if (!allowed(0, q, first)) continue;
-    total[0][q] = first;
+    if (!allowed(0, q)) continue;
+    total[0][q] = CalibrationMrr(buckets[0], q, q);
     for (size_t b = 1; b < n; ++b) {
       for (size_t g = 0; g < grid; ++g) {
-        const double score = Mrr(buckets[b], g, q, false);
-        if (!allowed(b, g, score)) continue;
+        if (!allowed(b, g)) continue;
+        const double score = CalibrationMrr(buckets[b], g, q);
         for (size_t prev = 0; prev <= g; ++prev) {
           if (total[b - 1][prev] < 0) continue;
           if (total[b - 1][prev] + score > total[b][g] + kSlack) {
@@ -84,27 +115,41 @@ std::vector<size_t> FitSchedule(const std::vector<BucketVectors>& buckets, size_
   return best_path;
 }
 
-size_t BestFixed(const std::vector<BucketVectors>& buckets, size_t grid) {
+size_t BestFixed(const std::vector<BucketRanks>& buckets, size_t grid) {
   size_t best = 0;
   double best_mean = -1;
   for (size_t g = 0; g < grid; ++g) {
     double sum = 0;
-    for (const BucketVectors& v : buckets) sum += Mrr(v, g, g, false);
+    for (const BucketRanks& r : buckets) sum += CalibrationMrr(r, g, g);
     if (sum / buckets.size() > best_mean + 1e-12) best_mean = sum / buckets.size(), best = g;
   }
   return best;
 }
 
-Json ScoresJson(const Scores& s) {
+Json GainJson(const PairedGain& g) {
+  return {{"queries", g.queries}, {"mean", g.mean}, {"standard_error", g.standard_error}};
+}
+
+Json ScoresJson(const Scores& s, double min_gain_se) {
   return {{"mrr_at_10_calibration", s.mrr_calibration},
           {"mrr_at_10_held_out", s.mrr_held_out},
+          {"gain_calibration", GainJson(s.gain_calibration)},
+          {"gain_held_out", GainJson(s.gain_held_out)},
+          {"significant", s.gain_calibration.Significant(min_gain_se)},
+          {"mrr_at_10_by_depth", s.mrr_by_depth},
           {"mean_cosine", s.mean_cosine}};
+}
+
+// "+0.031 ± 0.012*": a paired gain, starred when significant.
+std::string GainText(const PairedGain& g, double min_gain_se) {
+  return absl::StrFormat("%+.3f ± %.3f%s", g.mean, g.standard_error,
+                         g.Significant(min_gain_se) ? "*" : " ");
 }
 
 }  // namespace
 
 absl::StatusOr<Calibration> RunCalibration(EmbeddingClient& client,
-                                           const std::vector<std::string>& corpus,
+                                           const std::vector<BucketTask>& tasks,
                                            const CalibrationOptions& options) {
   Calibration out;
   out.grid = options.grid;
@@ -117,107 +162,136 @@ absl::StatusOr<Calibration> RunCalibration(EmbeddingClient& client,
   std::sort(out.grid.begin(), out.grid.end(), std::greater<float>());
   out.grid.erase(std::unique(out.grid.begin(), out.grid.end()), out.grid.end());
 
-  auto tasks = BuildRetrievalTasks(client, corpus, options.tasks);
-  if (!tasks.ok()) return tasks.status();
-  if (tasks->empty()) {
+  if (tasks.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--corpus: no length bucket has ", options.tasks.min_documents,
-                     " documents long enough; add longer or more documents"));
+        absl::StrCat("--corpus: too little text for two pools of ", options.tasks.pool_size, " ",
+                     RetrievalTaskKindName(options.tasks.kind),
+                     " documents in any length bucket; add longer or more documents"));
   }
   const size_t batch = std::max<size_t>(1, options.batch);
   size_t total_calls = 0, calls = 0;
-  for (const BucketTask& task : *tasks)
+  for (const BucketTask& task : tasks)
     total_calls += 2 * out.grid.size() * ((task.documents.size() + batch - 1) / batch);
   auto on_call = [&] {
     if (options.progress) options.progress(++calls, total_calls);
   };
-  std::vector<BucketVectors> vectors(tasks->size());
-  for (size_t b = 0; b < tasks->size(); ++b) {
+  std::vector<BucketRanks> ranks;
+  for (const BucketTask& task : tasks) {
+    std::vector<Vectors> documents, queries;
     for (float tau : out.grid) {
       EmbedOptions embed;
       embed.model = options.tasks.model;
       embed.temperature = tau;
       embed.strategy = v1::LONG_TEXT_STRATEGY_TRUNCATE;  // cuts fit the window: one sequence
-      auto docs = EmbedInBatches(client, (*tasks)[b].documents, embed, batch, on_call);
+      auto docs = EmbedInBatches(client, task.documents, embed, batch, on_call);
       if (!docs.ok()) return docs.status();
       EmbedOptions query = embed;
       query.prompt_name = options.tasks.query_prompt_name;
-      auto queries = EmbedInBatches(client, (*tasks)[b].queries, query, batch, on_call);
-      if (!queries.ok()) return queries.status();
-      vectors[b].documents.push_back(*std::move(docs));
-      vectors[b].queries.push_back(*std::move(queries));
+      auto query_vectors = EmbedInBatches(client, task.queries, query, batch, on_call);
+      if (!query_vectors.ok()) return query_vectors.status();
+      documents.push_back(*std::move(docs));
+      queries.push_back(*std::move(query_vectors));
     }
+    ranks.push_back(Rank(task, std::move(documents), queries));
   }
-  const std::vector<size_t> schedule = FitSchedule(vectors, out.grid.size(), options.min_gain);
-  const size_t fixed = BestFixed(vectors, out.grid.size());
+  const std::vector<size_t> schedule = FitSchedule(ranks, out.grid.size(), options.min_gain_se);
+  const size_t fixed = BestFixed(ranks, out.grid.size());
   out.best_fixed = out.grid[fixed];
+  out.kind = options.tasks.kind;
+  out.pool_size = options.tasks.pool_size;
   out.query_tokens = options.tasks.query_tokens;
-  for (size_t b = 0; b < tasks->size(); ++b) {
+  out.min_gain_se = options.min_gain_se;
+  for (size_t b = 0; b < tasks.size(); ++b) {
     BucketCalibration row;
-    row.bucket = (*tasks)[b].bucket;
-    row.min_tokens = (*tasks)[b].min_tokens;
-    row.documents = (*tasks)[b].documents.size();
+    row.bucket = tasks[b].bucket;
+    row.min_tokens = tasks[b].min_tokens;
+    row.queries = tasks[b].queries.size();
     row.tau = out.grid[schedule[b]];
-    row.at_one = ScoresAt(vectors[b], 0, 0);
-    row.at_best_fixed = ScoresAt(vectors[b], fixed, fixed);
-    row.at_schedule = ScoresAt(vectors[b], schedule[b], schedule[0]);
-    for (size_t g = 0; g < out.grid.size(); ++g) row.at_grid.push_back(ScoresAt(vectors[b], g, g));
+    row.at_one = ScoresAt(ranks[b], 0, 0);
+    row.at_best_fixed = ScoresAt(ranks[b], fixed, fixed);
+    row.at_schedule = ScoresAt(ranks[b], schedule[b], schedule[0]);
+    for (size_t g = 0; g < out.grid.size(); ++g) row.at_grid.push_back(ScoresAt(ranks[b], g, g));
     out.buckets.push_back(std::move(row));
   }
   return out;
 }
 
 std::string FormatCalibrationTable(const Calibration& c) {
+  const double k = c.min_gain_se;
   std::string out = absl::StrFormat(
-      "MRR@10 of a %s-token span finding its document; best fixed tau %.2f\n"
-      "%-10s %5s %6s | calibration: %6s %6s %6s | held-out: %6s %6s %6s | mean cosine: %6s "
+      "%s task, each query ranked among %d candidates; MRR@10, and gains paired per query "
+      "against tau = 1 (mean ± standard error; * above %g standard errors). Best fixed tau "
+      "%.2f\n%-10s %7s %5s | calibration: %6s %6s %-17s | held-out: %6s %6s %-17s | mean cosine: "
       "%6s %6s\n",
-      absl::StrCat(c.query_tokens), c.best_fixed, "bucket", "docs", "tau", "tau=1", "fixed", "AUTO",
-      "tau=1", "fixed", "AUTO", "tau=1", "fixed", "AUTO");
+      RetrievalTaskKindName(c.kind), c.pool_size, k, c.best_fixed, "bucket", "queries", "tau",
+      "tau=1", "AUTO", "gain", "tau=1", "AUTO", "gain", "tau=1", "AUTO");
   for (const BucketCalibration& b : c.buckets) {
     absl::StrAppendFormat(
         &out,
-        "%-10s %5d %6.2f | calibration: %6.3f %6.3f %6.3f | held-out: %6.3f %6.3f %6.3f | "
-        "mean cosine: %6.3f %6.3f %6.3f\n",
-        b.bucket, b.documents, b.tau, b.at_one.mrr_calibration, b.at_best_fixed.mrr_calibration,
-        b.at_schedule.mrr_calibration, b.at_one.mrr_held_out, b.at_best_fixed.mrr_held_out,
-        b.at_schedule.mrr_held_out, b.at_one.mean_cosine, b.at_best_fixed.mean_cosine,
+        "%-10s %7d %5.2f | calibration: %6.3f %6.3f %-17s | held-out: %6.3f %6.3f %-17s | "
+        "mean cosine: %6.3f %6.3f\n",
+        b.bucket, b.queries, b.tau, b.at_one.mrr_calibration, b.at_schedule.mrr_calibration,
+        GainText(b.at_schedule.gain_calibration, k), b.at_one.mrr_held_out,
+        b.at_schedule.mrr_held_out, GainText(b.at_schedule.gain_held_out, k), b.at_one.mean_cosine,
         b.at_schedule.mean_cosine);
   }
-  out +=
-      "\nEach grid tau alone (documents and queries at it): MRR@10 calibration / held-out, mean "
-      "cosine\n";
+  out += "\nMRR@10 by where the fact sits (both halves), tau=1 / AUTO\n";
   absl::StrAppendFormat(&out, "%-10s", "bucket");
-  for (float tau : c.grid) absl::StrAppendFormat(&out, " | %19s", absl::StrFormat("tau=%.2f", tau));
+  for (float depth : kFactDepths)
+    absl::StrAppendFormat(&out, " | %13s", absl::StrFormat("depth %.2f", depth));
   out += "\n";
   for (const BucketCalibration& b : c.buckets) {
     absl::StrAppendFormat(&out, "%-10s", b.bucket);
-    for (const Scores& s : b.at_grid)
-      absl::StrAppendFormat(&out, " | %5.3f / %5.3f %5.3f", s.mrr_calibration, s.mrr_held_out,
-                            s.mean_cosine);
+    for (size_t d = 0; d < b.at_one.mrr_by_depth.size(); ++d) {
+      if (std::isnan(b.at_one.mrr_by_depth[d])) {
+        absl::StrAppendFormat(&out, " | %13s", "-");
+      } else {
+        absl::StrAppendFormat(&out, " | %5.3f / %5.3f", b.at_one.mrr_by_depth[d],
+                              b.at_schedule.mrr_by_depth[d]);
+      }
+    }
+    out += "\n";
+  }
+  out +=
+      "\nEach grid tau alone (documents and queries at it): calibration MRR@10 and paired gain, "
+      "held-out MRR@10\n";
+  absl::StrAppendFormat(&out, "%-10s", "bucket");
+  for (float tau : c.grid) absl::StrAppendFormat(&out, " | %31s", absl::StrFormat("tau=%.2f", tau));
+  out += "\n";
+  for (const BucketCalibration& b : c.buckets) {
+    absl::StrAppendFormat(&out, "%-10s", b.bucket);
+    for (const Scores& s : b.at_grid) {
+      absl::StrAppendFormat(&out, " | %5.3f %-17s %5.3f", s.mrr_calibration,
+                            GainText(s.gain_calibration, k), s.mrr_held_out);
+    }
     out += "\n";
   }
   return out;
 }
 
 std::string CalibrationJson(const Calibration& c) {
+  const double k = c.min_gain_se;
   Json buckets = Json::array();
   for (const BucketCalibration& b : c.buckets) {
     buckets.push_back({{"bucket", b.bucket},
                        {"min_tokens", b.min_tokens},
-                       {"documents", b.documents},
+                       {"queries", b.queries},
                        {"tau", b.tau},
-                       {"tau_1", ScoresJson(b.at_one)},
-                       {"best_fixed", ScoresJson(b.at_best_fixed)},
-                       {"schedule", ScoresJson(b.at_schedule)},
+                       {"tau_1", ScoresJson(b.at_one, k)},
+                       {"best_fixed", ScoresJson(b.at_best_fixed, k)},
+                       {"schedule", ScoresJson(b.at_schedule, k)},
                        {"grid", Json::array()}});
     for (size_t g = 0; g < c.grid.size(); ++g) {
-      Json scores = ScoresJson(b.at_grid[g]);
+      Json scores = ScoresJson(b.at_grid[g], k);
       scores["tau"] = c.grid[g];
       buckets.back()["grid"].push_back(std::move(scores));
     }
   }
-  return Json({{"grid", c.grid},
+  return Json({{"task", RetrievalTaskKindName(c.kind)},
+               {"pool_size", c.pool_size},
+               {"depths", kFactDepths},
+               {"min_gain_se", k},
+               {"grid", c.grid},
                {"best_fixed_tau", c.best_fixed},
                {"query_tokens", c.query_tokens},
                {"buckets", buckets}})

@@ -1,12 +1,12 @@
 // `embedctl calibrate`: fits a model's AUTO TempScale schedule for retrieval on the user's own
-// corpus. Per length bucket (up to the model's window) it scores a grid of τ on the
-// self-supervised tasks of retrieval_task.h (MRR@10, calibration half), then picks the
-// non-increasing schedule that maximises the summed score subject to scoring at least τ = 1
-// in every bucket (τ = 1 everywhere is always allowed, so the fit is never worse than τ = 1
-// on the calibration half). A τ below 1 must beat τ = 1 by `min_gain` in its bucket: a few
-// dozen queries rank noisily, and a gain inside that noise is not worth changing the model. Queries
-// are short, so they take the first bucket's τ, as AUTO gives them when served. The held-out half
-// reports what the fit is worth on unseen text.
+// corpus. Per length bucket (up to the model's window) it scores a grid of τ on the tasks of
+// retrieval_task.h (passkey by default), every query at every τ, then picks the non-increasing
+// schedule that maximises the summed calibration-half MRR@10 subject to two tests per bucket,
+// each on the queries paired with themselves at τ = 1: a bucket at τ = 1 loses nothing, and a
+// τ below 1 gains more than `min_gain_se` standard errors of its paired gain (τ = 1
+// everywhere always passes, so the fit is never worse than τ = 1 on the calibration half).
+// Queries are short, so they take the first bucket's τ, as AUTO gives them when served. The
+// held-out half's paired gains report what the fit is worth on unseen pools.
 #pragma once
 
 #include <functional>
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/embedctl/paired_statistics.h"
 #include "client/embedctl/retrieval_task.h"
 #include "client/embedding_client.h"
 
@@ -22,23 +23,30 @@ namespace embedding::client {
 struct CalibrationOptions {
   std::vector<float> grid;  // candidate τ in (0, 1]; 1 is added when missing
   RetrievalTaskOptions tasks;
-  double min_gain = 0.01;  // MRR@10 a τ < 1 must add over τ = 1 in its bucket
+  // Standard errors of its paired calibration gain a τ < 1 must exceed in its bucket. 2: about
+  // a 2.5% chance per bucket and τ that noise alone passes (a one-sided normal test).
+  double min_gain_se = 2;
   size_t batch = 16;
   std::function<void(size_t, size_t)> progress;  // (calls done, calls in all)
 };
 
-// Scores on one half of a bucket's task under one configuration.
+// One configuration (documents at one τ, queries at one τ) on one bucket.
 struct Scores {
   double mrr_calibration = 0;
   double mrr_held_out = 0;
+  // Per query against τ = 1 on the same queries, in each half.
+  PairedGain gain_calibration, gain_held_out;
   double mean_cosine = 0;  // between the bucket's documents: the collapse curve
+  // Over both halves, per depth of kFactDepths (a lexical span's start: the nearest depth);
+  // NaN (JSON null, "-" in the table) for a depth without queries: fewer than five pools.
+  std::vector<double> mrr_by_depth;
 };
 
 struct BucketCalibration {
   std::string bucket;
   uint32_t min_tokens = 0;
-  size_t documents = 0;  // both halves
-  float tau = 1;         // the fitted schedule's
+  size_t queries = 0;  // both halves, one per document
+  float tau = 1;       // the fitted schedule's
   Scores at_one, at_best_fixed, at_schedule;
   std::vector<Scores> at_grid;  // documents and queries at each grid τ, in grid order
 };
@@ -46,14 +54,17 @@ struct BucketCalibration {
 struct Calibration {
   std::vector<float> grid;  // descending
   float best_fixed = 1;     // the single τ with the best mean calibration score
+  RetrievalTaskKind kind = RetrievalTaskKind::kPasskey;
+  size_t pool_size = 0;
   uint32_t query_tokens = 0;
+  double min_gain_se = 0;
   std::vector<BucketCalibration> buckets;
 };
 
-// INVALID_ARGUMENT for a bad grid or a corpus with no bucket of enough documents; the
-// server's error otherwise.
+// On the tasks of BuildRetrievalTasks. INVALID_ARGUMENT for a bad grid or no tasks (naming
+// --temperatures, --corpus); the server's error otherwise.
 absl::StatusOr<Calibration> RunCalibration(EmbeddingClient& client,
-                                           const std::vector<std::string>& corpus,
+                                           const std::vector<BucketTask>& tasks,
                                            const CalibrationOptions& options);
 
 std::string FormatCalibrationTable(const Calibration& calibration);

@@ -2,8 +2,11 @@
 """`embedctl calibrate` and `embedctl eval` on the retrieval demo model and a fixed corpus
 (WordNet's noun glosses, from the pinned wordnet-base), through a real server:
 
-- the fitted schedule scores at least tau = 1 in every bucket of the calibration split, never
-  increases, and is what the schedule file says; the server reloads it (a new file is a new version), reports it in
+- the passkey task's figures (MRR@10 within each pool, paired gains against tau = 1 and their
+  standard errors) recomputed here from vectors this test asks for itself;
+- the fitted schedule scores at least tau = 1 in every bucket of the calibration split, takes a
+  tau below 1 only where its paired gain passes the significance test, never increases, and is
+  what the schedule file says; the server reloads it (a new file is a new version), reports it in
   GetModelInfo, and AUTO requests then get the schedule's tau at each sequence's length;
 - one bucket and column of `eval` recomputed here from vectors this test asks for itself;
 - the commands' errors name the flag.
@@ -35,13 +38,24 @@ def dot(a, b):
     return sum(x * y for x, y in zip(a, b))
 
 
-def mrr_at_10(queries, documents):
-    total = 0.0
+def reciprocal_ranks(queries, documents, pool):
+    """Query i finds document i among its pool's documents; a tie ranks it last."""
+    ranks = []
     for i, q in enumerate(queries):
+        first = i // pool * pool
         right = dot(q, documents[i])
-        rank = 1 + sum(1 for j, d in enumerate(documents) if j != i and dot(q, d) >= right)
-        total += 1.0 / rank if rank <= 10 else 0.0
-    return total / len(queries)
+        rank = 1 + sum(1 for j in range(first, first + pool)
+                       if j != i and dot(q, documents[j]) >= right)
+        ranks.append(1.0 / rank if rank <= 10 else 0.0)
+    return ranks
+
+
+def paired(candidate, baseline, which):
+    """Mean difference and its standard error (sample deviation / sqrt(n))."""
+    diffs = [candidate[i] - baseline[i] for i in which]
+    mean = sum(diffs) / len(diffs)
+    variance = sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1)
+    return mean, (variance / len(diffs)) ** 0.5
 
 
 class CalibrationTest(unittest.TestCase):
@@ -77,9 +91,10 @@ class CalibrationTest(unittest.TestCase):
         out = {name: os.path.join(self.tmp, name)
                for name in ("calibration.json", "calibration.svg")}
         schedule_file = os.path.join(self.model, "tempscale.json")
+        tasks_path = os.path.join(self.tmp, "calibration_tasks.json")
         run = self.embedctl("calibrate", f"--corpus={self.corpus}", "--docs-per-bucket=32",
                             "--temperatures=" + ",".join(str(t) for t in GRID),
-                            f"--json={out['calibration.json']}",
+                            f"--json={out['calibration.json']}", f"--tasks-json={tasks_path}",
                             f"--chart={out['calibration.svg']}", f"--schedule-out={schedule_file}")
         self.assertEqual(run.returncode, 0, run.stderr)
         print(run.stdout)
@@ -87,14 +102,50 @@ class CalibrationTest(unittest.TestCase):
             report = json.load(f)
         buckets = report["buckets"]
         self.assertEqual([b["bucket"] for b in buckets], ["0-63", "64-127", "128-255", "256-511"])
+        self.assertEqual((report["task"], report["pool_size"], report["min_gain_se"]),
+                         ("passkey", 8, 2))
         self.assertIn(report["best_fixed_tau"], GRID)
         taus = [b["tau"] for b in buckets]
         for b in buckets:
             self.assertIn(b["tau"], GRID)
-            self.assertEqual(b["documents"], 32)
+            self.assertEqual(b["queries"], 32)
             self.assertGreaterEqual(b["schedule"]["mrr_at_10_calibration"],
                                     b["tau_1"]["mrr_at_10_calibration"], b["bucket"])
+            gain = b["schedule"]["gain_calibration"]
+            if b["tau"] < 1:
+                self.assertGreater(gain["mean"], 2 * gain["standard_error"], b["bucket"])
+                self.assertTrue(b["schedule"]["significant"])
         self.assertEqual(taus, sorted(taus, reverse=True))
+
+        # The longest bucket at the lowest tau, from this test's own vectors: every pool's 8
+        # candidates share one haystack and differ in the pass key alone.
+        with open(tasks_path) as f:
+            task = json.load(f)[-1]
+        self.assertEqual((task["bucket"], task["task"], task["pool_size"]), ("256-511", "passkey", 8))
+        pool = task["pool_size"]
+        for p in range(0, len(task["documents"]), pool):
+            keys = {q.split()[-1] for q in task["queries"][p:p + pool]}
+            self.assertEqual(len(keys), pool)
+
+        def ranks_at(tau):
+            docs = self.client.embed(task["documents"], temperature=tau,
+                                     strategy="LONG_TEXT_STRATEGY_TRUNCATE")
+            queries = self.client.embed(task["queries"], temperature=tau)
+            return reciprocal_ranks([list(d.vector) for d in queries.documents],
+                                    [list(d.vector) for d in docs.documents], pool)
+
+        at_one, at_low = ranks_at(1.0), ranks_at(GRID[-1])
+        held_out = [i for i in range(len(at_one)) if (i // pool) % 2 == 1]
+        calibration = [i for i in range(len(at_one)) if (i // pool) % 2 == 0]
+        row = buckets[-1]["grid"][-1]
+        self.assertAlmostEqual(row["tau"], GRID[-1], places=6)
+        self.assertAlmostEqual(row["mrr_at_10_held_out"],
+                               sum(at_low[i] for i in held_out) / len(held_out), places=9)
+        for name, which in (("gain_calibration", calibration), ("gain_held_out", held_out)):
+            mean, standard_error = paired(at_low, at_one, which)
+            self.assertEqual(row[name]["queries"], len(which))
+            self.assertAlmostEqual(row[name]["mean"], mean, places=9)
+            self.assertAlmostEqual(row[name]["standard_error"], standard_error, places=9)
         # Two panels, retrieval and collapse, in one SVG document.
         root = ElementTree.parse(out["calibration.svg"]).getroot()
         self.assertEqual(len(root.findall("{http://www.w3.org/2000/svg}svg")), 2)
@@ -188,7 +239,8 @@ class CalibrationTest(unittest.TestCase):
         docs = embed(task["documents"], temperature=0.7,
                      strategy="LONG_TEXT_STRATEGY_CHUNK_MEAN")
         queries = embed(task["queries"], temperature=0.7)
-        self.assertAlmostEqual(rows[bucket]["mrr_at_10"][column], mrr_at_10(queries, docs),
+        ranks = reciprocal_ranks(queries, docs, task["pool_size"])
+        self.assertAlmostEqual(rows[bucket]["mrr_at_10"][column], sum(ranks) / len(ranks),
                                places=9)
 
     def test_errors_name_the_flag(self):
@@ -201,10 +253,19 @@ class CalibrationTest(unittest.TestCase):
             f.write("a cat\nthe dog\n")
         too_short = self.embedctl("calibrate", f"--corpus={short}")
         self.assertNotEqual(too_short.returncode, 0)
-        self.assertIn("--corpus: no length bucket has 8 documents", too_short.stderr)
+        self.assertIn("--corpus: too little text for two pools of 8 passkey documents",
+                      too_short.stderr)
         bad_grid = self.embedctl("calibrate", f"--corpus={self.corpus}", "--temperatures=1,1.5")
         self.assertNotEqual(bad_grid.returncode, 0)
         self.assertIn("--temperatures: 1.5 is outside (0, 1]", bad_grid.stderr)
+        for flag, message in (("--task=haystack", "--task: 'haystack' is not one of"),
+                              ("--pool-size=1", "--pool-size: must be in [2, 1000]"),
+                              ("--docs-per-bucket=15", "--docs-per-bucket: must be in [2 x"),
+                              ("--min-gain-se=-1", "--min-gain-se: must be >= 0")):
+            bad = self.embedctl("calibrate", f"--corpus={self.corpus}", flag)
+            self.assertNotEqual(bad.returncode, 0, flag)
+            self.assertIn("INVALID_ARGUMENT", bad.stderr, flag)
+            self.assertIn(message, bad.stderr, flag)
         # A prompt the model lacks is refused before any work, as the server refuses it.
         for command in ("calibrate", "eval"):
             no_prompt = self.embedctl(command, f"--corpus={self.corpus}", "--prompt-name=nope")

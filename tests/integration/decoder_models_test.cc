@@ -6,10 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
+#include <memory>
 
 #include "client/embedding_client.h"
-#include "model_store/model.h"
+#include "tests/testing/model_core.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/test_models.h"
 #include "tests/testing/vector_checks.h"
@@ -39,51 +39,27 @@ class DecoderModelsTest : public ::testing::Test {
   }
 
   void SetUp() override {
-    auto model = model_store::Model::Load(testing::Qwen3ModelDir(), {});
-    ASSERT_TRUE(model.ok()) << model.status();
-    model_ = std::move(*model);
+    core_ = std::make_unique<testing::ModelCore>(testing::Qwen3ModelDir());
+    ASSERT_TRUE(core_->ok());
   }
 
-  static std::string Words(int n, int seed) {
-    static const char* kWords[] = {"the", "river", "sat",    "under", "a",  "quiet", "stone",
-                                   "and", "we",    "walked", "north", "to", "green", "hills"};
-    std::mt19937 rng(seed);
-    std::string out;
-    for (int i = 0; i < n; ++i) out += std::string(i ? " " : "") + kWords[rng() % 14];
-    return out;
-  }
-
-  std::vector<int32_t> Content(const std::string& text) const {
-    return model_->tokenizer().Tokenize(text).value().ids;
-  }
-
-  // The core's hidden states of `ids` as given (no special tokens added), one forward.
-  std::vector<float> States(const std::vector<int32_t>& ids, float tau, int64_t* dim) const {
-    model_store::EncodeBatch batch{{ids}, {tau}, model_store::PoolingMode::kLastToken, false, true};
-    auto result = model_->encoder().Encode(batch);
-    EXPECT_TRUE(result.ok()) << result.status();
-    *dim = result->dim;
-    return result->hidden_states[0];
-  }
+  std::vector<int32_t> Content(const std::string& text) const { return core_->Content(text); }
 
   // The normalised last row: what last-token pooling gives.
   std::vector<double> LastToken(const std::vector<int32_t>& content, float tau) const {
     int64_t dim = 0;
-    const auto ids = model_->tokenizer().AddSpecialTokens(content);
-    const auto states = States(ids, tau, &dim);
+    const auto ids = core_->WithSpecialTokens(content);
+    const auto states = core_->States(ids, tau, &dim);
     return MeanRows(states, dim, ids.size() - 1, ids.size());
   }
 
   v1::DocumentEmbedding EmbedOne(const std::string& text, EmbedOptions options) const {
-    options.model = "qwen3";
-    auto response = client_->Embed(client::MakeEmbedRequest({text}, options));
-    EXPECT_TRUE(response.ok()) << response.status();
-    return response.ok() ? response->documents(0) : v1::DocumentEmbedding();
+    return testing::EmbedOne(*client_, "qwen3", text, options);
   }
 
   static testing::ServerProcess* server_;
   static client::EmbeddingClient* client_;
-  std::unique_ptr<model_store::Model> model_;
+  std::unique_ptr<testing::ModelCore> core_;
 };
 testing::ServerProcess* DecoderModelsTest::server_ = nullptr;
 client::EmbeddingClient* DecoderModelsTest::client_ = nullptr;
@@ -110,8 +86,8 @@ TEST_F(DecoderModelsTest, ModelInfoAndTokenizeShowTheAppendedEndToken) {
 
 // The query prompt is Qwen3's instruction; the vector is the end token's state of prompt + text.
 TEST_F(DecoderModelsTest, QueriesTakeTheInstructionAndPoolTheEndToken) {
-  const std::string doc = Words(40, 3);
-  const std::string instruction = model_->sentence_transformers().prompts.at("query");
+  const std::string doc = testing::SeededWords(40, 3);
+  const std::string instruction = core_->model().sentence_transformers().prompts.at("query");
   ASSERT_THAT(instruction, ::testing::StartsWith("Instruct: "));
   EmbedOptions query;
   query.prompt_name = "query";
@@ -130,7 +106,7 @@ TEST_F(DecoderModelsTest, QueriesTakeTheInstructionAndPoolTheEndToken) {
 // Past the window each chunk is its own sequence with its own end token; late chunking pools
 // spans of one causal forward, where each token has seen its left context only.
 TEST_F(DecoderModelsTest, ChunksEndWithTheirOwnTokenAndLateChunkingSeesTheLeftContext) {
-  const std::string doc = Words(1200, 4);
+  const std::string doc = testing::SeededWords(1200, 4);
   const auto content = Content(doc);
   ASSERT_GT(content.size(), 1024u);
   EmbedOptions options;
@@ -147,7 +123,7 @@ TEST_F(DecoderModelsTest, ChunksEndWithTheirOwnTokenAndLateChunkingSeesTheLeftCo
   options.strategy = v1::LONG_TEXT_STRATEGY_LATE_CHUNKING;
   const auto late = EmbedOne(doc, options);
   int64_t dim = 0;
-  const auto states = States(model_->tokenizer().AddSpecialTokens(content), 0.5f, &dim);
+  const auto states = core_->States(core_->WithSpecialTokens(content), 0.5f, &dim);
   ASSERT_GT(late.chunks_size(), 1);
   for (const auto& chunk : late.chunks()) {
     ExpectClose(chunk.vector(),

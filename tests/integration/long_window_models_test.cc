@@ -6,10 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
+#include <memory>
 
 #include "client/embedding_client.h"
-#include "model_store/model.h"
+#include "tests/testing/model_core.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/test_models.h"
 #include "tests/testing/vector_checks.h"
@@ -53,60 +53,24 @@ class LongWindowModelsTest : public ::testing::TestWithParam<Family> {
   }
 
   void SetUp() override {
-    auto model = model_store::Model::Load(GetParam().dir, {});
-    ASSERT_TRUE(model.ok()) << model.status();
-    model_ = std::move(*model);
+    core_ = std::make_unique<testing::ModelCore>(GetParam().dir);
+    ASSERT_TRUE(core_->ok());
   }
 
-  // Seeded English words; how many tokens they make depends on the tokenizer.
-  static std::string Words(int n, int seed) {
-    static const char* kWords[] = {"the",   "river", "sat", "under", "a",     "quiet",
-                                   "stone", "and",   "we",  "walked", "north", "to",
-                                   "green", "hills", "of",  "old",    "maps",  "slowly"};
-    std::mt19937 rng(seed);
-    std::string out;
-    for (int i = 0; i < n; ++i) out += std::string(i ? " " : "") + kWords[rng() % 18];
-    return out;
-  }
-
-  std::vector<int32_t> Content(const std::string& text) const {
-    return model_->tokenizer().Tokenize(text).value().ids;
-  }
-
-  // Seeded words cut at a word boundary so the text makes at most `tokens` tokens (and close to
-  // it): how many tokens a word makes depends on the tokenizer.
-  std::string TextOfAbout(size_t tokens, int seed) const {
-    std::string text = Words(static_cast<int>(tokens), seed);  // at least one token per word
-    const auto all = model_->tokenizer().Tokenize(text).value();
-    if (all.ids.size() <= tokens) return text;
-    text.resize(all.spans[tokens].begin);
-    text.resize(text.rfind(' '));
-    return text;
-  }
+  std::vector<int32_t> Content(const std::string& text) const { return core_->Content(text); }
 
   // The core's hidden states of `content` wrapped in special tokens, one forward.
   std::vector<float> States(const std::vector<int32_t>& content, float tau, int64_t* dim) const {
-    model_store::EncodeBatch batch{{model_->tokenizer().AddSpecialTokens(content)},
-                                   {tau},
-                                   model_store::PoolingMode::kMean,
-                                   false,
-                                   true};
-    auto result = model_->encoder().Encode(batch);
-    EXPECT_TRUE(result.ok()) << result.status();
-    *dim = result->dim;
-    return result->hidden_states[0];
+    return core_->States(core_->WithSpecialTokens(content), tau, dim);
   }
 
   v1::DocumentEmbedding EmbedOne(const std::string& text, EmbedOptions options) const {
-    options.model = GetParam().name;
-    auto response = client_->Embed(client::MakeEmbedRequest({text}, options));
-    EXPECT_TRUE(response.ok()) << response.status();
-    return response.ok() ? response->documents(0) : v1::DocumentEmbedding();
+    return testing::EmbedOne(*client_, GetParam().name, text, options);
   }
 
   static testing::ServerProcess* server_;
   static client::EmbeddingClient* client_;
-  std::unique_ptr<model_store::Model> model_;
+  std::unique_ptr<testing::ModelCore> core_;
 };
 testing::ServerProcess* LongWindowModelsTest::server_ = nullptr;
 client::EmbeddingClient* LongWindowModelsTest::client_ = nullptr;
@@ -139,7 +103,7 @@ TEST_P(LongWindowModelsTest, TokenizeIsTheModelsTokenizerWithItsSpecialTokens) {
 
 // Late chunking inside one full window: every chunk pools rows of the same 8,190-token forward.
 TEST_P(LongWindowModelsTest, LateChunkingOverOneFullWindowPoolsOneForward) {
-  const std::string doc = TextOfAbout(8190, 1);
+  const std::string doc = core_->TextOfAbout(8190, 1);
   const auto content = Content(doc);
   ASSERT_GT(content.size(), 8180u);
   ASSERT_LE(content.size(), 8190u);
@@ -162,7 +126,7 @@ TEST_P(LongWindowModelsTest, LateChunkingOverOneFullWindowPoolsOneForward) {
 // them, truncation is the first full window. (Chunks of 4,096 keep the test quick: attention
 // costs grow with the square of the chunk.)
 TEST_P(LongWindowModelsTest, EveryStrategyOnADocumentLongerThanTheWindow) {
-  const std::string doc = TextOfAbout(9500, 2);
+  const std::string doc = core_->TextOfAbout(9500, 2);
   const auto content = Content(doc);
   ASSERT_GT(content.size(), 9000u);
   EmbedOptions options;
@@ -220,8 +184,8 @@ TEST_P(LongWindowModelsTest, PromptNamesAreTheCheckpointsPrefixes) {
   ASSERT_TRUE(info.ok());
   ASSERT_GT(info->prompt_names_size(), 0);
   const std::string name = info->prompt_names(0);
-  const std::string prefix = model_->sentence_transformers().prompts.at(name);
-  const std::string doc = Words(30, 3);
+  const std::string prefix = core_->model().sentence_transformers().prompts.at(name);
+  const std::string doc = testing::SeededWords(30, 3);
   EmbedOptions named;
   named.prompt_name = name;
   const auto by_hand = EmbedOne(prefix + doc, {});

@@ -122,16 +122,16 @@ class ReferenceDecoder(nn.Module):
     @torch.no_grad()
     def forward(self, ids):
         ids = torch.as_tensor(ids, dtype=torch.long)
-        length = len(ids)
+        length = ids.shape[0]  # traced, not a constant: the ONNX export stays dynamic
         x = self.embed_tokens(ids)
         cos, sin = rotary_angles(length, self.head_dim, self.theta)
         positions = torch.arange(length)
         offsets = positions[None, :] - positions[:, None]  # j - i
         hidden = torch.zeros(length, length, dtype=torch.bool)
         if self.causal:
-            hidden |= offsets > 0
+            hidden = hidden | (offsets > 0)  # not |=: the ONNX export has no in-place or
             if self.window:
-                hidden |= offsets <= -self.window
+                hidden = hidden | (offsets <= -self.window)
         mask = torch.zeros(length, length).masked_fill(hidden, float("-inf"))
         for layer in self.layers:
             x = x + self.attention(layer, layer["input_layernorm"](x), cos, sin, mask)
