@@ -88,6 +88,7 @@ class EmbeddingClient {
 
   // For streaming and custom calls.
   v1::EmbeddingService::Stub& stub() { return *stub_; }
+  const ClientOptions& options() const { return options_; }
   const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
   // A context carrying the default deadline and the bearer token.
   std::unique_ptr<grpc::ClientContext> NewContext(

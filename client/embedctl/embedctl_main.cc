@@ -19,21 +19,24 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/embedctl/collapse_report.h"
 #include "client/embedctl/hub_pull_command.h"
-#include "client/embedctl/retrieval_eval.h"
-#include "client/embedctl/tempscale_calibration.h"
 #include "client/embedctl/load_generator.h"
 #include "client/embedctl/metrics_probe.h"
+#include "client/embedctl/retrieval_eval.h"
+#include "client/embedctl/tempscale_calibration.h"
 #include "client/embedding_client.h"
 #include "common/command_line.h"
+#include "common/length_buckets.h"
 #include "embedding/v1/strategy_names.h"
 #include "nlohmann/json.hpp"
 
@@ -74,6 +77,14 @@ ABSL_FLAG(uint32_t, compare_chunk_tokens, 0,
           "native window (0: native only).");
 ABSL_FLAG(std::string, schedule_out, "",
           "calibrate: write the fitted schedule here (the model directory's tempscale.json).");
+ABSL_FLAG(std::string, state_file, "embedctl-calibrate.state",
+          "calibrate: where each bucket and tau's vectors are saved as they complete (empty: "
+          "nowhere).");
+ABSL_FLAG(bool, resume, false,
+          "calibrate: keep the vectors --state-file holds for this run (same model version, "
+          "corpus, task and prompt) and embed only the rest.");
+ABSL_FLAG(std::string, max_bucket, "",
+          "calibrate, eval: the last length bucket to build (e.g. 1024-2047); empty: all.");
 ABSL_FLAG(double, min_gain_se, 2,
           "calibrate: standard errors of its paired gain over tau = 1 (calibration half) a tau "
           "below 1 must exceed in its bucket to be chosen.");
@@ -346,6 +357,15 @@ absl::StatusOr<RetrievalTaskOptions> TaskOptionsFromFlags() {
   options.pool_size = absl::GetFlag(FLAGS_pool_size);
   options.query_tokens = absl::GetFlag(FLAGS_query_tokens);
   options.seed = absl::GetFlag(FLAGS_seed);
+  options.max_bucket = absl::GetFlag(FLAGS_max_bucket);
+  if (!options.max_bucket.empty()) {
+    std::vector<std::string> labels;
+    for (const LengthBucket& bucket : AllLengthBuckets()) labels.push_back(bucket.label);
+    if (std::find(labels.begin(), labels.end(), options.max_bucket) == labels.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--max-bucket: '", options.max_bucket, "' is not one of ", absl::StrJoin(labels, ", ")));
+    }
+  }
   if (options.query_tokens < 1 || options.query_tokens > 256)
     return absl::InvalidArgumentError("--query-tokens: must be in [1, 256]");
   if (options.pool_size < 2 || options.pool_size > 1000)
@@ -371,21 +391,44 @@ int Calibrate(EmbeddingClient& client) {
   auto prompt = QueryPromptName(*info, absl::GetFlag(FLAGS_prompt_name));
   if (!prompt.ok()) return Fail(prompt.status());
   options.tasks.query_prompt_name = *prompt;
+  std::vector<float> grid;
   for (absl::string_view t :
        absl::StrSplit(absl::GetFlag(FLAGS_temperatures), ',', absl::SkipEmpty())) {
     float tau;
     if (!absl::SimpleAtof(t, &tau))
       return Fail(absl::InvalidArgumentError(absl::StrCat("--temperatures: bad value ", t)));
-    options.grid.push_back(tau);
+    grid.push_back(tau);
   }
+  auto full_grid = CalibrationGrid(grid);
+  if (!full_grid.ok()) return Fail(full_grid.status());
+  options.grid = *full_grid;
   options.min_gain_se = absl::GetFlag(FLAGS_min_gain_se);
   if (!(options.min_gain_se >= 0))
     return Fail(absl::InvalidArgumentError("--min-gain-se: must be >= 0"));
   options.progress = ProgressPrinter("calibrate");
   auto tasks_built = BuildRetrievalTasks(client, *corpus, options.tasks);
   if (!tasks_built.ok()) return Fail(tasks_built.status());
+  const std::string tasks_json = TasksJson(*tasks_built);
   if (const std::string path = absl::GetFlag(FLAGS_tasks_json); !path.empty())
-    std::ofstream(path) << TasksJson(*tasks_built);
+    std::ofstream(path) << tasks_json;
+  std::optional<CalibrationState> state;
+  if (const std::string path = absl::GetFlag(FLAGS_state_file); !path.empty()) {
+    auto opened = CalibrationState::Open(
+        path,
+        CalibrationFingerprint(absl::StrCat(info->name(), "@", info->version()),
+                               options.tasks.query_prompt_name, tasks_json),
+        absl::GetFlag(FLAGS_resume));
+    if (!opened.ok()) return Fail(opened.status());
+    state = *std::move(opened);
+    options.state = &*state;
+  } else if (absl::GetFlag(FLAGS_resume)) {
+    return Fail(absl::InvalidArgumentError("--resume: needs a --state-file"));
+  }
+  auto budget =
+      ProbeCallBudget(client, *tasks_built, options.tasks.model, client.options().timeout);
+  if (!budget.ok()) return Fail(budget.status());
+  options.budget = *budget;
+  std::cerr << FormatCalibrationPlan(*tasks_built, options.grid, *budget, options.state);
   auto calibration = RunCalibration(client, *tasks_built, options);
   if (!calibration.ok()) return Fail(calibration.status());
   std::cout << FormatCalibrationTable(*calibration);
@@ -431,10 +474,6 @@ int Eval(EmbeddingClient& client) {
   options.progress = ProgressPrinter("eval");
   auto tasks = BuildRetrievalTasks(client, *corpus, options.tasks);
   if (!tasks.ok()) return Fail(tasks.status());
-  if (tasks->empty())
-    return Fail(absl::InvalidArgumentError(
-        "--corpus: too little text for two pools in any length bucket; add longer or more "
-        "documents"));
   if (const std::string path = absl::GetFlag(FLAGS_tasks_json); !path.empty())
     std::ofstream(path) << TasksJson(*tasks);
   auto report = RunEval(client, *tasks, options);

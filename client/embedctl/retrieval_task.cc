@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -231,7 +232,14 @@ absl::StatusOr<std::vector<BucketTask>> BuildRetrievalTasks(EmbeddingClient& cli
       doc.byte_spans.emplace_back(token.byte_span().start(), token.byte_span().end());
     if (!doc.byte_spans.empty()) docs.push_back(std::move(doc));
   }
-  return MakeBucketTasks(docs, options);
+  std::vector<BucketTask> tasks = MakeBucketTasks(docs, options);
+  if (tasks.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--corpus: too little text for two pools of ", options.pool_size, " ",
+                     RetrievalTaskKindName(options.kind),
+                     " documents in any length bucket; add longer or more documents"));
+  }
+  return tasks;
 }
 
 std::vector<BucketTask> MakeBucketTasks(const std::vector<TokenizedText>& corpus,
@@ -247,6 +255,7 @@ std::vector<BucketTask> MakeBucketTasks(const std::vector<TokenizedText>& corpus
                           ? LexicalTask(corpus, bucket, pools, options, rng)
                           : FactTask(corpus, bucket, pools, options, rng);
     if (task.pools() >= 2) tasks.push_back(std::move(task));
+    if (bucket.label == options.max_bucket) break;
   }
   return tasks;
 }
@@ -264,12 +273,19 @@ absl::StatusOr<std::string> QueryPromptName(const v1::ModelInfo& info,
 
 absl::StatusOr<std::vector<std::vector<float>>> EmbedInBatches(
     EmbeddingClient& client, const std::vector<std::string>& texts, const EmbedOptions& options,
-    size_t batch, const std::function<void()>& on_call) {
+    size_t batch, const std::function<void()>& on_call,
+    const std::function<absl::Duration(size_t)>& deadline_for) {
   std::vector<std::vector<float>> out;
   for (size_t start = 0; start < texts.size(); start += batch) {
     const std::vector<std::string> slice(texts.begin() + start,
                                          texts.begin() + std::min(texts.size(), start + batch));
-    auto response = client.Embed(MakeEmbedRequest(slice, options));
+    std::optional<absl::Duration> deadline;
+    if (deadline_for) {
+      size_t bytes = 0;
+      for (const std::string& text : slice) bytes += text.size();
+      deadline = deadline_for(bytes);
+    }
+    auto response = client.Embed(MakeEmbedRequest(slice, options), deadline);
     if (!response.ok()) return response.status();
     for (auto& v : ToVectors(*response)) out.push_back(std::move(v));
     if (on_call) on_call();

@@ -40,6 +40,8 @@ struct RetrievalTaskOptions {
   // Longest document, in content tokens (0: the bucket's own bound). calibrate passes the
   // model's window: a schedule is a function of one sequence's length.
   uint32_t max_tokens = 0;
+  // Buckets past this one's label are left out (--max-bucket); empty: none.
+  std::string max_bucket;
   // Queries (one per candidate document) per bucket, rounded up to whole pools: 100 per half.
   // A paired gain's standard error falls with the square root of the queries; at 32 per half
   // a bucket's halves differed by more than any effect of τ measured.
@@ -77,7 +79,8 @@ struct TokenizedText {
 absl::StatusOr<std::vector<std::string>> ReadCorpus(const std::string& path);
 
 // Tokenizes every document once through the server (so cuts fall on the model's token
-// boundaries) and builds each bucket's task (MakeBucketTasks).
+// boundaries) and builds each bucket's task (MakeBucketTasks). INVALID_ARGUMENT naming --corpus
+// when no bucket gets one.
 absl::StatusOr<std::vector<BucketTask>> BuildRetrievalTasks(EmbeddingClient& client,
                                                             const std::vector<std::string>& corpus,
                                                             const RetrievalTaskOptions& options);
@@ -100,10 +103,13 @@ std::string TasksJson(const std::vector<BucketTask>& tasks);
 absl::StatusOr<std::string> QueryPromptName(const v1::ModelInfo& info,
                                             const std::string& requested);
 
-// One vector per text, `batch` texts per Embed call; `on_call` runs after each call.
+// One vector per text, `batch` texts per Embed call; `on_call` runs after each call, and
+// `deadline_for` gives a call's deadline from the bytes of text it carries (unset: the
+// client's).
 absl::StatusOr<std::vector<std::vector<float>>> EmbedInBatches(
     EmbeddingClient& client, const std::vector<std::string>& texts, const EmbedOptions& options,
-    size_t batch, const std::function<void()>& on_call = nullptr);
+    size_t batch, const std::function<void()>& on_call = nullptr,
+    const std::function<absl::Duration(size_t)>& deadline_for = nullptr);
 
 // Reciprocal rank at 10 of queries[i] finding documents[i] among its pool's `pool_size`
 // documents, by inner product (unit vectors: cosine); below rank 10 it scores 0, and a tie

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "client/embedctl/collapse_stats.h"
 #include "client/embedctl/svg_chart.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace embedding::client {
@@ -126,6 +127,34 @@ size_t BestFixed(const std::vector<BucketRanks>& buckets, size_t grid) {
   return best;
 }
 
+// A bucket's documents and queries at one τ. A failure names the bucket and τ, and the flag
+// to change when a deadline passed.
+absl::StatusOr<SavedVectors> EmbedTask(EmbeddingClient& client, const BucketTask& task, float tau,
+                                       const CalibrationOptions& options, size_t batch,
+                                       const std::function<void()>& on_call,
+                                       const std::function<absl::Duration(size_t)>& deadline_for) {
+  EmbedOptions embed;
+  embed.model = options.tasks.model;
+  embed.temperature = tau;
+  embed.strategy = v1::LONG_TEXT_STRATEGY_TRUNCATE;  // cuts fit the window: one sequence
+  EmbedOptions query = embed;
+  query.prompt_name = options.tasks.query_prompt_name;
+  auto failed = [&](const absl::Status& status) {
+    return absl::Status(
+        status.code(),
+        absl::StrCat("bucket ", task.bucket, ", tau ", tau, ": ", status.message(),
+                     status.code() == absl::StatusCode::kDeadlineExceeded
+                         ? "; raise --timeout-s (or lower --docs-per-bucket), then rerun with "
+                           "--resume to keep the work done"
+                         : "; rerun with --resume to keep the work done"));
+  };
+  auto docs = EmbedInBatches(client, task.documents, embed, batch, on_call, deadline_for);
+  if (!docs.ok()) return failed(docs.status());
+  auto queries = EmbedInBatches(client, task.queries, query, batch, on_call, deadline_for);
+  if (!queries.ok()) return failed(queries.status());
+  return SavedVectors{*std::move(docs), *std::move(queries)};
+}
+
 Json GainJson(const PairedGain& g) {
   return {{"queries", g.queries}, {"mean", g.mean}, {"standard_error", g.standard_error}};
 }
@@ -148,26 +177,24 @@ std::string GainText(const PairedGain& g, double min_gain_se) {
 
 }  // namespace
 
-absl::StatusOr<Calibration> RunCalibration(EmbeddingClient& client,
-                                           const std::vector<BucketTask>& tasks,
-                                           const CalibrationOptions& options) {
-  Calibration out;
-  out.grid = options.grid;
-  for (float tau : out.grid) {
+absl::StatusOr<std::vector<float>> CalibrationGrid(std::vector<float> grid) {
+  for (float tau : grid) {
     if (!(tau > 0 && tau <= 1))
       return absl::InvalidArgumentError(
           absl::StrCat("--temperatures: ", tau, " is outside (0, 1]"));
   }
-  if (std::find(out.grid.begin(), out.grid.end(), 1.0f) == out.grid.end()) out.grid.push_back(1);
-  std::sort(out.grid.begin(), out.grid.end(), std::greater<float>());
-  out.grid.erase(std::unique(out.grid.begin(), out.grid.end()), out.grid.end());
+  if (std::find(grid.begin(), grid.end(), 1.0f) == grid.end()) grid.push_back(1);
+  std::sort(grid.begin(), grid.end(), std::greater<float>());
+  grid.erase(std::unique(grid.begin(), grid.end()), grid.end());
+  return grid;
+}
 
-  if (tasks.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--corpus: too little text for two pools of ", options.tasks.pool_size, " ",
-                     RetrievalTaskKindName(options.tasks.kind),
-                     " documents in any length bucket; add longer or more documents"));
-  }
+absl::StatusOr<Calibration> RunCalibration(EmbeddingClient& client,
+                                           const std::vector<BucketTask>& tasks,
+                                           const CalibrationOptions& options) {
+  Calibration out;
+  ASSIGN_OR_RETURN(out.grid, CalibrationGrid(options.grid));
+  if (tasks.empty()) return absl::InvalidArgumentError("--corpus: no bucket to calibrate");
   const size_t batch = std::max<size_t>(1, options.batch);
   size_t total_calls = 0, calls = 0;
   for (const BucketTask& task : tasks)
@@ -175,22 +202,26 @@ absl::StatusOr<Calibration> RunCalibration(EmbeddingClient& client,
   auto on_call = [&] {
     if (options.progress) options.progress(++calls, total_calls);
   };
+  std::function<absl::Duration(size_t)> deadline_for;
+  if (options.budget)
+    deadline_for = [&](size_t bytes) { return options.budget->DeadlineFor(bytes); };
   std::vector<BucketRanks> ranks;
   for (const BucketTask& task : tasks) {
     std::vector<Vectors> documents, queries;
     for (float tau : out.grid) {
-      EmbedOptions embed;
-      embed.model = options.tasks.model;
-      embed.temperature = tau;
-      embed.strategy = v1::LONG_TEXT_STRATEGY_TRUNCATE;  // cuts fit the window: one sequence
-      auto docs = EmbedInBatches(client, task.documents, embed, batch, on_call);
-      if (!docs.ok()) return docs.status();
-      EmbedOptions query = embed;
-      query.prompt_name = options.tasks.query_prompt_name;
-      auto query_vectors = EmbedInBatches(client, task.queries, query, batch, on_call);
-      if (!query_vectors.ok()) return query_vectors.status();
-      documents.push_back(*std::move(docs));
-      queries.push_back(*std::move(query_vectors));
+      const SavedVectors* saved = options.state ? options.state->Find(task.bucket, tau) : nullptr;
+      SavedVectors vectors;
+      if (saved != nullptr) {
+        vectors = *saved;
+        calls += 2 * ((task.documents.size() + batch - 1) / batch);
+      } else {
+        auto embedded = EmbedTask(client, task, tau, options, batch, on_call, deadline_for);
+        if (!embedded.ok()) return embedded.status();
+        vectors = *std::move(embedded);
+        if (options.state) RETURN_IF_ERROR(options.state->Save(task.bucket, tau, vectors));
+      }
+      documents.push_back(std::move(vectors.documents));
+      queries.push_back(std::move(vectors.queries));
     }
     ranks.push_back(Rank(task, std::move(documents), queries));
   }

@@ -10,10 +10,13 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/embedctl/calibration_plan.h"
+#include "client/embedctl/calibration_state.h"
 #include "client/embedctl/paired_statistics.h"
 #include "client/embedctl/retrieval_task.h"
 #include "client/embedding_client.h"
@@ -28,6 +31,11 @@ struct CalibrationOptions {
   double min_gain_se = 2;
   size_t batch = 16;
   std::function<void(size_t, size_t)> progress;  // (calls done, calls in all)
+  // Each call's deadline by what it carries (ProbeCallBudget); default: the client's.
+  std::optional<CallBudget> budget;
+  // Where each (bucket, τ)'s vectors go as they complete, and come from when already there
+  // (--resume); null: nowhere. Not owned.
+  CalibrationState* state = nullptr;
 };
 
 // One configuration (documents at one τ, queries at one τ) on one bucket.
@@ -61,8 +69,13 @@ struct Calibration {
   std::vector<BucketCalibration> buckets;
 };
 
+// The grid as calibrate runs it: descending, without repeats, with 1 added when missing.
+// INVALID_ARGUMENT naming --temperatures for a τ outside (0, 1].
+absl::StatusOr<std::vector<float>> CalibrationGrid(std::vector<float> grid);
+
 // On the tasks of BuildRetrievalTasks. INVALID_ARGUMENT for a bad grid or no tasks (naming
-// --temperatures, --corpus); the server's error otherwise.
+// --temperatures, --corpus); otherwise the server's error, naming the bucket and τ that
+// failed (and --timeout-s when a deadline passed: the work saved so far resumes with --resume).
 absl::StatusOr<Calibration> RunCalibration(EmbeddingClient& client,
                                            const std::vector<BucketTask>& tasks,
                                            const CalibrationOptions& options);

@@ -93,6 +93,7 @@ class CalibrationTest(unittest.TestCase):
         schedule_file = os.path.join(self.model, "tempscale.json")
         tasks_path = os.path.join(self.tmp, "calibration_tasks.json")
         run = self.embedctl("calibrate", f"--corpus={self.corpus}", "--docs-per-bucket=32",
+                            f"--state-file={self.tmp}/calibrate.state",
                             "--temperatures=" + ",".join(str(t) for t in GRID),
                             f"--json={out['calibration.json']}", f"--tasks-json={tasks_path}",
                             f"--chart={out['calibration.svg']}", f"--schedule-out={schedule_file}")
@@ -207,6 +208,34 @@ class CalibrationTest(unittest.TestCase):
         self.assertEqual([p["min_tokens"] for p in listed["points"]],
                          [p["min_tokens"] for p in points])
 
+    def test_an_interrupted_calibration_resumes_with_the_same_figures(self):
+        state = os.path.join(self.tmp, "resume.state")
+        report, resumed_report = (os.path.join(self.tmp, n) for n in ("full.json", "resumed.json"))
+        args = ["calibrate", f"--corpus={self.corpus}", "--docs-per-bucket=16",
+                "--max-bucket=64-127", "--temperatures=1,0.8", f"--state-file={state}"]
+        full = self.embedctl(*args, f"--json={report}")
+        self.assertEqual(full.returncode, 0, full.stderr)
+        self.assertIn("Plan: tau grid 1, 0.8", full.stderr)
+        with open(state) as f:
+            lines = f.readlines()
+        self.assertEqual(len(lines), 1 + 2 * 2)  # the header, then 2 buckets x 2 taus
+        # Interrupted during the third (bucket, tau): two saved, the third cut short.
+        with open(state, "w") as f:
+            f.writelines(lines[:3] + [lines[3][:100]])
+        resumed = self.embedctl(*args, "--resume", f"--json={resumed_report}")
+        self.assertEqual(resumed.returncode, 0, resumed.stderr)
+        plan = {line.split()[0]: line.split() for line in resumed.stderr.splitlines()
+                if line.split() and line.split()[0] in ("0-63", "64-127")}
+        self.assertEqual((plan["0-63"][3], plan["64-127"][3]), ("0", "2"))  # taus to do
+        with open(report) as a, open(resumed_report) as b:
+            self.assertEqual(json.load(a), json.load(b))
+        # Another seed is another corpus cut: refused, naming the flag.
+        other = self.embedctl(*args, "--resume", "--seed=2")
+        self.assertNotEqual(other.returncode, 0)
+        self.assertIn("INVALID_ARGUMENT", other.stderr)
+        self.assertIn("--resume: ", other.stderr)
+        self.assertIn("holds another run", other.stderr)
+
     def test_eval_figures_are_recomputed_from_the_servers_vectors(self):
         report_path = os.path.join(self.tmp, "eval.json")
         tasks_path = os.path.join(self.tmp, "tasks.json")
@@ -261,8 +290,11 @@ class CalibrationTest(unittest.TestCase):
         for flag, message in (("--task=haystack", "--task: 'haystack' is not one of"),
                               ("--pool-size=1", "--pool-size: must be in [2, 1000]"),
                               ("--docs-per-bucket=15", "--docs-per-bucket: must be in [2 x"),
-                              ("--min-gain-se=-1", "--min-gain-se: must be >= 0")):
-            bad = self.embedctl("calibrate", f"--corpus={self.corpus}", flag)
+                              ("--min-gain-se=-1", "--min-gain-se: must be >= 0"),
+                              ("--max-bucket=64-100", "--max-bucket: '64-100' is not one of 0-63"),
+                              ("--resume", "--resume: no calibration state in")):
+            bad = self.embedctl("calibrate", f"--corpus={self.corpus}", flag,
+                                f"--state-file={self.tmp}/absent.state")
             self.assertNotEqual(bad.returncode, 0, flag)
             self.assertIn("INVALID_ARGUMENT", bad.stderr, flag)
             self.assertIn(message, bad.stderr, flag)

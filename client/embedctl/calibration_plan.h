@@ -1,0 +1,41 @@
+// What a calibration run will send and how long it should take, from one timed probe call, and
+// each call's deadline scaled by what the call carries: a 64-document call at 8,000 tokens each
+// takes hundreds of times longer than one of short queries, and one fixed deadline fits both
+// badly.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "client/embedctl/calibration_state.h"
+#include "client/embedctl/retrieval_task.h"
+#include "client/embedding_client.h"
+
+namespace embedding::client {
+
+struct CallBudget {
+  double tokens_per_second = 0;  // the probe's
+  double bytes_per_token = 0;    // the probe document's
+  absl::Duration floor;          // --timeout-s: no call gets less
+
+  // The deadline of a call carrying `bytes` of text: the floor, or four times the probe's pace
+  // (room for a busy server) when that is longer.
+  absl::Duration DeadlineFor(size_t bytes) const;
+  double SecondsFor(size_t bytes) const;
+};
+
+// Embeds the longest bucket's first document once at τ = 1 (one truncated window) and times
+// it. The server's error, naming the probe, when it fails.
+absl::StatusOr<CallBudget> ProbeCallBudget(EmbeddingClient& client,
+                                           const std::vector<BucketTask>& tasks,
+                                           const std::string& model, absl::Duration floor);
+
+// Per bucket: documents and queries, about how many tokens each τ sends, and the estimated
+// time; then the grid and the total, less what `state` already holds.
+std::string FormatCalibrationPlan(const std::vector<BucketTask>& tasks,
+                                  const std::vector<float>& grid, const CallBudget& budget,
+                                  const CalibrationState* state);
+
+}  // namespace embedding::client
