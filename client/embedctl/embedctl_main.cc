@@ -107,7 +107,9 @@ ABSL_FLAG(bool, hub_offline, false, "pull: only check the cache (HF_HUB_OFFLINE=
 ABSL_FLAG(std::string, hub_ca_bundle, "", "pull: PEM trust roots for the Hub's TLS.");
 ABSL_FLAG(int64_t, requests, 0, "bench: requests to send (0: bounded by --duration-s).");
 ABSL_FLAG(double, duration_s, 0, "bench: seconds to run (0: bounded by --requests).");
-ABSL_FLAG(int, concurrency, 1, "bench: requests in flight (closed loop).");
+ABSL_FLAG(int, concurrency, 1,
+          "bench: requests in flight (closed loop); calibrate, eval: calls in flight (at least "
+          "one per --address given).");
 ABSL_FLAG(double, rate, 0, "bench: requests per second, open loop (overrides --concurrency).");
 ABSL_FLAG(int, docs_per_request, 1, "bench: documents per request.");
 ABSL_FLAG(double, median_words, 200, "bench: synthetic documents' median length in words.");
@@ -347,6 +349,15 @@ std::function<void(size_t, size_t)> ProgressPrinter(const char* label) {
   };
 }
 
+// calibrate and eval: --concurrency, or one call per address given when that is more, so that a
+// run against N replicas keeps all N busy.
+size_t CallsInFlight() {
+  const std::vector<std::string> addresses =
+      absl::StrSplit(absl::GetFlag(FLAGS_address), ',', absl::SkipEmpty());
+  return std::max<size_t>(
+      {1, addresses.size(), static_cast<size_t>(std::max(0, absl::GetFlag(FLAGS_concurrency)))});
+}
+
 absl::StatusOr<RetrievalTaskOptions> TaskOptionsFromFlags() {
   RetrievalTaskOptions options;
   options.model = absl::GetFlag(FLAGS_model);
@@ -406,6 +417,7 @@ int Calibrate(EmbeddingClient& client) {
   if (!(options.min_gain_se >= 0))
     return Fail(absl::InvalidArgumentError("--min-gain-se: must be >= 0"));
   options.progress = ProgressPrinter("calibrate");
+  options.in_flight = CallsInFlight();
   auto tasks_built = BuildRetrievalTasks(client, *corpus, options.tasks);
   if (!tasks_built.ok()) return Fail(tasks_built.status());
   const std::string tasks_json = TasksJson(*tasks_built);
@@ -472,6 +484,7 @@ int Eval(EmbeddingClient& client) {
   options.strategies = *strategies;
   options.fixed_tau = static_cast<float>(absl::GetFlag(FLAGS_fixed_temperature));
   options.progress = ProgressPrinter("eval");
+  options.in_flight = CallsInFlight();
   auto tasks = BuildRetrievalTasks(client, *corpus, options.tasks);
   if (!tasks.ok()) return Fail(tasks.status());
   if (const std::string path = absl::GetFlag(FLAGS_tasks_json); !path.empty())

@@ -65,6 +65,7 @@ absl::StatusOr<EvalReport> RunEval(EmbeddingClient& client, const std::vector<Bu
   auto on_call = [&] {
     if (options.progress) options.progress(++calls, total_calls);
   };
+  const BatchCalls batch_calls{batch, std::max<size_t>(1, options.in_flight), on_call, nullptr};
   for (const BucketTask& task : tasks) {
     report.buckets.push_back(task.bucket);
     report.documents.push_back(task.documents.size());
@@ -73,7 +74,7 @@ absl::StatusOr<EvalReport> RunEval(EmbeddingClient& client, const std::vector<Bu
     for (const std::string& tau : taus) {
       EmbedOptions query = TauOptions(tau, options.fixed_tau, options.tasks.model);
       query.prompt_name = options.tasks.query_prompt_name;
-      auto vectors = EmbedInBatches(client, task.queries, query, batch, on_call);
+      auto vectors = EmbedInBatches(client, task.queries, query, batch_calls);
       if (!vectors.ok()) return vectors.status();
       queries.push_back(*std::move(vectors));
     }
@@ -82,7 +83,7 @@ absl::StatusOr<EvalReport> RunEval(EmbeddingClient& client, const std::vector<Bu
       EmbedOptions embed =
           TauOptions(report.columns[c].tau, options.fixed_tau, options.tasks.model);
       embed.strategy = report.columns[c].strategy;
-      auto docs = EmbedInBatches(client, task.documents, embed, batch, on_call);
+      auto docs = EmbedInBatches(client, task.documents, embed, batch_calls);
       if (!docs.ok()) return docs.status();
       const std::vector<double> ranks =
           ReciprocalRanks(queries[c % taus.size()], *docs, task.pool_size);

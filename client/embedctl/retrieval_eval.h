@@ -19,6 +19,7 @@ struct EvalOptions {
   float fixed_tau = 0.7f;
   RetrievalTaskOptions tasks;
   size_t batch = 8;
+  size_t in_flight = 1;  // calls at once, spread over the client's addresses
   std::function<void(size_t, size_t)> progress;  // (calls done, calls in all)
 };
 

@@ -1,13 +1,16 @@
 #include "client/embedctl/retrieval_task.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -273,23 +276,45 @@ absl::StatusOr<std::string> QueryPromptName(const v1::ModelInfo& info,
 
 absl::StatusOr<std::vector<std::vector<float>>> EmbedInBatches(
     EmbeddingClient& client, const std::vector<std::string>& texts, const EmbedOptions& options,
-    size_t batch, const std::function<void()>& on_call,
-    const std::function<absl::Duration(size_t)>& deadline_for) {
-  std::vector<std::vector<float>> out;
-  for (size_t start = 0; start < texts.size(); start += batch) {
-    const std::vector<std::string> slice(texts.begin() + start,
-                                         texts.begin() + std::min(texts.size(), start + batch));
-    std::optional<absl::Duration> deadline;
-    if (deadline_for) {
-      size_t bytes = 0;
-      for (const std::string& text : slice) bytes += text.size();
-      deadline = deadline_for(bytes);
+    const BatchCalls& calls) {
+  const size_t batch = std::max<size_t>(1, calls.batch);
+  const size_t count = (texts.size() + batch - 1) / batch;
+  std::vector<std::vector<std::vector<float>>> results(count);
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  absl::Status failed;  // guarded by mu
+  auto send = [&] {
+    for (size_t c = next++; c < count; c = next++) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!failed.ok()) return;
+      }
+      const std::vector<std::string> slice(texts.begin() + c * batch,
+                                           texts.begin() + std::min(texts.size(), (c + 1) * batch));
+      std::optional<absl::Duration> deadline;
+      if (calls.deadline_for) {
+        size_t bytes = 0;
+        for (const std::string& text : slice) bytes += text.size();
+        deadline = calls.deadline_for(bytes);
+      }
+      auto response = client.Embed(MakeEmbedRequest(slice, options), deadline);
+      std::lock_guard<std::mutex> lock(mu);
+      if (!response.ok()) {
+        if (failed.ok()) failed = response.status();
+        return;
+      }
+      results[c] = ToVectors(*response);
+      if (calls.on_call) calls.on_call();
     }
-    auto response = client.Embed(MakeEmbedRequest(slice, options), deadline);
-    if (!response.ok()) return response.status();
-    for (auto& v : ToVectors(*response)) out.push_back(std::move(v));
-    if (on_call) on_call();
-  }
+  };
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < std::min(calls.in_flight, count); ++t) threads.emplace_back(send);
+  send();
+  for (std::thread& t : threads) t.join();
+  if (!failed.ok()) return failed;
+  std::vector<std::vector<float>> out;
+  for (auto& vectors : results)
+    for (auto& v : vectors) out.push_back(std::move(v));
   return out;
 }
 

@@ -103,13 +103,19 @@ std::string TasksJson(const std::vector<BucketTask>& tasks);
 absl::StatusOr<std::string> QueryPromptName(const v1::ModelInfo& info,
                                             const std::string& requested);
 
-// One vector per text, `batch` texts per Embed call; `on_call` runs after each call, and
-// `deadline_for` gives a call's deadline from the bytes of text it carries (unset: the
-// client's).
+// How EmbedInBatches sends its texts.
+struct BatchCalls {
+  size_t batch = 16;              // texts per Embed call
+  size_t in_flight = 1;           // calls at once, spread round-robin over the client's addresses
+  std::function<void()> on_call;  // after each call, one at a time
+  // A call's deadline from the bytes of text it carries; unset: the client's.
+  std::function<absl::Duration(size_t)> deadline_for;
+};
+
+// One vector per text, in order. The first failed call's error (calls not yet sent are not).
 absl::StatusOr<std::vector<std::vector<float>>> EmbedInBatches(
     EmbeddingClient& client, const std::vector<std::string>& texts, const EmbedOptions& options,
-    size_t batch, const std::function<void()>& on_call = nullptr,
-    const std::function<absl::Duration(size_t)>& deadline_for = nullptr);
+    const BatchCalls& calls);
 
 // Reciprocal rank at 10 of queries[i] finding documents[i] among its pool's `pool_size`
 // documents, by inner product (unit vectors: cosine); below rank 10 it scores 0, and a tie

@@ -6,8 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "client/embedctl/collapse_stats.h"
 #include "client/embedctl/svg_chart.h"
+#include "common/length_buckets.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -130,9 +132,7 @@ size_t BestFixed(const std::vector<BucketRanks>& buckets, size_t grid) {
 // A bucket's documents and queries at one τ. A failure names the bucket and τ, and the flag
 // to change when a deadline passed.
 absl::StatusOr<SavedVectors> EmbedTask(EmbeddingClient& client, const BucketTask& task, float tau,
-                                       const CalibrationOptions& options, size_t batch,
-                                       const std::function<void()>& on_call,
-                                       const std::function<absl::Duration(size_t)>& deadline_for) {
+                                       const CalibrationOptions& options, const BatchCalls& calls) {
   EmbedOptions embed;
   embed.model = options.tasks.model;
   embed.temperature = tau;
@@ -148,9 +148,9 @@ absl::StatusOr<SavedVectors> EmbedTask(EmbeddingClient& client, const BucketTask
                            "--resume to keep the work done"
                          : "; rerun with --resume to keep the work done"));
   };
-  auto docs = EmbedInBatches(client, task.documents, embed, batch, on_call, deadline_for);
+  auto docs = EmbedInBatches(client, task.documents, embed, calls);
   if (!docs.ok()) return failed(docs.status());
-  auto queries = EmbedInBatches(client, task.queries, query, batch, on_call, deadline_for);
+  auto queries = EmbedInBatches(client, task.queries, query, calls);
   if (!queries.ok()) return failed(queries.status());
   return SavedVectors{*std::move(docs), *std::move(queries)};
 }
@@ -202,9 +202,10 @@ absl::StatusOr<Calibration> RunCalibration(EmbeddingClient& client,
   auto on_call = [&] {
     if (options.progress) options.progress(++calls, total_calls);
   };
-  std::function<absl::Duration(size_t)> deadline_for;
-  if (options.budget)
-    deadline_for = [&](size_t bytes) { return options.budget->DeadlineFor(bytes); };
+  BatchCalls batch_calls{batch, std::max<size_t>(1, options.in_flight), on_call, nullptr};
+  if (options.budget) {
+    batch_calls.deadline_for = [&](size_t bytes) { return options.budget->DeadlineFor(bytes); };
+  }
   std::vector<BucketRanks> ranks;
   for (const BucketTask& task : tasks) {
     std::vector<Vectors> documents, queries;
@@ -215,7 +216,7 @@ absl::StatusOr<Calibration> RunCalibration(EmbeddingClient& client,
         vectors = *saved;
         calls += 2 * ((task.documents.size() + batch - 1) / batch);
       } else {
-        auto embedded = EmbedTask(client, task, tau, options, batch, on_call, deadline_for);
+        auto embedded = EmbedTask(client, task, tau, options, batch_calls);
         if (!embedded.ok()) return embedded.status();
         vectors = *std::move(embedded);
         if (options.state) RETURN_IF_ERROR(options.state->Save(task.bucket, tau, vectors));
@@ -232,6 +233,18 @@ absl::StatusOr<Calibration> RunCalibration(EmbeddingClient& client,
   out.pool_size = options.tasks.pool_size;
   out.query_tokens = options.tasks.query_tokens;
   out.min_gain_se = options.min_gain_se;
+  for (const LengthBucket& bucket : AllLengthBuckets()) {
+    const uint64_t window = options.tasks.max_tokens > 0 ? options.tasks.max_tokens : UINT64_MAX;
+    if (bucket.min_tokens > window) break;
+    const bool measured = std::any_of(
+        tasks.begin(), tasks.end(), [&](const BucketTask& t) { return t.bucket == bucket.label; });
+    if (measured) {
+      out.measured_up_to_tokens = std::min(bucket.max_tokens, window);
+    } else {
+      out.unmeasured.push_back(bucket.label);
+    }
+    if (bucket.label == options.tasks.max_bucket) break;
+  }
   for (size_t b = 0; b < tasks.size(); ++b) {
     BucketCalibration row;
     row.bucket = tasks[b].bucket;
@@ -283,6 +296,12 @@ std::string FormatCalibrationTable(const Calibration& c) {
     }
     out += "\n";
   }
+  if (!c.unmeasured.empty()) {
+    absl::StrAppendFormat(&out,
+                          "Not measured (too little text for two pools): %s; past %d tokens the "
+                          "schedule keeps its last tau unmeasured\n",
+                          absl::StrJoin(c.unmeasured, ", "), c.measured_up_to_tokens);
+  }
   out +=
       "\nEach grid tau alone (documents and queries at it): calibration MRR@10 and paired gain, "
       "held-out MRR@10\n";
@@ -322,6 +341,8 @@ std::string CalibrationJson(const Calibration& c) {
                {"pool_size", c.pool_size},
                {"depths", kFactDepths},
                {"min_gain_se", k},
+               {"measured_up_to_tokens", c.measured_up_to_tokens},
+               {"unmeasured_buckets", c.unmeasured},
                {"grid", c.grid},
                {"best_fixed_tau", c.best_fixed},
                {"query_tokens", c.query_tokens},
@@ -363,7 +384,11 @@ std::string ScheduleFileJson(const Calibration& c, const std::string& source) {
     if (!points.empty() && points.back()["tau"].get<float>() == b.tau) continue;
     points.push_back({{"min_tokens", points.empty() ? 0u : b.min_tokens}, {"tau", b.tau}});
   }
-  return Json({{"schedule", {{"form", "piecewise"}, {"points", points}}}, {"source", source}})
+  // What the fit saw: past measured_up_to_tokens the last point's τ is an extrapolation.
+  return Json({{"schedule", {{"form", "piecewise"}, {"points", points}}},
+               {"source", source},
+               {"measured_up_to_tokens", c.measured_up_to_tokens},
+               {"unmeasured_buckets", c.unmeasured}})
              .dump(2) +
          "\n";
 }

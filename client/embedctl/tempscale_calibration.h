@@ -30,6 +30,7 @@ struct CalibrationOptions {
   // a 2.5% chance per bucket and τ that noise alone passes (a one-sided normal test).
   double min_gain_se = 2;
   size_t batch = 16;
+  size_t in_flight = 1;  // calls at once (one per replica spreads a run over a deployment)
   std::function<void(size_t, size_t)> progress;  // (calls done, calls in all)
   // Each call's deadline by what it carries (ProbeCallBudget); default: the client's.
   std::optional<CallBudget> budget;
@@ -67,6 +68,10 @@ struct Calibration {
   uint32_t query_tokens = 0;
   double min_gain_se = 0;
   std::vector<BucketCalibration> buckets;
+  // Buckets within the window (and --max-bucket) without a task: too little text for two
+  // pools. Past `measured_up_to_tokens` the schedule's last τ holds unmeasured.
+  std::vector<std::string> unmeasured;
+  uint64_t measured_up_to_tokens = 0;
 };
 
 // The grid as calibrate runs it: descending, without repeats, with 1 added when missing.

@@ -159,6 +159,8 @@ class CalibrationTest(unittest.TestCase):
         for p in points[1:]:
             self.assertEqual(by_bucket[p["min_tokens"]], p["tau"])
         self.assertIn("embedctl calibrate", written["source"])
+        self.assertEqual((written["measured_up_to_tokens"], written["unmeasured_buckets"]),
+                         (510, []))  # the window
 
         # The server polls its model directories each second: the new file is a new version.
         deadline = time.time() + 60
@@ -229,6 +231,22 @@ class CalibrationTest(unittest.TestCase):
         self.assertEqual((plan["0-63"][3], plan["64-127"][3]), ("0", "2"))  # taus to do
         with open(report) as a, open(resumed_report) as b:
             self.assertEqual(json.load(a), json.load(b))
+        # A corpus too short for the longer buckets: they are reported, and the schedule file
+        # says where the measured range ends.
+        short_corpus, short_report = (os.path.join(self.tmp, n) for n in ("short.txt", "short.json"))
+        with open(self.corpus) as f, open(short_corpus, "w") as out:
+            out.write(" ".join(f.readline().split()[:100]) + "\n")  # about 120 tokens
+        short = self.embedctl("calibrate", f"--corpus={short_corpus}", "--docs-per-bucket=16",
+                              "--temperatures=1", f"--state-file={state}.short",
+                              f"--json={short_report}")
+        self.assertEqual(short.returncode, 0, short.stderr)
+        with open(short_report) as f:
+            measured = json.load(f)
+        self.assertEqual(measured["unmeasured_buckets"], ["128-255", "256-511"])
+        last = measured["buckets"][-1]["bucket"]
+        self.assertEqual(measured["measured_up_to_tokens"], int(last.split("-")[1]))
+        self.assertIn("Not measured (too little text for two pools): ", short.stdout)
+
         # Another seed is another corpus cut: refused, naming the flag.
         other = self.embedctl(*args, "--resume", "--seed=2")
         self.assertNotEqual(other.returncode, 0)

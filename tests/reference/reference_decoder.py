@@ -49,7 +49,8 @@ def rotate_half(x):
 def rotary_angles(length, head_dim, theta, dtype=torch.float64):
     """cos and sin [L, head_dim] of positions 0..L-1: t x f in `dtype`, f in fp32."""
     inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
-    freqs = torch.outer(torch.arange(length, dtype=dtype), inv_freq.to(dtype))
+    # t x f by broadcasting (torch.outer exports to ONNX as a MatMul of 1-D tensors, refused).
+    freqs = torch.arange(length, dtype=dtype)[:, None] * inv_freq.to(dtype)[None, :]
     emb = torch.cat((freqs, freqs), dim=-1)
     return emb.cos().float(), emb.sin().float()
 
@@ -114,8 +115,10 @@ class ReferenceDecoder(nn.Module):
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
         group = self.heads // self.kv_heads
-        k = k.repeat_interleave(group, dim=0)  # repeat_kv: head h reads kv head h // group
-        v = v.repeat_interleave(group, dim=0)
+        # repeat_kv as transformers writes it (expand, then reshape): head h reads kv head
+        # h // group.
+        k = k[:, None].expand(-1, group, -1, -1).reshape(self.heads, length, self.head_dim)
+        v = v[:, None].expand(-1, group, -1, -1).reshape(self.heads, length, self.head_dim)
         context = tempscale_attention(q, k, v, 1.0 if self.tau_before_norm else self.tau, mask)
         return layer["o_proj"](context.transpose(0, 1).reshape(length, -1))
 
