@@ -19,10 +19,12 @@ using Json = nlohmann::json;
 using Vectors = std::vector<std::vector<float>>;
 
 // A bucket's per-query reciprocal ranks with documents at grid index g and queries at q
-// (rr[g][q]), its document vectors at each τ, and which queries fall in each half.
+// (rr[g][q]), and which queries fall in each half.
 struct BucketRanks {
   std::vector<std::vector<std::vector<double>>> rr;
-  std::vector<Vectors> documents;
+  // Each pool's first document at each τ: the collapse curve compares different texts, not a
+  // pool's copies of one haystack.
+  std::vector<Vectors> pool_heads;
   std::vector<size_t> calibration, held_out;  // queries of even pools, of odd pools
   std::vector<size_t> depth;                  // per query: its index in kFactDepths
 };
@@ -34,14 +36,18 @@ size_t NearestDepth(float depth) {
   return best;
 }
 
-BucketRanks Rank(const BucketTask& task, std::vector<Vectors> documents,
+BucketRanks Rank(const BucketTask& task, const std::vector<Vectors>& documents,
                  const std::vector<Vectors>& queries) {
   BucketRanks r;
   r.rr.resize(documents.size());
   for (size_t g = 0; g < documents.size(); ++g)
     for (size_t q = 0; q < queries.size(); ++q)
       r.rr[g].push_back(ReciprocalRanks(queries[q], documents[g], task.pool_size));
-  r.documents = std::move(documents);
+  for (const Vectors& at_tau : documents) {
+    Vectors heads;
+    for (size_t i = 0; i < at_tau.size(); i += task.pool_size) heads.push_back(at_tau[i]);
+    r.pool_heads.push_back(std::move(heads));
+  }
   for (size_t i = 0; i < task.documents.size(); ++i) {
     ((i / task.pool_size) % 2 == 0 ? r.calibration : r.held_out).push_back(i);
     r.depth.push_back(NearestDepth(task.depths[i]));
@@ -60,7 +66,7 @@ Scores ScoresAt(const BucketRanks& r, size_t g, size_t q) {
   s.mrr_held_out = MeanOver(rr, r.held_out);
   s.gain_calibration = ComparePaired(rr, r.rr[0][0], r.calibration);
   s.gain_held_out = ComparePaired(rr, r.rr[0][0], r.held_out);
-  s.mean_cosine = MeanPairwiseCosine(r.documents[g]);
+  s.mean_cosine = MeanPairwiseCosine(r.pool_heads[g]);
   for (size_t d = 0; d < std::size(kFactDepths); ++d) {
     std::vector<size_t> at_depth;
     for (size_t i = 0; i < r.depth.size(); ++i)
@@ -224,7 +230,7 @@ absl::StatusOr<Calibration> RunCalibration(EmbeddingClient& client,
       documents.push_back(std::move(vectors.documents));
       queries.push_back(std::move(vectors.queries));
     }
-    ranks.push_back(Rank(task, std::move(documents), queries));
+    ranks.push_back(Rank(task, documents, queries));
   }
   const std::vector<size_t> schedule = FitSchedule(ranks, out.grid.size(), options.min_gain_se);
   const size_t fixed = BestFixed(ranks, out.grid.size());
