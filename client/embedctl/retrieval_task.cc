@@ -248,7 +248,11 @@ absl::StatusOr<std::vector<BucketTask>> BuildRetrievalTasks(EmbeddingClient& cli
 std::vector<BucketTask> MakeBucketTasks(const std::vector<TokenizedText>& corpus,
                                         const RetrievalTaskOptions& options) {
   std::vector<BucketTask> tasks;
-  if (corpus.empty() || options.pool_size < 2 || options.query_tokens < 1) return tasks;
+  // A pool's pass keys are distinct five-digit numbers: at most 90,000 of them.
+  if (corpus.empty() || options.pool_size < 2 || options.pool_size > 90000 ||
+      options.query_tokens < 1) {
+    return tasks;
+  }
   const size_t pools =
       std::max<size_t>(2, (options.queries_per_bucket + options.pool_size - 1) / options.pool_size);
   // std::mt19937_64's output is fixed by the standard (its distributions are not).
