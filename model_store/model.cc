@@ -69,7 +69,10 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
                      " tokens but config.json vocab_size is ", config.vocab_size));
   }
   ASSIGN_OR_RETURN(model->st_config_, LoadSentenceTransformersConfig(model_dir));
-  ASSIGN_OR_RETURN(model->tempscale_, TempScaleSchedule::Load(model_dir));
+  ASSIGN_OR_RETURN(model->tempscale_,
+                   options.tempscale_schedule_file.empty()
+                       ? TempScaleSchedule::Load(model_dir)
+                       : TempScaleSchedule::LoadFile(options.tempscale_schedule_file));
   ASSIGN_OR_RETURN(TokenHeads heads, LoadTokenHeads(model_dir, config.hidden_size));
   // The encoder copies the weights out, so the mapping is released when Load returns.
   ASSIGN_OR_RETURN(auto checkpoint, Checkpoint::Open(model_dir));

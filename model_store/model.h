@@ -24,6 +24,9 @@ struct ModelOptions {
   std::string content_version;
   // The serving configuration's pooling, overriding what the checkpoint declares.
   std::optional<PoolingMode> pooling_override;
+  // A TempScale schedule file to use instead of the directory's tempscale.json (a Hub model's
+  // cache is shared and read-only to the server); empty: the directory's.
+  std::string tempscale_schedule_file;
 };
 
 class Model {

@@ -124,19 +124,26 @@ absl::StatusOr<TempScaleSchedule> TempScaleSchedule::Load(const std::string& dir
   const std::filesystem::path path = std::filesystem::path(dir) / kTempScaleFile;
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return TempScaleSchedule();
+  return LoadFile(path.string());
+}
+
+absl::StatusOr<TempScaleSchedule> TempScaleSchedule::LoadFile(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    return absl::NotFoundError(absl::StrCat(path, ": no such schedule file"));
   // Bounded before it is read: a schedule is a few lines, and a huge or deeply nested file
   // must not cost a model load its memory or stack.
   const auto size = std::filesystem::file_size(path, ec);
   if (ec || size > kMaxFileBytes) {
     return absl::InvalidArgumentError(
-        absl::StrCat(path.string(), ": (file): ", ec ? ec.message() : absl::StrCat(size, " bytes"),
+        absl::StrCat(path, ": (file): ", ec ? ec.message() : absl::StrCat(size, " bytes"),
                      "; allowed up to ", kMaxFileBytes, " bytes"));
   }
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
-  if (!in) return absl::InternalError(absl::StrCat(path.string(), ": cannot read"));
-  return Parse(path.string(), text.str());
+  if (!in) return absl::InternalError(absl::StrCat(path, ": cannot read"));
+  return Parse(path, text.str());
 }
 
 float TempScaleSchedule::TauFor(int64_t content_tokens) const {

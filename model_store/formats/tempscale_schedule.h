@@ -41,6 +41,9 @@ class TempScaleSchedule {
   static absl::StatusOr<TempScaleSchedule> Parse(const std::string& label, const std::string& text);
   // `dir`/tempscale.json, or no schedule when the file does not exist.
   static absl::StatusOr<TempScaleSchedule> Load(const std::string& dir);
+  // A schedule file anywhere (--tempscale-schedule): NOT_FOUND naming it when it is missing,
+  // then as Parse.
+  static absl::StatusOr<TempScaleSchedule> LoadFile(const std::string& path);
 
   // τ for a sequence of `content_tokens` tokens (special tokens not counted).
   float TauFor(int64_t content_tokens) const;

@@ -9,10 +9,12 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "common/command_line.h"
 #include "common/status_macros.h"
+#include "model_store/formats/tempscale_schedule.h"
 #include "model_store/hub/hub_reference.h"
 #include "model_store/hub/hub_settings.h"
 #include "server/core/store_watcher.h"
@@ -51,6 +53,10 @@ ABSL_FLAG(std::string, log_requests, "errors",
 ABSL_FLAG(std::string, model_store, "",
           "Directory whose subdirectories are models, each served under its directory name.");
 ABSL_FLAG(std::string, default_model, "", "Model used when a request names none.");
+ABSL_FLAG(std::string, tempscale_schedule, "",
+          "NAME=FILE[,NAME=FILE...]: serve model NAME with the TempScale schedule in FILE (as "
+          "embedctl calibrate --schedule-out writes it) instead of its directory's "
+          "tempscale.json; for a Hub model, whose cache the server does not write.");
 ABSL_FLAG(std::string, hub_cache_dir, "",
           "Hugging Face cache for --model=ORG/NAME[@REVISION]; empty: HF_HUB_CACHE, "
           "HUGGINGFACE_HUB_CACHE, $HF_HOME/hub, $XDG_CACHE_HOME/huggingface/hub, "
@@ -235,6 +241,34 @@ absl::Status ReadListenerFlags(ServerOptions* options) {
   return absl::OkStatus();
 }
 
+// --tempscale-schedule: each NAME=FILE onto its model's source, the file parsed now so that a
+// bad one is refused at start naming the flag, not at the first load.
+absl::Status AttachSchedules(const std::string& flag, std::vector<ModelSource>* sources) {
+  for (absl::string_view item : absl::StrSplit(flag, ',', absl::SkipEmpty())) {
+    const size_t eq = item.find('=');
+    if (eq == absl::string_view::npos || eq == 0 || eq + 1 == item.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--tempscale_schedule=", item, ": expected NAME=FILE"));
+    }
+    const std::string name(item.substr(0, eq)), file(item.substr(eq + 1));
+    auto source = std::find_if(sources->begin(), sources->end(),
+                               [&](const ModelSource& s) { return s.name == name; });
+    if (source == sources->end()) {
+      std::vector<std::string> names;
+      for (const ModelSource& s : *sources) names.push_back(s.name);
+      return absl::InvalidArgumentError(
+          absl::StrCat("--tempscale_schedule=", item, ": no served model '", name,
+                       "' (served: ", absl::StrJoin(names, ", "), ")"));
+    }
+    if (auto parsed = model_store::TempScaleSchedule::LoadFile(file); !parsed.ok()) {
+      return absl::Status(parsed.status().code(), absl::StrCat("--tempscale_schedule=", item,
+                                                               ": ", parsed.status().message()));
+    }
+    source->tempscale_schedule = file;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ReadModelFlags(ModelOptions* models) {
   models->store = absl::GetFlag(FLAGS_model_store);
   if (!models->store.empty()) {
@@ -278,7 +312,7 @@ absl::Status ReadModelFlags(ModelOptions* models) {
   if (kept < 1 || kept > 16)
     return absl::InvalidArgumentError("--model_versions_kept: must be in [1, 16]");
   models->versions_kept = static_cast<size_t>(kept);
-  return absl::OkStatus();
+  return AttachSchedules(absl::GetFlag(FLAGS_tempscale_schedule), &models->sources);
 }
 
 absl::Status ReadBatchingFlags(BatcherOptions* batching) {

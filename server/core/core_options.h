@@ -22,6 +22,9 @@ struct ModelSource {
   // A Hub repository, fetched into and read from Hugging Face's cache (model_source.h).
   std::optional<model_store::HubReference> hub;
   model_store::HubSettings hub_settings;
+  // --tempscale-schedule: a schedule file for this model instead of its directory's
+  // tempscale.json; empty: the directory's.
+  std::string tempscale_schedule;
 };
 
 struct ModelOptions {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "common/quoted_value.h"
 #include "common/status_macros.h"
+#include "model_store/formats/content_digest.h"
 #include "model_store/formats/model_version.h"
 
 namespace embedding::server {
@@ -88,6 +89,7 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::LoadVersion(
     load_options.dtype_cache_dir = options_.dtype_cache_dir;
     load_options.content_version = content_version;
   }
+  load_options.tempscale_schedule_file = source.tempscale_schedule;
   // On a thread of its own that then exits: LibTorch's OpenMP gives every thread that starts
   // parallel work a pool of its own, and while those pools outnumber the CPUs libgomp cuts
   // spin-waits, which tripled forward-pass times when the main thread loaded and a batcher
@@ -102,6 +104,13 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::LoadVersion(
   auto served = std::make_shared<ServedModel>();
   served->name = name;
   served->version = source.located.version.empty() ? content_version : source.located.version;
+  // An attached schedule changes AUTO's vectors: it is part of the version (its digest).
+  if (!source.tempscale_schedule.empty()) {
+    auto digest = model_store::FileDigest(source.tempscale_schedule,
+                                          model_store::DigestKind::kSha256);
+    if (!digest.ok()) return digest.status();
+    absl::StrAppend(&served->version, "+tempscale.", digest->substr(0, 8));
+  }
   served->hub = source.hub;
   if (keep_dtype) served->dtype_kept_from = keep_dtype_of->version;
   served->model = *std::move(model);

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <filesystem>
+
 #include "absl/strings/str_cat.h"
 #include "model_store/hub/snapshot_pull.h"
 
@@ -28,6 +30,15 @@ absl::StatusOr<LocatedSource> LocateSource(const ModelSource& source,
                         absl::StrCat("model '", source.name, "': ", located.status().message()));
   }
   out.located = *std::move(located);
+  out.tempscale_schedule = source.tempscale_schedule;
+  if (!out.tempscale_schedule.empty()) {
+    std::error_code size_error, time_error;
+    const auto size = std::filesystem::file_size(out.tempscale_schedule, size_error);
+    const auto time = std::filesystem::last_write_time(out.tempscale_schedule, time_error);
+    absl::StrAppend(&out.located.signature, "|", out.tempscale_schedule, ":",
+                    size_error ? 0 : size, ":",
+                    time_error ? 0 : time.time_since_epoch().count());
+  }
   return out;
 }
 

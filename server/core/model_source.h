@@ -21,8 +21,10 @@ struct HubOrigin {
 };
 
 struct LocatedSource {
+  // Its signature also covers the --tempscale-schedule file, so a poll sees it change.
   model_store::LocatedVersion located;
   std::optional<HubOrigin> hub;
+  std::string tempscale_schedule;  // the source's, or empty
 };
 
 // The version to load now, a Hub model fetched first unless offline; `log` gets a line per

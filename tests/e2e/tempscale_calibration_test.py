@@ -254,6 +254,61 @@ class CalibrationTest(unittest.TestCase):
         self.assertIn("--resume: ", other.stderr)
         self.assertIn("holds another run", other.stderr)
 
+    def test_a_schedule_file_attaches_to_a_served_model(self):
+        """--tempscale-schedule=NAME=FILE: a schedule from outside the model's directory (a Hub
+        model's cache is not the server's to write), in the version, reloaded when it changes."""
+        schedule = os.path.join(self.tmp, "attached.json")
+
+        def write(tau):
+            with open(schedule, "w") as f:
+                json.dump({"schedule": {"form": "piecewise",
+                                        "points": [{"min_tokens": 0, "tau": 1.0},
+                                                   {"min_tokens": 64, "tau": tau}]},
+                           "source": f"by hand, {tau}"}, f)
+
+        def info(client):
+            return client._unary("GetModelInfo",
+                                 client.messages["embedding.v1.GetModelInfoRequest"](),
+                                 "embedding.v1.ModelInfo")
+
+        write(0.7)
+        server = ServerRunner(SERVER, [f"--model=demo={MODEL}", f"--tempscale-schedule=demo={schedule}",
+                                       "--model-poll-interval-s=1"])
+        try:
+            client = EmbeddingClient(server.grpc_address)
+            first = info(client)
+            self.assertEqual(first.tempscale_schedule.source, f"{schedule}: by hand, 0.7")
+            self.assertEqual([(p.min_tokens, round(p.tau, 6)) for p in first.tempscale_schedule.points],
+                             [(0, 1.0), (64, 0.7)])
+            self.assertIn("+tempscale.", first.version)
+            request = client.messages["embedding.v1.EmbedRequest"](
+                inputs=[" ".join(["garden flower"] * 40)],
+                temperature_mode=client.enums["TEMPERATURE_MODE_AUTO"])
+            answer = client._unary("Embed", request, "embedding.v1.EmbedResponse")
+            self.assertAlmostEqual(answer.documents[0].sequence_temperatures[0], 0.7, places=6)
+            # A changed file is a new version, picked up by the poll.
+            time.sleep(1.1)  # a new modification time on coarse clocks
+            write(0.8)
+            deadline = time.time() + 60
+            while info(client).version == first.version and time.time() < deadline:
+                time.sleep(0.2)
+            second = info(client)
+            self.assertNotEqual(second.version, first.version)
+            self.assertEqual(second.tempscale_schedule.source, f"{schedule}: by hand, 0.8")
+        finally:
+            server.stop()
+        # Refused at start, naming the flag.
+        for flag, message in ((f"--tempscale-schedule=nope={schedule}", "no served model 'nope'"),
+                              (f"--tempscale-schedule=demo={self.tmp}/absent.json",
+                               "no such schedule file"),
+                              ("--tempscale-schedule=demo", "expected NAME=FILE")):
+            run = subprocess.run([SERVER, f"--model=demo={MODEL}", "--listen=127.0.0.1:0",
+                                  "--http-listen=127.0.0.1:0", flag],
+                                 capture_output=True, text=True, timeout=120)
+            self.assertNotEqual(run.returncode, 0, flag)
+            self.assertIn("--tempscale_schedule=", run.stderr, flag)
+            self.assertIn(message, run.stderr, flag)
+
     def test_eval_figures_are_recomputed_from_the_servers_vectors(self):
         report_path = os.path.join(self.tmp, "eval.json")
         tasks_path = os.path.join(self.tmp, "tasks.json")
