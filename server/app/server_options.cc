@@ -261,8 +261,8 @@ absl::Status AttachSchedules(const std::string& flag, std::vector<ModelSource>* 
                        "' (served: ", absl::StrJoin(names, ", "), ")"));
     }
     if (auto parsed = model_store::TempScaleSchedule::LoadFile(file); !parsed.ok()) {
-      return absl::Status(parsed.status().code(), absl::StrCat("--tempscale_schedule=", item,
-                                                               ": ", parsed.status().message()));
+      return absl::Status(parsed.status().code(), absl::StrCat("--tempscale_schedule=", item, ": ",
+                                                               parsed.status().message()));
     }
     source->tempscale_schedule = file;
   }

@@ -106,8 +106,8 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::LoadVersion(
   served->version = source.located.version.empty() ? content_version : source.located.version;
   // An attached schedule changes AUTO's vectors: it is part of the version (its digest).
   if (!source.tempscale_schedule.empty()) {
-    auto digest = model_store::FileDigest(source.tempscale_schedule,
-                                          model_store::DigestKind::kSha256);
+    auto digest =
+        model_store::FileDigest(source.tempscale_schedule, model_store::DigestKind::kSha256);
     if (!digest.ok()) return digest.status();
     absl::StrAppend(&served->version, "+tempscale.", digest->substr(0, 8));
   }

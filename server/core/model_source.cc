@@ -35,9 +35,8 @@ absl::StatusOr<LocatedSource> LocateSource(const ModelSource& source,
     std::error_code size_error, time_error;
     const auto size = std::filesystem::file_size(out.tempscale_schedule, size_error);
     const auto time = std::filesystem::last_write_time(out.tempscale_schedule, time_error);
-    absl::StrAppend(&out.located.signature, "|", out.tempscale_schedule, ":",
-                    size_error ? 0 : size, ":",
-                    time_error ? 0 : time.time_since_epoch().count());
+    absl::StrAppend(&out.located.signature, "|", out.tempscale_schedule, ":", size_error ? 0 : size,
+                    ":", time_error ? 0 : time.time_since_epoch().count());
   }
   return out;
 }
