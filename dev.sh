@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One entry point for people and CI: installs Debian packages (only when missing), configures
 # and builds (incrementally), then runs the service or the test suite.
-#   ./dev.sh run [server flags...]   serve the demo model (built from WordNet on first run)
+#   ./dev.sh run [server flags...]   serve the demo model (built from WordNet and the man pages on first run)
 #   ./dev.sh test                    the whole suite (ctest, every label but bench)
 #   ./dev.sh build | deps | bench | docker
 #   ./dev.sh build-deps              only the packages a build needs (used by docker/Dockerfile)
@@ -24,7 +24,8 @@ BUILD_PACKAGES=(
   libfp16-dev                        # half-precision multi-vectors (server/core/vector_encoding.h)
   libgoogle-perftools-dev            # tcmalloc under the server (see CMakeLists.txt)
   wamerican                          # the random-weight test models' vocabulary
-  wordnet-base                       # the demo model's training text (pinned by digest)
+  wordnet-base                       # the demo model's training text: general English (pinned by digest)
+  manpages-dev                       # ... and technical text, the Linux man-pages (pinned by digest)
 )
 TEST_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
@@ -128,7 +129,7 @@ case "$cmd" in
     install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
     build
     demo_model
-    echo "dev.sh: serving the demo model (a small BERT built from WordNet: good enough to try" \
+    echo "dev.sh: serving the demo model (a small BERT built from WordNet and the man pages: good enough to try" \
          "retrieval, TempScale and calibration, not for production). Serve a real checkpoint" \
          "with --model=NAME=/path/to/dir, or a Hub model with --model=ORG/NAME[@REVISION]." >&2
     exec "$BUILD_DIR/server/embedding_server" --model="demo=$DEMO_MODEL_DIR" \

@@ -4,8 +4,8 @@ committed digests), and its quality floor through a real server: unrelated short
 apart, paraphrases find each other, and TempScale visibly changes long texts.
 
 usage: retrieval_demo_quality_test.py SERVER_BINARY MODEL_DIR DATA_DIR
-Held-out text: the paraphrase fixture (written for this repository) and the docstrings of
-Python's standard library (not in the model's WordNet corpus).
+Held-out text: the paraphrase and technical-snippet fixtures (written for this repository) and
+the docstrings of Python's standard library (in neither of the model's corpora).
 """
 import hashlib
 import math
@@ -31,6 +31,11 @@ def dot(a, b):
 def mean_pairwise_cosine(vectors):
     return math.fsum(dot(vectors[i], vectors[j]) for i in range(len(vectors))
                      for j in range(i + 1, len(vectors))) / (len(vectors) * (len(vectors) - 1) / 2)
+
+
+def technical_snippets():
+    with open(os.path.join(DATA, "technical_snippets.txt")) as f:
+        return [line.strip() for line in f if line.strip() and not line.startswith("#")]
 
 
 def paraphrase_pairs():
@@ -71,6 +76,15 @@ class RetrievalDemoQualityTest(unittest.TestCase):
         vectors, _ = self.vectors(firsts)
         mean = mean_pairwise_cosine(vectors)
         print(f"mean cosine between {len(firsts)} unrelated short texts: {mean:.3f}")
+        self.assertLessEqual(mean, 0.2)
+
+    def test_unrelated_technical_snippets_are_far_apart(self):
+        # Held out: written for this repository, on topics from garbage collection to GPS.
+        snippets = technical_snippets()
+        self.assertGreaterEqual(len(snippets), 40)
+        vectors, _ = self.vectors(snippets)
+        mean = mean_pairwise_cosine(vectors)
+        print(f"mean cosine between {len(snippets)} unrelated technical snippets: {mean:.3f}")
         self.assertLessEqual(mean, 0.2)
 
     def test_paraphrases_retrieve_each_other(self):

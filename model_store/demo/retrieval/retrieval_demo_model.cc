@@ -11,7 +11,7 @@
 #include "common/status_macros.h"
 #include "model_store/demo/demo_tokenizer_json.h"
 #include "model_store/demo/retrieval/ppmi_vectors.h"
-#include "model_store/demo/retrieval/wordnet_corpus.h"
+#include "model_store/demo/retrieval/symmetric_eigen.h"
 #include "model_store/formats/safetensors_writer.h"
 #include "model_store/formats/sentence_transformers_writer.h"
 #include "model_store/spec/architecture.h"
@@ -41,6 +41,10 @@ absl::Status ValidateSpec(const RetrievalDemoSpec& spec) {
   if (!(spec.attention_scale > 0))
     return absl::InvalidArgumentError("attention_scale: must be > 0");
   if (!(spec.sif > 0)) return absl::InvalidArgumentError("sif: must be > 0");
+  if (spec.context_window < 1 || spec.context_window > 50)
+    return absl::InvalidArgumentError("context_window: must be in [1, 50]");
+  if (spec.top_directions_removed < 0 || spec.top_directions_removed >= spec.hidden_size)
+    return absl::InvalidArgumentError("top_directions_removed: must be in [0, hidden_size)");
   return absl::OkStatus();
 }
 
@@ -81,15 +85,17 @@ std::vector<std::string> BuildVocabulary(const std::vector<std::string>& documen
 }
 
 // Unit content directions scaled by smooth inverse frequency, centred over the dimensions (so
-// LayerNorm's mean subtraction is a no-op), with the corpus's common direction removed (it is
-// shared by every text and would pull all vectors together).
-std::vector<float> EmbeddingTable(const WordVectors& words, const RetrievalDemoSpec& spec) {
+// LayerNorm's mean subtraction is a no-op), with each source corpus's common direction (its
+// frequency-weighted mean) removed: it is shared by every text of that kind and would pull
+// them all together (two technical texts on unrelated topics would look alike).
+std::vector<float> EmbeddingTable(const WordVectors& words,
+                                  const std::vector<std::vector<int64_t>>& source_counts,
+                                  const RetrievalDemoSpec& spec) {
   const int h = words.dims;
   const auto vocab = static_cast<int64_t>(words.counts.size());
   double total = 0;
   for (int64_t c : words.counts) total += static_cast<double>(c);
   std::vector<double> unit(words.values.size(), 0.0);
-  std::vector<double> common(h, 0.0);
   for (int64_t v = 0; v < vocab; ++v) {
     double* row = &unit[v * h];
     double mean = 0, norm = 0;
@@ -97,19 +103,35 @@ std::vector<float> EmbeddingTable(const WordVectors& words, const RetrievalDemoS
     for (int d = 0; d < h; ++d) norm += std::pow(words.values[v * h + d] - mean, 2);
     if (words.counts[v] == 0 || norm <= 0) continue;
     for (int d = 0; d < h; ++d) row[d] = (words.values[v * h + d] - mean) / std::sqrt(norm);
-    for (int d = 0; d < h; ++d) common[d] += static_cast<double>(words.counts[v]) * row[d];
   }
-  double common_norm = 0;
-  for (double c : common) common_norm += c * c;
-  common_norm = std::sqrt(common_norm);
+  // An orthonormal basis of the sources' common directions (Gram-Schmidt).
+  std::vector<std::vector<double>> basis;
+  for (const std::vector<int64_t>& counts : source_counts) {
+    std::vector<double> common(h, 0.0);
+    for (int64_t v = 0; v < vocab; ++v)
+      for (int d = 0; d < h; ++d) common[d] += static_cast<double>(counts[v]) * unit[v * h + d];
+    for (const std::vector<double>& b : basis) {
+      double along = 0;
+      for (int d = 0; d < h; ++d) along += common[d] * b[d];
+      for (int d = 0; d < h; ++d) common[d] -= along * b[d];
+    }
+    double norm = 0;
+    for (double c : common) norm += c * c;
+    if (norm <= 0) continue;
+    for (double& c : common) c /= std::sqrt(norm);
+    basis.push_back(std::move(common));
+  }
   const double scale = std::sqrt(kContentVariance * kLayerNormEps * h);
   std::vector<float> table(static_cast<size_t>(vocab) * h, 0.0f);
   for (int64_t v = 0; v < vocab; ++v) {
     if (words.counts[v] == 0) continue;
     double* row = &unit[v * h];
-    double along = 0, norm = 0;
-    for (int d = 0; d < h; ++d) along += row[d] * common[d] / common_norm;
-    for (int d = 0; d < h; ++d) row[d] -= along * common[d] / common_norm;
+    for (const std::vector<double>& b : basis) {
+      double along = 0;
+      for (int d = 0; d < h; ++d) along += row[d] * b[d];
+      for (int d = 0; d < h; ++d) row[d] -= along * b[d];
+    }
+    double norm = 0;
     for (int d = 0; d < h; ++d) norm += row[d] * row[d];
     if (norm <= 0) continue;
     const double weight = spec.sif / (spec.sif + static_cast<double>(words.counts[v]) / total);
@@ -117,6 +139,46 @@ std::vector<float> EmbeddingTable(const WordVectors& words, const RetrievalDemoS
       table[v * h + d] = static_cast<float>(row[d] / std::sqrt(norm) * weight * scale);
   }
   return table;
+}
+
+// "All but the top" (Mu & Viswanath 2018): the table's leading principal directions are shared
+// by words of every topic (register and frequency, not meaning). Each row loses its part along
+// them and keeps its length, so a frequent word stays small.
+void RemoveTopDirections(std::vector<float>& table, int h, int k, uint64_t seed) {
+  if (k <= 0) return;
+  const auto rows = static_cast<int64_t>(table.size() / h);
+  std::vector<double> gram(static_cast<size_t>(h) * h, 0.0);
+  for (int64_t v = 0; v < rows; ++v) {
+    const float* row = &table[v * h];
+    for (int a = 0; a < h; ++a)
+      for (int b = a; b < h; ++b) gram[a * h + b] += static_cast<double>(row[a]) * row[b];
+  }
+  SparseSymmetric dense;
+  dense.n = h;
+  for (int a = 0; a < h; ++a) {
+    dense.row_start.push_back(static_cast<int64_t>(dense.column.size()));
+    for (int b = 0; b < h; ++b) {
+      dense.column.push_back(b);
+      dense.value.push_back(a <= b ? gram[a * h + b] : gram[b * h + a]);
+    }
+  }
+  dense.row_start.push_back(static_cast<int64_t>(dense.column.size()));
+  const EigenPairs top = LeadingEigenPairs(dense, k, /*oversampling=*/16,
+                                           /*power_iterations=*/4, seed);
+  for (int64_t v = 0; v < rows; ++v) {
+    float* row = &table[v * h];
+    double before = 0, after = 0;
+    std::vector<double> r(row, row + h);
+    for (double x : r) before += x * x;
+    for (int c = 0; c < k; ++c) {
+      double along = 0;
+      for (int d = 0; d < h; ++d) along += r[d] * top.vectors[d * k + c];
+      for (int d = 0; d < h; ++d) r[d] -= along * top.vectors[d * k + c];
+    }
+    for (double x : r) after += x * x;
+    if (after <= 0) continue;
+    for (int d = 0; d < h; ++d) row[d] = static_cast<float>(r[d] * std::sqrt(before / after));
+  }
 }
 
 F32Tensor Filled(std::vector<int64_t> shape, float value) {
@@ -172,7 +234,12 @@ std::map<std::string, F32Tensor> Weights(const RetrievalDemoSpec& spec, std::vec
 
 absl::Status WriteRetrievalDemoModel(const std::string& dir, const RetrievalDemoSpec& spec) {
   RETURN_IF_ERROR(ValidateSpec(spec));
-  ASSIGN_OR_RETURN(const std::vector<std::string> corpus, ReadWordNetCorpus(spec.wordnet_dir));
+  // General English, then technical text; each source's token counts are kept apart.
+  ASSIGN_OR_RETURN(std::vector<std::string> corpus, ReadWordNetCorpus(spec.wordnet_dir));
+  const size_t general_documents = corpus.size();
+  ASSIGN_OR_RETURN(std::vector<std::string> technical, ReadManPagesCorpus(spec.manpages_list));
+  corpus.insert(corpus.end(), std::make_move_iterator(technical.begin()),
+                std::make_move_iterator(technical.end()));
   const std::vector<std::string> vocab = BuildVocabulary(corpus, spec.vocab_size);
   const Json tokenizer_json = WordPieceTokenizerJson(vocab);
   ASSIGN_OR_RETURN(auto tokenizer, Tokenizer::FromJson("tokenizer.json", tokenizer_json.dump()));
@@ -185,7 +252,11 @@ absl::Status WriteRetrievalDemoModel(const std::string& dir, const RetrievalDemo
   PpmiOptions ppmi;
   ppmi.dims = spec.hidden_size;
   ppmi.seed = spec.seed;
+  ppmi.window = spec.context_window;
   const WordVectors words = BuildPpmiVectors(documents, static_cast<int>(vocab.size()), ppmi);
+  std::vector<std::vector<int64_t>> source_counts(2, std::vector<int64_t>(vocab.size(), 0));
+  for (size_t i = 0; i < documents.size(); ++i)
+    for (int32_t id : documents[i]) ++source_counts[i < general_documents ? 0 : 1][id];
 
   const fs::path root(dir);
   std::error_code ec;
@@ -205,10 +276,12 @@ absl::Status WriteRetrievalDemoModel(const std::string& dir, const RetrievalDemo
                        {"layer_norm_eps", kLayerNormEps},
                        {"pad_token_id", 0},
                        {"retrieval_demo",
-                        {{"corpus", "wordnet-base 1:3.0-37"},
+                        {{"corpus", "wordnet-base 1:3.0-37, manpages-dev 6.03-2"},
                          {"seed", spec.seed},
                          {"attention_scale", spec.attention_scale},
-                         {"sif", spec.sif}}}};
+                         {"sif", spec.sif},
+                         {"context_window", spec.context_window},
+                         {"top_directions_removed", spec.top_directions_removed}}}};
   RETURN_IF_ERROR(WriteTextFile(root / "config.json", config.dump(2)));
   RETURN_IF_ERROR(WriteTextFile(root / "tokenizer.json", tokenizer_json.dump()));
   const Json settings = {{"do_lower_case", true},
@@ -227,9 +300,11 @@ absl::Status WriteRetrievalDemoModel(const std::string& dir, const RetrievalDemo
       "(Debian's wordnet-base): PPMI word vectors in a hand-set BERT. Small and fast; its "
       "vectors carry word meaning, enough to try retrieval, calibration and the collapse "
       "metrics. Not a production model.\n"));
+  std::vector<float> table = EmbeddingTable(words, source_counts, spec);
+  RemoveTopDirections(table, spec.hidden_size, spec.top_directions_removed, spec.seed);
   return WriteSafetensors(
       (root / "model.safetensors").string(),
-      Weights(spec, EmbeddingTable(words, spec), static_cast<int64_t>(vocab.size()), intermediate));
+      Weights(spec, std::move(table), static_cast<int64_t>(vocab.size()), intermediate));
 }
 
 }  // namespace embedding::model_store
