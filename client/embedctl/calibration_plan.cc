@@ -35,27 +35,35 @@ absl::Duration CallBudget::DeadlineFor(size_t bytes) const {
 
 absl::StatusOr<CallBudget> ProbeCallBudget(EmbeddingClient& client,
                                            const std::vector<BucketTask>& tasks,
-                                           const std::string& model, absl::Duration floor) {
+                                           const std::string& model, size_t batch,
+                                           absl::Duration floor) {
   CallBudget budget;
   budget.floor = floor;
   if (tasks.empty() || tasks.back().documents.empty()) return budget;
-  const std::string& probe = tasks.back().documents.front();
+  const BucketTask& longest = tasks.back();
+  const size_t count = std::clamp<size_t>(kProbeTokens / std::max<uint32_t>(1, longest.min_tokens),
+                                          1, std::min(batch, longest.documents.size()));
+  const std::vector<std::string> probe(longest.documents.begin(),
+                                       longest.documents.begin() + count);
   EmbedOptions options;
   options.model = model;
   options.temperature = 1.0f;
   options.strategy = v1::LONG_TEXT_STRATEGY_TRUNCATE;
   const auto start = std::chrono::steady_clock::now();
-  auto response = client.Embed(MakeEmbedRequest({probe}, options), floor);
+  auto response = client.Embed(MakeEmbedRequest(probe, options), floor);
   if (!response.ok()) {
     return absl::Status(response.status().code(),
-                        absl::StrCat("probe (one ", tasks.back().bucket, "-token document): ",
-                                     response.status().message(), "; raise --timeout-s"));
+                        absl::StrCat("probe (", count, " ", longest.bucket,
+                                     "-token documents): ", response.status().message(),
+                                     "; raise --timeout-s"));
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double tokens = std::max<uint32_t>(1, response->documents(0).token_count());
+  double tokens = 0;
+  for (const auto& document : response->documents()) tokens += document.token_count();
+  tokens = std::max(tokens, 1.0);
   budget.tokens_per_second = tokens / std::max(seconds, 1e-3);
-  budget.bytes_per_token = static_cast<double>(probe.size()) / tokens;
+  budget.bytes_per_token = static_cast<double>(Bytes(probe)) / tokens;
   return budget;
 }
 

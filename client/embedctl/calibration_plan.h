@@ -26,11 +26,19 @@ struct CallBudget {
   double SecondsFor(size_t bytes) const;
 };
 
-// Embeds the longest bucket's first document once at τ = 1 (one truncated window) and times
-// it. The server's error, naming the probe, when it fails.
+// The probe's size in tokens: a call of the longest bucket's documents as the run sends them
+// (batched: one document alone runs at about half the pace on a base-sized model), up to this
+// many tokens, so that a bucket of 8k-token documents is probed with one, a minute's work for a
+// real model on 2 cores.
+inline constexpr uint32_t kProbeTokens = 4096;
+
+// Embeds the longest bucket's first documents (kProbeTokens' worth, at most `batch`, at least
+// one) at τ = 1, truncated to one window, in one call, and times it. The server's error, naming
+// the probe, when it fails.
 absl::StatusOr<CallBudget> ProbeCallBudget(EmbeddingClient& client,
                                            const std::vector<BucketTask>& tasks,
-                                           const std::string& model, absl::Duration floor);
+                                           const std::string& model, size_t batch,
+                                           absl::Duration floor);
 
 // Per bucket: documents and queries, about how many tokens each τ sends, and the estimated
 // time; then the grid and the total, less what `state` already holds.

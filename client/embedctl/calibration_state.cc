@@ -1,12 +1,11 @@
 #include "client/embedctl/calibration_state.h"
 
-#include <openssl/evp.h>
-
 #include <cstring>
 #include <fstream>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "model_store/formats/content_digest.h"
 #include "nlohmann/json.hpp"
 
 namespace embedding::client {
@@ -112,11 +111,7 @@ absl::Status CalibrationState::Save(const std::string& bucket, float tau, SavedV
 
 std::string CalibrationFingerprint(const std::string& model_version, const std::string& prompt,
                                    const std::string& tasks_json) {
-  const std::string text = Json({model_version, prompt, tasks_json}).dump();
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  EVP_Digest(text.data(), text.size(), digest, &size, EVP_sha256(), nullptr);
-  return absl::BytesToHexString(absl::string_view(reinterpret_cast<char*>(digest), size));
+  return model_store::Sha256Hex(Json({model_version, prompt, tasks_json}).dump());
 }
 
 }  // namespace embedding::client

@@ -437,7 +437,8 @@ int Calibrate(EmbeddingClient& client) {
     return Fail(absl::InvalidArgumentError("--resume: needs a --state-file"));
   }
   auto budget =
-      ProbeCallBudget(client, *tasks_built, options.tasks.model, client.options().timeout);
+      ProbeCallBudget(client, *tasks_built, options.tasks.model, options.batch,
+                      client.options().timeout);
   if (!budget.ok()) return Fail(budget.status());
   options.budget = *budget;
   std::cerr << FormatCalibrationPlan(*tasks_built, options.grid, *budget, options.state);

@@ -72,6 +72,7 @@ Scores ScoresAt(const BucketRanks& r, size_t g, size_t q) {
     for (size_t i = 0; i < r.depth.size(); ++i)
       if (r.depth[i] == d) at_depth.push_back(i);
     s.mrr_by_depth.push_back(at_depth.empty() ? NAN : MeanOver(rr, at_depth));
+    s.gain_by_depth.push_back(ComparePaired(rr, r.rr[0][0], at_depth));
   }
   return s;
 }
@@ -165,6 +166,12 @@ Json GainJson(const PairedGain& g) {
   return {{"queries", g.queries}, {"mean", g.mean}, {"standard_error", g.standard_error}};
 }
 
+Json GainsJson(const std::vector<PairedGain>& gains) {
+  Json out = Json::array();
+  for (const PairedGain& g : gains) out.push_back(GainJson(g));
+  return out;
+}
+
 Json ScoresJson(const Scores& s, double min_gain_se) {
   return {{"mrr_at_10_calibration", s.mrr_calibration},
           {"mrr_at_10_held_out", s.mrr_held_out},
@@ -172,6 +179,7 @@ Json ScoresJson(const Scores& s, double min_gain_se) {
           {"gain_held_out", GainJson(s.gain_held_out)},
           {"significant", s.gain_calibration.Significant(min_gain_se)},
           {"mrr_at_10_by_depth", s.mrr_by_depth},
+          {"gain_by_depth", GainsJson(s.gain_by_depth)},
           {"mean_cosine", s.mean_cosine}};
 }
 
@@ -285,22 +293,31 @@ std::string FormatCalibrationTable(const Calibration& c) {
         b.at_schedule.mrr_held_out, GainText(b.at_schedule.gain_held_out, k), b.at_one.mean_cosine,
         b.at_schedule.mean_cosine);
   }
-  out += "\nMRR@10 by where the fact sits (both halves), tau=1 / AUTO\n";
-  absl::StrAppendFormat(&out, "%-10s", "bucket");
+  absl::StrAppendFormat(&out,
+                        "\nMRR@10 by where the fact sits (both halves): tau = 1, then the best "
+                        "fixed tau (%.2f) and AUTO with their gains paired against tau = 1\n",
+                        c.best_fixed);
+  absl::StrAppendFormat(&out, "%-19s", "bucket");
   for (float depth : kFactDepths)
-    absl::StrAppendFormat(&out, " | %13s", absl::StrFormat("depth %.2f", depth));
+    absl::StrAppendFormat(&out, " | %23s", absl::StrFormat("depth %.2f", depth));
   out += "\n";
   for (const BucketCalibration& b : c.buckets) {
-    absl::StrAppendFormat(&out, "%-10s", b.bucket);
-    for (size_t d = 0; d < b.at_one.mrr_by_depth.size(); ++d) {
-      if (std::isnan(b.at_one.mrr_by_depth[d])) {
-        absl::StrAppendFormat(&out, " | %13s", "-");
-      } else {
-        absl::StrAppendFormat(&out, " | %5.3f / %5.3f", b.at_one.mrr_by_depth[d],
-                              b.at_schedule.mrr_by_depth[d]);
+    const std::pair<const char*, const Scores*> rows[] = {
+        {"tau=1", &b.at_one}, {"best fixed", &b.at_best_fixed}, {"AUTO", &b.at_schedule}};
+    for (const auto& [name, scores] : rows) {
+      absl::StrAppendFormat(&out, "%-8s %-10s", b.bucket, name);
+      for (size_t d = 0; d < scores->mrr_by_depth.size(); ++d) {
+        if (std::isnan(scores->mrr_by_depth[d])) {
+          absl::StrAppendFormat(&out, " | %23s", "-");
+        } else if (scores == &b.at_one) {
+          absl::StrAppendFormat(&out, " | %5.3f %17s", scores->mrr_by_depth[d], "");
+        } else {
+          absl::StrAppendFormat(&out, " | %5.3f %-17s", scores->mrr_by_depth[d],
+                                GainText(scores->gain_by_depth[d], k));
+        }
       }
+      out += "\n";
     }
-    out += "\n";
   }
   if (!c.unmeasured.empty()) {
     absl::StrAppendFormat(&out,

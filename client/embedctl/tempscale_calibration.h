@@ -49,6 +49,7 @@ struct Scores {
   // Over both halves, per depth of kFactDepths (a lexical span's start: the nearest depth);
   // NaN (JSON null, "-" in the table) for a depth without queries: fewer than five pools.
   std::vector<double> mrr_by_depth;
+  std::vector<PairedGain> gain_by_depth;  // against τ = 1 on the same queries, both halves
 };
 
 struct BucketCalibration {

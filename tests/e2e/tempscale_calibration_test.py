@@ -147,6 +147,16 @@ class CalibrationTest(unittest.TestCase):
             self.assertEqual(row[name]["queries"], len(which))
             self.assertAlmostEqual(row[name]["mean"], mean, places=9)
             self.assertAlmostEqual(row[name]["standard_error"], standard_error, places=9)
+        # Per depth of the pass key (both halves): the same pairing over that depth's queries.
+        depths = sorted(set(task["depths"]))
+        self.assertEqual(len(row["gain_by_depth"]), 5)
+        for d, depth in enumerate(depths):
+            which = [i for i, x in enumerate(task["depths"]) if x == depth]
+            mean, standard_error = paired(at_low, at_one, which)
+            self.assertEqual(row["gain_by_depth"][d]["queries"], len(which))
+            self.assertAlmostEqual(row["gain_by_depth"][d]["mean"], mean, places=9)
+            self.assertAlmostEqual(row["gain_by_depth"][d]["standard_error"], standard_error,
+                                   places=9)
         # Two panels, retrieval and collapse, in one SVG document.
         root = ElementTree.parse(out["calibration.svg"]).getroot()
         self.assertEqual(len(root.findall("{http://www.w3.org/2000/svg}svg")), 2)
