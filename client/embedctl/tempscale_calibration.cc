@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iterator>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -189,6 +190,37 @@ std::string GainText(const PairedGain& g, double min_gain_se) {
                          g.Significant(min_gain_se) ? "*" : " ");
 }
 
+// Per depth of the fact: τ = 1, then the best fixed τ and AUTO with their paired gains.
+std::string DepthTable(const Calibration& c) {
+  const double k = c.min_gain_se;
+  std::string out;
+  absl::StrAppendFormat(&out,
+                        "\nMRR@10 by where the fact sits (both halves): tau = 1, then the best "
+                        "fixed tau (%.2f) and AUTO with their gains paired against tau = 1\n",
+                        c.best_fixed);
+  absl::StrAppendFormat(&out, "%-19s", "bucket");
+  for (float depth : kFactDepths)
+    absl::StrAppendFormat(&out, " | %23s", absl::StrFormat("depth %.2f", depth));
+  out += "\n";
+  for (const BucketCalibration& b : c.buckets) {
+    const std::pair<const char*, const Scores*> rows[] = {
+        {"tau=1", &b.at_one}, {"best fixed", &b.at_best_fixed}, {"AUTO", &b.at_schedule}};
+    for (const auto& [name, scores] : rows) {
+      std::string line = absl::StrFormat("%-8s %-10s", b.bucket, name);
+      for (size_t d = 0; d < scores->mrr_by_depth.size(); ++d) {
+        if (std::isnan(scores->mrr_by_depth[d])) {
+          absl::StrAppendFormat(&line, " | %23s", "-");
+        } else {
+          absl::StrAppendFormat(&line, " | %5.3f %-17s", scores->mrr_by_depth[d],
+                                scores == &b.at_one ? "" : GainText(scores->gain_by_depth[d], k));
+        }
+      }
+      absl::StrAppend(&out, absl::StripTrailingAsciiWhitespace(line), "\n");
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<float>> CalibrationGrid(std::vector<float> grid) {
@@ -293,32 +325,7 @@ std::string FormatCalibrationTable(const Calibration& c) {
         b.at_schedule.mrr_held_out, GainText(b.at_schedule.gain_held_out, k), b.at_one.mean_cosine,
         b.at_schedule.mean_cosine);
   }
-  absl::StrAppendFormat(&out,
-                        "\nMRR@10 by where the fact sits (both halves): tau = 1, then the best "
-                        "fixed tau (%.2f) and AUTO with their gains paired against tau = 1\n",
-                        c.best_fixed);
-  absl::StrAppendFormat(&out, "%-19s", "bucket");
-  for (float depth : kFactDepths)
-    absl::StrAppendFormat(&out, " | %23s", absl::StrFormat("depth %.2f", depth));
-  out += "\n";
-  for (const BucketCalibration& b : c.buckets) {
-    const std::pair<const char*, const Scores*> rows[] = {
-        {"tau=1", &b.at_one}, {"best fixed", &b.at_best_fixed}, {"AUTO", &b.at_schedule}};
-    for (const auto& [name, scores] : rows) {
-      absl::StrAppendFormat(&out, "%-8s %-10s", b.bucket, name);
-      for (size_t d = 0; d < scores->mrr_by_depth.size(); ++d) {
-        if (std::isnan(scores->mrr_by_depth[d])) {
-          absl::StrAppendFormat(&out, " | %23s", "-");
-        } else if (scores == &b.at_one) {
-          absl::StrAppendFormat(&out, " | %5.3f %17s", scores->mrr_by_depth[d], "");
-        } else {
-          absl::StrAppendFormat(&out, " | %5.3f %-17s", scores->mrr_by_depth[d],
-                                GainText(scores->gain_by_depth[d], k));
-        }
-      }
-      out += "\n";
-    }
-  }
+  out += DepthTable(c);
   if (!c.unmeasured.empty()) {
     absl::StrAppendFormat(&out,
                           "Not measured (too little text for two pools): %s; past %d tokens the "
