@@ -96,6 +96,8 @@ absl::Status Server::StartListeners() {
     openai_options.auth = auth_.get();
     openai_options.tls = http_tls_.get();
     openai_options.default_timeout = options_.openai_timeout;
+    openai_options.tei_info = {options_.batching.max_batch_tokens,
+                               options_.batching.max_batch_sequences, options_.tokenizer_threads};
     ASSIGN_OR_RETURN(openai_, OpenAiEndpoint::Start(std::move(openai_options)));
     LogListening("openai", options_.openai_listen, openai_->port());
   }

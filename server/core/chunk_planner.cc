@@ -57,11 +57,11 @@ absl::StatusOr<ChunkPlan> PlanChunks(uint32_t tokens, uint32_t window, const Emb
   switch (TraitsOf(params.strategy).plan) {
     case PlanRule::kReject:
       if (tokens > window) {
-        return absl::InvalidArgumentError(
+        absl::Status past = absl::InvalidArgumentError(
             absl::StrCat(field, ": ", tokens, " tokens exceed the model's window of ", window,
-                         " tokens; strategy REJECT allows [0, ", window,
-                         "] (choose TRUNCATE or a CHUNK_ "
-                         "strategy for long text)"));
+                         " tokens; allowed [0, ", window, "] when long text is refused"));
+        past.SetPayload(kPastWindowPayload, absl::Cord());
+        return past;
       }
       plan.chunks = {{0, tokens}};
       break;

@@ -23,10 +23,16 @@ struct ChunkPlan {
   bool truncated = false;
 };
 
+// A refusal of a text past the window carries this payload, so that each door adds how its own
+// callers ask for long text: gRPC's strategy enum, the OpenAI route's strategy names, TEI's
+// `truncate` (the core knows none of these spellings).
+inline constexpr char kPastWindowPayload[] = "embedding.server/past-window";
+
 // Plans a document of `tokens` content tokens for a model whose window holds `window`
 // content tokens. `params.chunk_tokens` and `overlap_tokens` must already be validated
 // (chunk <= window, overlap < chunk). An empty document is one empty chunk ([CLS] [SEP]).
-// INVALID_ARGUMENT naming `field` when REJECT meets a document longer than the window.
+// INVALID_ARGUMENT naming `field`, with kPastWindowPayload, when REJECT meets a document
+// longer than the window.
 absl::StatusOr<ChunkPlan> PlanChunks(uint32_t tokens, uint32_t window, const EmbedParams& params,
                                      const std::string& field);
 

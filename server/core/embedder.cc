@@ -73,6 +73,7 @@ absl::Status Embedder::StartTokenize(TokenizeCall call, TokenizeDone done) {
   ASSIGN_OR_RETURN(std::shared_ptr<const ServedModel> model, FindModel(call.model));
   RETURN_IF_ERROR(ValidateInputCount(call.inputs.size(), limits_));
   RETURN_IF_ERROR(ValidateTextBytes(call.inputs, 0, limits_));
+  RETURN_IF_ERROR(ValidateTokenizeBytes(call.inputs, limits_));
   ASSIGN_OR_RETURN(AdmissionPermit permit, admission_.Admit());
   // The answer carries ~50 bytes per token on the wire: bounded like one document's tokens.
   const int64_t max_tokens = limits_.max_tokens_per_document;

@@ -41,15 +41,41 @@ absl::Status ValidateInputCount(size_t count, const RequestLimits& limits) {
   return absl::OkStatus();
 }
 
+int64_t MaxInputBytes(const RequestLimits& limits) {
+  return kMaxBytesPerToken * static_cast<int64_t>(limits.max_tokens_per_document);
+}
+
 absl::Status ValidateTextBytes(const TextInputs& inputs, size_t prompt_bytes,
                                const RequestLimits& limits) {
   int64_t bytes = 0;
   for (const auto& input : inputs) bytes += static_cast<int64_t>(input.size() + prompt_bytes);
-  if (bytes <= limits.max_request_bytes) return absl::OkStatus();
-  return Invalid(absl::StrCat(
-      prompt_bytes > 0 ? "inputs and prompt: " : "inputs: ", bytes, " bytes of text",
-      prompt_bytes > 0 ? " (the prompt counts once per input)" : "",
-      " exceed the bound; allowed [0, ", limits.max_request_bytes, "] (--max-request-bytes)"));
+  if (bytes > limits.max_request_bytes) {
+    return Invalid(absl::StrCat(
+        prompt_bytes > 0 ? "inputs and prompt: " : "inputs: ", bytes, " bytes of text",
+        prompt_bytes > 0 ? " (the prompt counts once per input)" : "",
+        " exceed the bound; allowed [0, ", limits.max_request_bytes, "] (--max-request-bytes)"));
+  }
+  const int64_t max_input = MaxInputBytes(limits);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto input = static_cast<int64_t>(inputs[i].size() + prompt_bytes);
+    if (input <= max_input) continue;
+    return Invalid(absl::StrCat(
+        "inputs[", i, "]: ", input, " bytes of text", prompt_bytes > 0 ? " with the prompt" : "",
+        " exceed the bound; allowed [0, ", max_input, "] (", kMaxBytesPerToken,
+        " bytes for each token --max-tokens-per-document allows)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateTokenizeBytes(const TextInputs& inputs, const RequestLimits& limits) {
+  int64_t bytes = 0;
+  for (const auto& input : inputs) bytes += static_cast<int64_t>(input.size());
+  const int64_t max_bytes = MaxInputBytes(limits);
+  if (bytes <= max_bytes) return absl::OkStatus();
+  return Invalid(absl::StrCat("inputs: ", bytes,
+                              " bytes of text exceed the bound for one Tokenize call; allowed [0, ",
+                              max_bytes, "] (", kMaxBytesPerToken,
+                              " bytes for each token --max-tokens-per-document allows)"));
 }
 
 // Every token id costs 4 bytes of --max-request-bytes, as its text would cost its bytes.

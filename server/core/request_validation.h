@@ -28,9 +28,23 @@ std::vector<v1::EmbeddingOutput> OfferedOutputs(const model_store::Model& model)
 // `count` inputs is between 1 and --max-inputs-per-request; INVALID_ARGUMENT otherwise.
 absl::Status ValidateInputCount(size_t count, const RequestLimits& limits);
 
-// The text a request makes, every input with `prompt_bytes` prepended to each, is at most
-// --max-request-bytes; INVALID_ARGUMENT naming inputs (and prompt when it counts) otherwise.
+// Bytes of text one input may hold: kMaxBytesPerToken for each token
+// --max-tokens-per-document allows. Tokenizing costs about 28 bytes of memory per byte of text
+// (each character's code point and offsets, then the words split from them) before a single
+// token can be counted, and a text past the token limit is refused only after that: 448 MiB for
+// a 16 MiB text. 16 bytes per token is four times English prose's 4 and twice what code or
+// CJK text reaches, so only texts that could not be served are refused early.
+inline constexpr int64_t kMaxBytesPerToken = 16;
+int64_t MaxInputBytes(const RequestLimits& limits);
+
+// Each input, with `prompt_bytes` prepended, is at most MaxInputBytes, and all of them
+// together at most --max-request-bytes; INVALID_ARGUMENT naming the input (inputs[i]) or
+// inputs (and prompt when it counts) otherwise.
 absl::Status ValidateTextBytes(const TextInputs& inputs, size_t prompt_bytes,
                                const RequestLimits& limits);
+
+// A Tokenize call answers at most --max-tokens-per-document tokens in all, so all its inputs
+// together are bounded like one text (MaxInputBytes); INVALID_ARGUMENT naming inputs otherwise.
+absl::Status ValidateTokenizeBytes(const TextInputs& inputs, const RequestLimits& limits);
 
 }  // namespace embedding::server

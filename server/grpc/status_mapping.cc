@@ -2,6 +2,9 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "server/core/chunk_planner.h"
+
 namespace embedding::server {
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
@@ -9,7 +12,14 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   auto code = static_cast<grpc::StatusCode>(status.code());
   if (status.code() == absl::StatusCode::kDataLoss || status.code() == absl::StatusCode::kUnknown)
     code = grpc::StatusCode::INTERNAL;
-  return grpc::Status(code, std::string(status.message()));
+  std::string message(status.message());
+  if (status.GetPayload(kPastWindowPayload).has_value()) {
+    absl::StrAppend(&message,
+                    " (strategy LONG_TEXT_STRATEGY_REJECT; set strategy to "
+                    "LONG_TEXT_STRATEGY_TRUNCATE or a LONG_TEXT_STRATEGY_CHUNK_* value for "
+                    "long text)");
+  }
+  return grpc::Status(code, message);
 }
 
 }  // namespace embedding::server

@@ -2,18 +2,32 @@
 // bounded while parsing, so a nesting bomb stops before anything deeper is built.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "server/core/core_options.h"
 
 namespace embedding::server {
 
 // JSON nested deeper than this is refused before it is built.
 inline constexpr int kMaxJsonDepth = 16;
 
+// The longest string literal in a body, in bytes once its escapes are decoded, and the last
+// object key seen before it (empty when none): one pass over the raw bytes, no allocation in
+// proportion to them.
+struct LongestJsonString {
+  size_t bytes = 0;
+  std::string key;
+};
+LongestJsonString FindLongestJsonString(std::string_view body);
+
 // INVALID_ARGUMENT "body: ..." for JSON that does not parse, nests too deep or is not an
-// object.
-absl::StatusOr<nlohmann::json> ParseJsonObject(std::string_view body);
+// object; "<key>: ..." (the key the string sits under, "body" for a key itself) for a string
+// longer than one input may be (MaxInputBytes), refused before parsing: the parser holds
+// several copies of a string at once (its growing token buffer, the value), 77 MiB at the peak
+// for one 16 MiB text, and no field takes more than one input's bytes.
+absl::StatusOr<nlohmann::json> ParseJsonObject(std::string_view body, const RequestLimits& limits);
 
 }  // namespace embedding::server

@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "server/core/chunk_planner.h"
 #include "server/core/request_validation.h"
 #include "server/core/strategy.h"
 #include "server/http/json_body.h"
@@ -206,7 +207,7 @@ absl::Status ReadField(const std::string& key, const Json& value, const RequestL
 
 absl::StatusOr<OpenAiEmbeddingsRequest> ParseOpenAiEmbeddingsRequest(std::string_view body,
                                                                      const RequestLimits& limits) {
-  ASSIGN_OR_RETURN(Json json, ParseJsonObject(body));
+  ASSIGN_OR_RETURN(Json json, ParseJsonObject(body, limits));
   if (!json.contains("input")) return Invalid("input", "is required");
   OpenAiEmbeddingsRequest out;
   for (const auto& [key, value] : json.items()) {
@@ -380,7 +381,12 @@ int OpenAiHttpStatus(const absl::Status& status) {
 }
 
 std::string OpenAiErrorBody(const absl::Status& status) {
-  const std::string message(status.message());
+  std::string message(status.message());
+  if (status.GetPayload(kPastWindowPayload).has_value()) {
+    absl::StrAppend(&message,
+                    " (send \"strategy\": \"truncate\", or \"chunk_mean\" or another chunk_* "
+                    "strategy, for long text)");
+  }
   Json param = nullptr;
   // Messages name their field first: "temperature: ...", "inputs[2]: ...", "model: ...".
   const size_t colon = message.find(": ");

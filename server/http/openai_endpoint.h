@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "server/core/embedder.h"
 #include "server/http/http_listener.h"
+#include "server/http/tei_api.h"
 #include "server/security/bearer_auth.h"
 
 namespace embedding::server {
@@ -23,6 +24,7 @@ struct OpenAiEndpointOptions {
   HttpTlsCertificate* tls = nullptr;  // set (--http-tls): HTTPS
   // A request's deadline when it sends no X-Request-Timeout header (seconds).
   absl::Duration default_timeout = absl::Minutes(5);
+  TeiServerInfo tei_info;  // what TEI's GET /info reports of the server
 };
 
 class OpenAiEndpoint {

@@ -5,6 +5,7 @@
 #include "common/status_macros.h"
 #include "model_store/encoder/encoder.h"
 #include "nlohmann/json.hpp"
+#include "server/core/chunk_planner.h"
 #include "server/http/json_body.h"
 #include "server/http/openai_api.h"
 
@@ -61,7 +62,7 @@ absl::StatusOr<std::optional<std::string>> OptionalString(const Json& body, cons
 
 absl::StatusOr<EmbedCall> ParseTeiEmbedRequest(std::string_view body, TeiRoute route,
                                                const RequestLimits& limits) {
-  ASSIGN_OR_RETURN(Json json, ParseJsonObject(body));
+  ASSIGN_OR_RETURN(Json json, ParseJsonObject(body, limits));
   EmbedCall call;
   ASSIGN_OR_RETURN(TextInputs texts, ReadInputs(json, limits));
   call.inputs = std::move(texts);
@@ -104,7 +105,7 @@ absl::StatusOr<EmbedCall> ParseTeiEmbedRequest(std::string_view body, TeiRoute r
 
 absl::StatusOr<TokenizeCall> ParseTeiTokenizeRequest(std::string_view body,
                                                      const RequestLimits& limits) {
-  ASSIGN_OR_RETURN(Json json, ParseJsonObject(body));
+  ASSIGN_OR_RETURN(Json json, ParseJsonObject(body, limits));
   TokenizeCall call;
   ASSIGN_OR_RETURN(call.inputs, ReadInputs(json, limits));
   ASSIGN_OR_RETURN(std::optional<bool> special, OptionalBool(json, "add_special_tokens"));
@@ -172,7 +173,8 @@ std::string TeiTokenizeBody(const TokenizeAnswer& answer) {
   return out.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-std::string TeiInfoBody(const ServedModel& served, const RequestLimits& limits) {
+std::string TeiInfoBody(const ServedModel& served, const RequestLimits& limits,
+                        const TeiServerInfo& server) {
   const model_store::Model& model = *served.model;
   static const std::map<model_store::ComputeDType, const char*> kDtypes = {
       {model_store::ComputeDType::kFloat32, "float32"},
@@ -181,14 +183,19 @@ std::string TeiInfoBody(const ServedModel& served, const RequestLimits& limits) 
   auto dtype = kDtypes.find(model.encoder().dtype());
   Json info = {
       {"model_id", served.hub ? served.hub->repository : served.name},
-      {"model_sha", served.hub ? Json(served.hub->commit) : Json(nullptr)},
+      {"model_sha", served.hub ? served.hub->commit : served.version},
       {"model_dtype", dtype != kDtypes.end() ? dtype->second : "float32"},
       {"model_type", {{"embedding", {{"pooling", model_store::PoolingModeName(model.pooling())}}}}},
       {"max_concurrent_requests", limits.max_concurrent_requests},
       {"max_input_length", model.encoder().max_sequence_length()},
+      {"max_batch_tokens", server.max_batch_tokens},
+      {"max_batch_requests", server.max_batch_requests},
       {"max_client_batch_size", limits.max_inputs_per_request},
       {"auto_truncate", false},
-      {"version", served.version}};
+      {"tokenization_workers", server.tokenization_workers},
+      {"version", EMBEDDING_VERSION},  // the CMake project version
+      {"sha", nullptr},
+      {"docker_label", nullptr}};
   return info.dump();
 }
 
@@ -215,7 +222,10 @@ std::string TeiErrorBody(const absl::Status& status) {
     default:
       break;
   }
-  return Json({{"error", std::string(status.message())}, {"error_type", type}})
+  std::string message(status.message());
+  if (status.GetPayload(kPastWindowPayload).has_value())
+    absl::StrAppend(&message, " (send \"truncate\": true for long text)");
+  return Json({{"error", message}, {"error_type", type}})
       .dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 

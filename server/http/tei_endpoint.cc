@@ -79,7 +79,7 @@ void Info(const OpenAiEndpointOptions& options, HttpExchange& ex) {
     return ex.Respond(TeiError(allowed, false));
   auto model = options.embedder->FindModel("");
   if (!model.ok()) return ex.Respond(TeiError(model.status(), false));
-  ex.Respond({200, kJson, TeiInfoBody(**model, options.embedder->limits()), {}});
+  ex.Respond({200, kJson, TeiInfoBody(**model, options.embedder->limits(), options.tei_info), {}});
 }
 
 }  // namespace

@@ -198,6 +198,10 @@ class OpenAiCompatTest(unittest.TestCase):
         self.assert_error(s, a, 400, "temperature", "[0.05, 4]")
         s, a, _ = post(self.base, "/v1/embeddings", {"input": "x", "strategy": "sideways"})
         self.assert_error(s, a, 400, "strategy", "sideways")
+        s, a, _ = post(self.base, "/v1/embeddings",
+                       {"input": ["x", "word " * 600], "strategy": "reject"})
+        self.assert_error(s, a, 400, "input[1]", "window", '"strategy": "truncate"', "chunk_*")
+        self.assertNotIn("LONG_TEXT_STRATEGY", a["error"]["message"])
         s, a, _ = post(self.base, "/v1/embeddings", {"input": "x", "dimensions": 0})
         self.assert_error(s, a, 400, "dimensions")
         s, a, _ = post(self.base, "/v1/embeddings", {"input": [1, 2, 10 ** 9]})

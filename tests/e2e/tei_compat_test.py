@@ -98,6 +98,9 @@ class TeiCompatTest(unittest.TestCase):
         self.assertEqual(status, 413)
         self.assertEqual(body["error_type"], "Validation")
         self.assertTrue(body["error"].startswith("inputs[0]: "), body)
+        # The advice names TEI's own field, not another door's strategies.
+        self.assertIn('send "truncate": true', body["error"])
+        self.assertNotIn("strateg", body["error"].lower())
         for direction, side in (("Right", "TRUNCATION_SIDE_KEEP_START"),
                                 ("Left", "TRUNCATION_SIDE_KEEP_END")):
             status, body = post(self.base, "/embed", {"inputs": LONG, "truncate": True,
@@ -149,6 +152,13 @@ class TeiCompatTest(unittest.TestCase):
         self.assertEqual(info["model_type"], {"embedding": {"pooling": "cls"}})
         self.assertEqual(info["max_input_length"], 66)
         self.assertEqual(info["model_dtype"], "float32")
+        # The fields TEI always sends (a strict client requires them), the server's own
+        # version where TEI puts it, and the model's content hash in model_sha.
+        self.assertEqual((info["max_batch_tokens"], info["max_batch_requests"],
+                          info["tokenization_workers"]), (2048, 64, 2))
+        self.assertRegex(info["version"], r"^\d+\.\d+\.\d+$")
+        models = self.client.list_models().models
+        self.assertEqual(info["model_sha"], models[0].version)
 
     def test_errors_are_teis_object(self):
         status, body = post(self.base, "/embed", None, raw=b'{"inputs": ')

@@ -184,6 +184,17 @@ TEST_F(EmbedderTest, TokenizeAnswersTheModelsTokensOrNamesTheInput) {
   auto too_many = Tokenize({"", {"a", "b c d e"}, true});
   EXPECT_EQ(too_many.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(too_many.status().message(), HasSubstr("inputs[1]: the inputs make more than 3"));
+  // Bounded by bytes before any tokenizing: 16 bytes for each of the 3 tokens, per input and
+  // per call.
+  auto long_input = Tokenize({"", {std::string(49, 'a')}, true});
+  EXPECT_EQ(long_input.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(long_input.status().message(),
+              HasSubstr("inputs[0]: 49 bytes of text exceed the bound; allowed [0, 48]"));
+  auto long_call = Tokenize({"", {std::string(30, 'a'), std::string(30, 'b')}, true});
+  EXPECT_EQ(long_call.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(long_call.status().message(),
+              HasSubstr("inputs: 60 bytes of text exceed the bound for one Tokenize call; "
+                        "allowed [0, 48] (16 bytes for each token --max-tokens-per-document"));
   ExpectBooksAtZero();
 }
 

@@ -54,6 +54,13 @@ TEST_F(RequestValidationTest, EveryFieldAndBoundIsCheckedAndNamed) {
        "inputs: 3 inputs exceed the bound; allowed [1, 2] (--max-inputs-per-request)"},
       {"too many bytes", [](auto* r, auto* l) { l->max_request_bytes = 4; },
        "inputs: 5 bytes of text exceed the bound; allowed [0, 4] (--max-request-bytes)"},
+      {"one input past its byte bound",
+       [](auto* r, auto* l) {
+         l->max_tokens_per_document = 1;  // 16 bytes of text
+         Texts(r).push_back(std::string(17, 'x'));
+       },
+       "inputs[1]: 17 bytes of text exceed the bound; allowed [0, 16] (16 bytes for each token "
+       "--max-tokens-per-document allows)"},
       {"prompt bytes count per input",
        [](auto* r, auto* l) {
          l->max_request_bytes = 11;
