@@ -1,13 +1,10 @@
 // Every error path of the Embed API: its gRPC code and the field named in the message.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <httplib.h>
-
 #include <functional>
 #include <set>
 #include <thread>
 
-#include "absl/strings/numbers.h"
 #include "client/embedding_client.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/test_models.h"
@@ -205,58 +202,6 @@ TEST_F(EmbedErrorsTest, TokenizeIsBoundedInBytesAndTokens) {
                     HasSubstr("--max-tokens-per-document")));
   request.set_inputs(0, words.substr(0, 2 * 3000));
   EXPECT_TRUE(client_->Tokenize(request).ok());
-}
-
-// A text past its byte bound (16 bytes for each token --max-tokens-per-document allows: 2 MiB
-// by default) is refused before it is tokenized, on every door. A 16 MiB Tokenize once grew the
-// server by 448 MiB, tokenizing the whole text before counting its tokens against the limit;
-// now it costs the request's own copies.
-TEST(HostileTextTest, SixteenMebibyteTextsAreRefusedBeforeTokenizing) {
-  testing::ServerProcess server(
-      {"--model=tiny=" + testing::TinyModelDir(), "--openai-listen=127.0.0.1:0"});
-  ASSERT_TRUE(server.ok()) << server.Log();
-  std::string text;
-  while (text.size() < (16u << 20)) text += "word ";
-  text.resize(16u << 20);
-  auto client = client::EmbeddingClient::Connect({{server.grpc_address()}}).value();
-  const long before = server.PeakRssKib();
-  const auto refused =
-      AllOf(HasSubstr("inputs[0]: 16777216 bytes of text exceed the bound"),
-            HasSubstr("allowed [0, 2097152]"), HasSubstr("--max-tokens-per-document"));
-  v1::TokenizeRequest tokenize;
-  tokenize.add_inputs(text);
-  auto tokens = client->Tokenize(tokenize);
-  ASSERT_EQ(tokens.status().code(), kInvalid) << tokens.status();
-  EXPECT_THAT(tokens.status().message(), refused);
-  v1::EmbedRequest embed;
-  embed.add_inputs(text);
-  embed.set_strategy(v1::LONG_TEXT_STRATEGY_CHUNK_MEAN);
-  const absl::Status embedded = client->Embed(embed).status();
-  EXPECT_EQ(embedded.code(), kInvalid) << embedded;
-  EXPECT_THAT(embedded.message(), refused);
-
-  const size_t colon = server.api_address().rfind(':');
-  int port = 0;
-  ASSERT_TRUE(absl::SimpleAtoi(server.api_address().substr(colon + 1), &port));
-  httplib::Client http(server.api_address().substr(0, colon), port);
-  http.set_read_timeout(60);
-  // The HTTP doors refuse the string before parsing the body (the parser would hold several
-  // copies of it), naming the key it sits under; a refused body is TEI's 422.
-  for (const auto& [path, body, status, field] :
-       {std::tuple{"/tokenize", "{\"inputs\": [\"" + text + "\"]}", 422, "\"inputs: a string"},
-        std::tuple{"/embed", "{\"inputs\": \"" + text + "\"}", 422, "\"inputs: a string"},
-        std::tuple{"/v1/embeddings", "{\"model\": \"tiny\", \"input\": \"" + text + "\"}", 400,
-                   "\"input: a string"}}) {
-    auto answer = http.Post(path, body, "application/json");
-    ASSERT_TRUE(answer) << path;
-    EXPECT_EQ(answer->status, status) << path << ": " << answer->body;
-    EXPECT_THAT(answer->body.substr(0, 400),
-                AllOf(HasSubstr(field), HasSubstr("16777216 bytes exceeds the bound"),
-                      HasSubstr("allowed [0, 2097152]"), HasSubstr("--max-tokens-per-document")))
-        << path;
-  }
-  const long grown_mib = (server.PeakRssKib() - before) / 1024;
-  EXPECT_LE(grown_mib, 64) << "peak RSS grew by " << grown_mib << " MiB";
 }
 
 // 2 million empty inputs are 4 MB on the wire and ~110 MB parsed: counted on the wire first.

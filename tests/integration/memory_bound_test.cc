@@ -1,13 +1,18 @@
 // Memory is bounded by the window, not the document: late chunking a 130,000-token document
 // keeps per-chunk sums, never every window's token states (which alone would be ~100 MiB on
 // the tiny model, and 25x that at BERT-base width); and one full 8,192-token window never
-// builds full attention scores.
+// builds full attention scores. And a text too long to serve is refused before it costs more
+// than a copy of itself.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <httplib.h>
 
 #include <fstream>
 #include <sstream>
 #include <string>
 
+#include "absl/strings/numbers.h"
 #include "client/embedding_client.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/test_models.h"
@@ -23,6 +28,9 @@ constexpr bool kSanitizerBuild = false;
 
 namespace embedding {
 namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
 
 // A document of `words` words, each one token in the test vocabularies.
 std::string Words(int words) {
@@ -106,6 +114,58 @@ TEST(MemoryBound, ManyBatchShapesLeaveNoFreedMemoryBehind) {
   // glibc's heap kept hundreds of MiB here.
   EXPECT_LT((first_round - idle) / 1024, 48) << "idle " << idle << " KiB, then " << first_round;
   EXPECT_LT((second_round - first_round) / 1024, 8) << first_round << " KiB, then " << second_round;
+}
+
+// A text past its byte bound (16 bytes for each token --max-tokens-per-document allows: 2 MiB
+// by default) is refused before it is tokenized, on every door. A 16 MiB Tokenize once grew the
+// server by 448 MiB, tokenizing the whole text before counting its tokens against the limit;
+// now it costs the request's own copies.
+TEST(MemoryBound, SixteenMebibyteTextsAreRefusedBeforeTokenizing) {
+  testing::ServerProcess server(
+      {"--model=tiny=" + testing::TinyModelDir(), "--openai-listen=127.0.0.1:0"});
+  ASSERT_TRUE(server.ok()) << server.Log();
+  std::string text;
+  while (text.size() < (16u << 20)) text += "word ";
+  text.resize(16u << 20);
+  auto client = client::EmbeddingClient::Connect({{server.grpc_address()}}).value();
+  const long before = server.PeakRssKib();
+  const auto refused =
+      AllOf(HasSubstr("inputs[0]: 16777216 bytes of text exceed the bound"),
+            HasSubstr("allowed [0, 2097152]"), HasSubstr("--max-tokens-per-document"));
+  v1::TokenizeRequest tokenize;
+  tokenize.add_inputs(text);
+  auto tokens = client->Tokenize(tokenize);
+  ASSERT_EQ(tokens.status().code(), absl::StatusCode::kInvalidArgument) << tokens.status();
+  EXPECT_THAT(tokens.status().message(), refused);
+  v1::EmbedRequest embed;
+  embed.add_inputs(text);
+  embed.set_strategy(v1::LONG_TEXT_STRATEGY_CHUNK_MEAN);
+  const absl::Status embedded = client->Embed(embed).status();
+  EXPECT_EQ(embedded.code(), absl::StatusCode::kInvalidArgument) << embedded;
+  EXPECT_THAT(embedded.message(), refused);
+
+  const size_t colon = server.api_address().rfind(':');
+  int port = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(server.api_address().substr(colon + 1), &port));
+  httplib::Client http(server.api_address().substr(0, colon), port);
+  http.set_read_timeout(60);
+  // The HTTP doors refuse the string before parsing the body (the parser would hold several
+  // copies of it), naming the key it sits under; a refused body is TEI's 422.
+  for (const auto& [path, body, status, field] :
+       {std::tuple{"/tokenize", "{\"inputs\": [\"" + text + "\"]}", 422, "\"inputs: a string"},
+        std::tuple{"/embed", "{\"inputs\": \"" + text + "\"}", 422, "\"inputs: a string"},
+        std::tuple{"/v1/embeddings", "{\"model\": \"tiny\", \"input\": \"" + text + "\"}", 400,
+                   "\"input: a string"}}) {
+    auto answer = http.Post(path, body, "application/json");
+    ASSERT_TRUE(answer) << path;
+    EXPECT_EQ(answer->status, status) << path << ": " << answer->body;
+    EXPECT_THAT(answer->body.substr(0, 400),
+                AllOf(HasSubstr(field), HasSubstr("16777216 bytes exceeds the bound"),
+                      HasSubstr("allowed [0, 2097152]"), HasSubstr("--max-tokens-per-document")))
+        << path;
+  }
+  const long grown_mib = (server.PeakRssKib() - before) / 1024;
+  if (!kSanitizerBuild) EXPECT_LE(grown_mib, 64) << "peak RSS grew by " << grown_mib << " MiB";
 }
 
 }  // namespace
