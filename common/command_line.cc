@@ -21,6 +21,11 @@ std::vector<std::string> UnderscoreFlagNames(int argc, char** argv) {
   return args;
 }
 
+std::string EnvironmentValue(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? "" : value;
+}
+
 std::string EnvironmentName(absl::string_view prefix, absl::string_view flag) {
   return absl::StrCat(prefix, "_", absl::AsciiStrToUpper(flag));
 }

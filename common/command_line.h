@@ -14,6 +14,9 @@ namespace embedding {
 // (--max-batch-tokens=3 becomes --max_batch_tokens=3); values and positionals are untouched.
 std::vector<std::string> UnderscoreFlagNames(int argc, char** argv);
 
+// The value of environment variable `name`; "" when it is unset.
+std::string EnvironmentValue(const char* name);
+
 // The environment variable that backs flag `flag`: PREFIX_FLAG_NAME in upper case.
 std::string EnvironmentName(absl::string_view prefix, absl::string_view flag);
 

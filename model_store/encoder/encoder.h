@@ -1,5 +1,7 @@
 // The generic transformer encoder on LibTorch, with a TempScale temperature per sequence:
-// every self-attention layer computes softmax((QK^T/sqrt(d_head) + mask) / tau_b).
+// every self-attention layer computes softmax((QK^T/sqrt(d_head) + M) / tau_b), M the layer's
+// causal or banded mask where the spec gives it one. Sequences run packed, so no padding is
+// ever masked.
 // This header exposes no torch types; the server sees only these plain structs.
 #pragma once
 
@@ -82,9 +84,9 @@ class Encoder {
                                                          const EncoderOptions& options);
   ~Encoder();
 
-  // Runs one padded forward pass. Thread-safe. INVALID_ARGUMENT for an empty batch, a
-  // sequence longer than max_positions, an id outside the vocabulary or a bad temperature;
-  // INTERNAL if torch fails.
+  // Runs one forward pass over the batch's sequences, packed back to back. Thread-safe.
+  // INVALID_ARGUMENT for an empty batch, a sequence longer than max_positions, an id outside the
+  // vocabulary or a bad temperature; INTERNAL if torch fails.
   absl::StatusOr<EncodeResult> Encode(const EncodeBatch& batch) const;
 
   // bge-m3's token heads, applied to the final hidden states when a sequence asks. Model::Load

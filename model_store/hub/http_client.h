@@ -44,11 +44,14 @@ using BodySink =
 // UNAVAILABLE for a transport failure (resolve, connect, TLS, reset, stall), naming the URL
 // without its query; the sink's own error when it stops the transfer; RESOURCE_EXHAUSTED when a
 // body without a sink exceeds `max_body`. Thread-compatible: one transfer at a time per object.
+// Send is virtual so that tests can put a scripted Hub in libcurl's place.
 class HttpClient {
  public:
   explicit HttpClient(HttpClientOptions options);
-  absl::StatusOr<HttpResponse> Send(const HttpRequest& request, const BodySink* sink = nullptr,
-                                    size_t max_body = 16 << 20);
+  virtual ~HttpClient() = default;
+  virtual absl::StatusOr<HttpResponse> Send(const HttpRequest& request,
+                                            const BodySink* sink = nullptr,
+                                            size_t max_body = 16 << 20);
   const HttpClientOptions& options() const { return options_; }
 
  private:

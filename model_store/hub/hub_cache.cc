@@ -8,15 +8,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "common/command_line.h"
 
 namespace embedding::model_store {
 namespace {
 namespace fs = std::filesystem;
-
-std::string Env(const char* name) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? "" : value;
-}
 
 // Every symlink under the snapshot must land inside the repository's folder.
 absl::Status CheckSnapshotLinks(const fs::path& snapshot, const fs::path& repo_folder) {
@@ -44,15 +40,16 @@ absl::Status CheckSnapshotLinks(const fs::path& snapshot, const fs::path& repo_f
 std::string ResolveHubCacheDir(const std::string& flag) {
   if (!flag.empty()) return flag;
   for (const char* name : {"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"})
-    if (std::string dir = Env(name); !dir.empty()) return dir;
-  if (std::string home = Env("HF_HOME"); !home.empty()) return (fs::path(home) / "hub").string();
-  if (std::string xdg = Env("XDG_CACHE_HOME"); !xdg.empty())
+    if (std::string dir = EnvironmentValue(name); !dir.empty()) return dir;
+  if (std::string home = EnvironmentValue("HF_HOME"); !home.empty())
+    return (fs::path(home) / "hub").string();
+  if (std::string xdg = EnvironmentValue("XDG_CACHE_HOME"); !xdg.empty())
     return (fs::path(xdg) / "huggingface" / "hub").string();
-  return (fs::path(Env("HOME")) / ".cache" / "huggingface" / "hub").string();
+  return (fs::path(EnvironmentValue("HOME")) / ".cache" / "huggingface" / "hub").string();
 }
 
 bool HubOfflineFromEnvironment() {
-  const std::string value = absl::AsciiStrToUpper(Env("HF_HUB_OFFLINE"));
+  const std::string value = absl::AsciiStrToUpper(EnvironmentValue("HF_HUB_OFFLINE"));
   return value == "1" || value == "ON" || value == "YES" || value == "TRUE";
 }
 

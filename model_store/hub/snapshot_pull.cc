@@ -176,7 +176,11 @@ absl::StatusOr<CachedSnapshot> Download(const HubReference& reference, const Hub
 
 absl::StatusOr<CachedSnapshot> PullSnapshot(const HubReference& reference,
                                             const HubSettings& settings,
-                                            DownloadProgress* progress) {
+                                            DownloadProgress* progress,
+                                            const HttpClientFactory& make_client) {
+  auto client = [&make_client](const HttpClientOptions& options) {
+    return make_client ? make_client(options) : std::make_unique<HttpClient>(options);
+  };
   auto cached = FindCachedSnapshot(settings.cache_dir, reference);
   if (settings.offline) {
     if (cached.ok() || cached.status().code() != absl::StatusCode::kNotFound) return cached;
@@ -195,8 +199,8 @@ absl::StatusOr<CachedSnapshot> PullSnapshot(const HubReference& reference,
     http_options.connect_timeout = settings.warm_start_timeout;
     http_options.stall_timeout = settings.warm_start_timeout;
   }
-  HttpClient http(http_options);
-  HubApi api(settings, &http);
+  std::unique_ptr<HttpClient> http = client(http_options);
+  HubApi api(settings, http.get());
   auto info = api.Revision(reference);
   if (!info.ok()) {
     if (warm && info.status().code() == absl::StatusCode::kUnavailable) {
@@ -209,8 +213,8 @@ absl::StatusOr<CachedSnapshot> PullSnapshot(const HubReference& reference,
   }
   if (warm && info->commit == cached->commit) return cached;
   // Downloads need the patient client.
-  HttpClient download_http(HttpClientOptions{settings.ca_bundle});
-  HubApi download_api(settings, &download_http);
+  std::unique_ptr<HttpClient> download_http = client(HttpClientOptions{settings.ca_bundle});
+  HubApi download_api(settings, download_http.get());
   return Download(reference, settings, download_api, *info, progress);
 }
 

@@ -10,13 +10,21 @@
 //                   refs/{revision} written atomically last.
 #pragma once
 
+#include <functional>
+#include <memory>
+
 #include "absl/status/statusor.h"
 #include "model_store/hub/download_progress.h"
+#include "model_store/hub/http_client.h"
 #include "model_store/hub/hub_cache.h"
 #include "model_store/hub/hub_reference.h"
 #include "model_store/hub/hub_settings.h"
 
 namespace embedding::model_store {
+
+// Makes the HTTP client a pull talks through, given the options it needs; tests hand in a
+// scripted Hub. Null: libcurl.
+using HttpClientFactory = std::function<std::unique_ptr<HttpClient>(const HttpClientOptions&)>;
 
 // The snapshot to load. Offline and not cached: NOT_FOUND naming the repository, the revision
 // and the cache path. Otherwise the statuses of FindCachedSnapshot, SelectModelFiles, FetchBlob
@@ -24,6 +32,7 @@ namespace embedding::model_store {
 // from several processes on one cache.
 absl::StatusOr<CachedSnapshot> PullSnapshot(const HubReference& reference,
                                             const HubSettings& settings,
-                                            DownloadProgress* progress);
+                                            DownloadProgress* progress,
+                                            const HttpClientFactory& make_client = nullptr);
 
 }  // namespace embedding::model_store

@@ -37,7 +37,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(ServerOptions options) {
   std::unique_ptr<Server> server(new Server(std::move(options)));
   const ServerOptions& opts = server->options_;
   if (!opts.auth_token_file.empty()) {
-    ASSIGN_OR_RETURN(server->auth_, BearerAuth::Load(opts.auth_token_file));
+    ASSIGN_OR_RETURN(server->auth_,
+                     BearerAuth::Load(opts.auth_token_file, [](absl::string_view message) {
+                       ServerLog(LogLevel::kWarning, message);
+                     }));
   }
   ASSIGN_OR_RETURN(server->grpc_credentials_, GrpcServerCredentials(opts.tls));
   if (opts.tls.http) {
@@ -45,15 +48,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(ServerOptions options) {
   }
 
   server->request_log_ = std::make_unique<RequestLog>(log_format, log_level, &std::cerr);
-  CallObserver observer = server->metrics_.CallHooks();
-  observer.on_call_done = [metrics_hook = std::move(observer.on_call_done),
-                           log = server->request_log_.get()](const CallRecord& call) {
-    metrics_hook(call);
-    log->Record(call);
-  };
   server->pool_ = std::make_unique<WorkerPool>(opts.tokenizer_threads);
   server->inference_ = std::make_unique<WorkerPool>(1);
-  server->embedder_ = std::make_unique<Embedder>(opts.limits, server->pool_.get(), observer);
+  server->embedder_ = std::make_unique<Embedder>(
+      opts.limits, server->pool_.get(),
+      std::vector<CallObserver>{server->metrics_.CallHooks(), server->request_log_->Hooks()});
   const Admission& admission = server->embedder_->admission();
   server->metrics_.SetGaugeSources([&admission] { return admission.queued_tokens(); },
                                    [&admission] { return admission.in_flight_requests(); });
@@ -90,27 +89,23 @@ absl::Status Server::StartListeners() {
     LogListening("http", options_.http_listen, http_->port());
   }
   if (!options_.openai_listen.empty()) {
-    OpenAiEndpointOptions openai_options;
-    openai_options.address = options_.openai_listen;
-    openai_options.embedder = embedder_.get();
-    openai_options.auth = auth_.get();
-    openai_options.tls = http_tls_.get();
-    openai_options.default_timeout = options_.openai_timeout;
-    openai_options.tei_info = {options_.batching.max_batch_tokens,
-                               options_.batching.max_batch_sequences, options_.tokenizer_threads};
-    ASSIGN_OR_RETURN(openai_, OpenAiEndpoint::Start(std::move(openai_options)));
-    LogListening("openai", options_.openai_listen, openai_->port());
+    ApiEndpointOptions api_options;
+    api_options.address = options_.openai_listen;
+    api_options.context = {embedder_.get(), auth_.get(), options_.openai_timeout};
+    api_options.tls = http_tls_.get();
+    api_options.tei_info = {options_.batching.max_batch_tokens,
+                            options_.batching.max_batch_sequences, options_.tokenizer_threads};
+    ASSIGN_OR_RETURN(api_, ApiEndpoint::Start(std::move(api_options)));
+    LogListening("openai", options_.openai_listen, api_->port());
   }
   return absl::OkStatus();
 }
 
 absl::Status Server::LoadModels() {
   const ModelEvents events(&metrics_);
-  WorkerPool* pool = pool_.get();
   ASSIGN_OR_RETURN(registry_,
                    ModelRegistry::Load(
-                       options_.models, options_.batching, inference_.get(),
-                       [pool](std::function<void()> work) { pool->Schedule(std::move(work)); },
+                       options_.models, options_.batching, inference_.get(), pool_.get(),
                        [this](const ServedModel& model) { return metrics_.BatchHook(model.name); },
                        events.VersionObserver()));
   reloader_ = std::make_unique<ModelReloader>(registry_.get(), options_.models.poll_interval,

@@ -15,9 +15,9 @@
 #include "server/core/worker_pool.h"
 #include "server/grpc/embedding_service.h"
 #include "server/grpc/grpc_listener.h"
+#include "server/http/api_endpoint.h"
 #include "server/http/http_endpoint.h"
 #include "server/http/http_tls.h"
-#include "server/http/openai_endpoint.h"
 #include "server/observability/metrics.h"
 #include "server/observability/request_log.h"
 #include "server/security/bearer_auth.h"
@@ -71,7 +71,7 @@ class Server {
   std::unique_ptr<GrpcListener> grpc_;
   // The HTTP doors stop first: their handlers finish before what they use goes.
   std::unique_ptr<HttpEndpoint> http_;
-  std::unique_ptr<OpenAiEndpoint> openai_;
+  std::unique_ptr<ApiEndpoint> api_;
   std::atomic<bool> serving_{false};
   std::atomic<bool> reported_inconsistent_{false};
 };

@@ -12,9 +12,10 @@ int64_t Length(const BatchTask& task) { return static_cast<int64_t>(task.ids.siz
 // Which candidates join the batch, given their lengths (the first is the anchor). The front
 // submission's next task anchors the batch, so submissions take turns (a short request waits
 // for at most one batch per submission ahead of it, never for a whole huge document). Others
-// join by closeness in length while the padded size stays within the token budget and the
-// padding share within its bound: on a CPU, padding is pure waste. `real_tokens` gets the
-// chosen tasks' unpadded tokens.
+// join by closeness in length while the padded size (sequences x longest) stays within the
+// token budget and its padding share within its bound. The encoder packs sequences, so no
+// padding is computed; the bounds keep a batch's lengths alike, so a short sequence does not
+// wait out a long one's attention in the same pass. `real_tokens` gets the chosen tasks' tokens.
 std::vector<size_t> ChooseByLength(const std::vector<int64_t>& lengths,
                                    const BatcherOptions& options, int64_t* real_tokens) {
   const int64_t anchor_length = lengths[0];
@@ -43,11 +44,11 @@ std::vector<size_t> ChooseByLength(const std::vector<int64_t>& lengths,
 }  // namespace
 
 Batcher::Batcher(EncodeFn encode, model_store::PoolingMode pooling, BatcherOptions options,
-                 Executor completions, BatchObserver observer)
+                 WorkerPool* completions, BatchObserver observer)
     : encode_(std::move(encode)),
       pooling_(pooling),
       options_(options),
-      completions_(std::move(completions)),
+      completions_(completions),
       observer_(std::move(observer)),
       thread_([this] { Loop(); }) {}
 
@@ -180,7 +181,7 @@ void Batcher::Loop() {
     // last reference to the model version that owns this batcher, and ~Batcher on its own
     // thread would join itself.
     if (!dropped->empty()) {
-      completions_([dropped = std::move(dropped)] {
+      completions_->Schedule([dropped = std::move(dropped)] {
         for (auto& [task, reason] : *dropped) task.done(reason);
       });
     }
@@ -211,8 +212,8 @@ void Batcher::Run(std::vector<BatchTask> batch) {
   if (observer_) observer_(stats);
 
   // Moved, not copied, into the completion: see Loop.
-  completions_([tasks = std::make_shared<std::vector<BatchTask>>(std::move(batch)), result, start,
-                seconds = stats.seconds, id = ++batches_] {
+  completions_->Schedule([tasks = std::make_shared<std::vector<BatchTask>>(std::move(batch)),
+                          result, start, seconds = stats.seconds, id = ++batches_] {
     for (size_t i = 0; i < tasks->size(); ++i) {
       BatchTask& task = (*tasks)[i];
       if (!result->ok()) {

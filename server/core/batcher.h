@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "model_store/encoder/encoder.h"
+#include "server/core/worker_pool.h"
 
 namespace embedding::server {
 
@@ -77,13 +78,12 @@ class Batcher {
  public:
   using EncodeFn =
       std::function<absl::StatusOr<model_store::EncodeResult>(const model_store::EncodeBatch&)>;
-  using Executor = std::function<void(std::function<void()>)>;
   using BatchObserver = std::function<void(const BatchStats&)>;
 
   // `encode` runs the model (the real encoder, or a fake in tests) with `pooling`;
   // `completions` runs task callbacks and must outlive the batcher.
   Batcher(EncodeFn encode, model_store::PoolingMode pooling, BatcherOptions options,
-          Executor completions, BatchObserver observer = nullptr);
+          WorkerPool* completions, BatchObserver observer = nullptr);
   // Stops the thread after the batch in progress; every task still queued completes with
   // UNAVAILABLE on the destroying thread.
   ~Batcher();
@@ -111,7 +111,7 @@ class Batcher {
   const EncodeFn encode_;
   const model_store::PoolingMode pooling_;
   const BatcherOptions options_;
-  const Executor completions_;
+  WorkerPool* const completions_;
   const BatchObserver observer_;
 
   mutable std::mutex mu_;

@@ -54,7 +54,7 @@ void PlanLateChunkingWindows(uint32_t tokens, uint32_t window, ChunkPlan* plan) 
 absl::StatusOr<ChunkPlan> PlanChunks(uint32_t tokens, uint32_t window, const EmbedParams& params,
                                      const std::string& field) {
   ChunkPlan plan;
-  switch (TraitsOf(params.strategy).plan) {
+  switch (params.traits.plan) {
     case PlanRule::kReject:
       if (tokens > window) {
         absl::Status past = absl::InvalidArgumentError(

@@ -59,7 +59,7 @@ struct RequestLimits {
   float min_temperature = 0.05f;
   float max_temperature = 4.0f;
   float default_temperature = 1.0f;
-  Strategy default_strategy = v1::LONG_TEXT_STRATEGY_CHUNK_MEAN;
+  Strategy default_strategy = Strategy::kChunkMean;
 };
 
 }  // namespace embedding::server

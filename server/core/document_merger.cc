@@ -100,7 +100,7 @@ DocumentResult MergeDocument(const EncodedDocument& doc, const EmbedParams& para
   out.length_bucket = LengthBucketLabel(out.token_count);
   out.high_frequency_ratios = doc.hf_ratio;
 
-  const StrategyTraits& traits = TraitsOf(params.strategy);
+  const StrategyTraits& traits = params.traits;
   const bool late = traits.needs_token_states;
   std::vector<std::vector<float>> chunk_vectors;
   std::vector<uint32_t> weights;

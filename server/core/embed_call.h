@@ -13,28 +13,28 @@
 #include "absl/time/time.h"
 #include "server/core/embed_params.h"
 #include "server/core/embed_result.h"
+#include "server/core/vocabulary.h"
 
 namespace embedding::server {
 
 struct ServedModel;
 
-// The request's options as sent. Unset optionals take the server's or the model's default;
-// enum fields may hold values the .proto does not define (gRPC lets them through), which
-// validation refuses by name.
+// The request's options as sent, in the core's words (each door maps its own spelling and
+// refuses what it cannot map). Unset optionals take the server's or the model's default.
 struct EmbedRequestOptions {
   std::string model;  // "" for the default model; "name@version" for a loaded version
   std::optional<float> temperature;
-  v1::TemperatureMode temperature_mode = v1::TEMPERATURE_MODE_UNSPECIFIED;
-  Strategy strategy = v1::LONG_TEXT_STRATEGY_UNSPECIFIED;
-  v1::TruncationSide truncation_side = v1::TRUNCATION_SIDE_UNSPECIFIED;
+  TemperatureMode temperature_mode = TemperatureMode::kFixed;
+  std::optional<Strategy> strategy;  // unset: the server's --default_strategy
+  TruncationSide truncation_side = TruncationSide::kKeepStart;
   std::optional<uint32_t> chunk_tokens;
   std::optional<uint32_t> chunk_overlap_tokens;
   std::optional<bool> normalize;
   std::optional<uint32_t> dimensions;
   std::string prompt;       // prepended to every text input
   std::string prompt_name;  // one of the model's prompts, instead of `prompt`
-  std::vector<v1::EmbeddingOutput> outputs;  // empty: dense
-  v1::VectorEncoding multi_vector_encoding = v1::VECTOR_ENCODING_UNSPECIFIED;
+  std::vector<Output> outputs;                          // empty: dense
+  std::optional<VectorEncoding> multi_vector_encoding;  // unset: float32
   std::optional<uint32_t> max_vectors;
   // Every token's final hidden state, special tokens included (TEI's /embed_all); needs a
   // one-window strategy (REJECT or TRUNCATE).
@@ -49,6 +49,7 @@ using EmbedInputs = std::variant<TextInputs, TokenInputs>;
 
 struct EmbedCall {
   EmbedRequestOptions options;
+  OutputSpelling output_spelling = OutputName;  // how refusals name an output
   EmbedInputs inputs;
   absl::Time deadline = absl::InfiniteFuture();
 };

@@ -69,7 +69,7 @@ void EmbedJob::Prepare() {
   const model_store::Model& model = *request_.model;
   const auto window = static_cast<uint32_t>(model.max_content_tokens());
   const int specials = model.tokenizer().num_special_tokens();
-  const bool late = TraitsOf(request_.params.strategy).needs_token_states;
+  const bool late = request_.params.traits.needs_token_states;
   int64_t total_tokens = 0;
   size_t sequences = 0;
   for (size_t i = 0; i < documents_.size(); ++i) {
@@ -143,12 +143,12 @@ void EmbedJob::Prepare() {
 
 absl::Status EmbedJob::CheckResponseSize() const {
   const EmbedParams& params = request_.params;
-  const bool chunks = TraitsOf(params.strategy).returns_chunks;
+  const bool chunks = params.traits.returns_chunks;
   const int64_t dim = static_cast<int64_t>(request_.model->config().hidden_size);
   // Bytes per multi-vector on the wire: values, a span, and a scale under INT8.
   const int64_t per_vector =
       static_cast<int64_t>(multi_vector_dim_) * BytesPerValue(params.multi_vector_encoding) + 8 +
-      (params.multi_vector_encoding == v1::VECTOR_ENCODING_INT8 ? 4 : 0);
+      (params.multi_vector_encoding == VectorEncoding::kInt8 ? 4 : 0);
   // A sparse entry: id, weight and its token's text (a few bytes).
   constexpr int64_t kPerSparseEntry = 16;
   int64_t bytes = 0;
@@ -202,7 +202,7 @@ void EmbedJob::OnSequenceDone(size_t document, size_t sequence,
                             request_.model->tokenizer().num_special_tokens());
     if (done_) return;
     if (output.ok()) {
-      if (TraitsOf(request_.params.strategy).needs_token_states) {
+      if (request_.params.traits.needs_token_states) {
         // Fold the window's states into its chunks now; keep none of them.
         AddLateChunkWindow(&doc, sequence, output->hidden_states,
                            static_cast<size_t>(request_.model->config().hidden_size),
@@ -214,7 +214,7 @@ void EmbedJob::OnSequenceDone(size_t document, size_t sequence,
       doc.hf_ratio[sequence] = output->high_frequency_ratio;
       if (request_.params.sparse || request_.params.multi_vector) {
         FoldTokenOutputs(&doc.token_outputs, doc.plan, doc.tokens.ids, sequence,
-                         TraitsOf(request_.params.strategy).needs_token_states,
+                         request_.params.traits.needs_token_states,
                          request_.model->special_prefix().size(), sparse_dropped_ids_,
                          output->token_weights, output->token_vectors, multi_vector_dim_);
       }
@@ -240,7 +240,7 @@ EmbedResult EmbedJob::Merge() const {
     result.documents.back().token_states = doc.token_states;
     if (request_.params.sparse || request_.params.multi_vector) {
       MergeTokenOutputs(doc.token_outputs, doc.plan, doc.tokens.ids,
-                        TraitsOf(request_.params.strategy).needs_token_states, sparse_dropped_ids_,
+                        request_.params.traits.needs_token_states, sparse_dropped_ids_,
                         request_.params, multi_vector_dim_, &result.documents.back());
     }
     result.tokens += doc.tokens.ids.size();

@@ -11,7 +11,14 @@
 namespace embedding::server {
 
 struct EmbedParams {
-  Strategy strategy = v1::LONG_TEXT_STRATEGY_CHUNK_MEAN;
+  // Set both with SetStrategy. `traits` is what the strategy does, resolved once: the planner,
+  // the job and the mergers read them and never look the strategy up again.
+  Strategy strategy = Strategy::kChunkMean;
+  StrategyTraits traits = TraitsOf(Strategy::kChunkMean);
+  void SetStrategy(Strategy s) {
+    strategy = s;
+    traits = TraitsOf(s);
+  }
   // TRUNCATE keeps the last window instead of the first.
   bool keep_end = false;
   // Content tokens per chunk and shared between neighbours; chunk_tokens <= window.
@@ -30,7 +37,7 @@ struct EmbedParams {
   bool dense = true;
   bool sparse = false;
   bool multi_vector = false;
-  v1::VectorEncoding multi_vector_encoding = v1::VECTOR_ENCODING_FLOAT32;
+  VectorEncoding multi_vector_encoding = VectorEncoding::kFloat32;
   // Multi-vectors per document (and per chunk) at most; 0: one per token.
   uint32_t max_vectors = 0;
   // Every token's final hidden state (one window: REJECT or TRUNCATE).

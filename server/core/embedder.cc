@@ -8,14 +8,17 @@
 
 namespace embedding::server {
 
-Embedder::Embedder(const RequestLimits& limits, WorkerPool* pool, CallObserver observer)
+Embedder::Embedder(const RequestLimits& limits, WorkerPool* pool,
+                   std::vector<CallObserver> observers)
     : limits_(limits),
       pool_(pool),
-      observer_(std::move(observer)),
+      observers_(std::move(observers)),
       admission_(limits.max_concurrent_requests, limits.max_queued_tokens) {}
 
 void Embedder::CallDone(const CallRecord& call) {
-  if (observer_.on_call_done) observer_.on_call_done(call);
+  for (const CallObserver& observer : observers_) {
+    if (observer.on_call_done) observer.on_call_done(call);
+  }
   active_calls_.fetch_sub(1);
 }
 
@@ -64,7 +67,9 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartEmbed(EmbedCall call, E
       std::move(job), pool_,
       [this, model, params, done = std::move(done)](absl::StatusOr<EmbedResult> result) {
         if (!result.ok()) return done(result.status());
-        if (observer_.on_embedded) observer_.on_embedded(*model, params, *result);
+        for (const CallObserver& observer : observers_) {
+          if (observer.on_embedded) observer.on_embedded(*model, params, *result);
+        }
         done(EmbedAnswer{model, params, *std::move(result)});
       });
 }

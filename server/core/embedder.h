@@ -42,8 +42,9 @@ class Embedder {
   using EmbedDone = std::function<void(absl::StatusOr<EmbedAnswer>)>;
   using TokenizeDone = std::function<void(absl::StatusOr<TokenizeAnswer>)>;
 
-  // `pool` (where jobs tokenise, plan and merge) must outlive the Embedder.
-  Embedder(const RequestLimits& limits, WorkerPool* pool, CallObserver observer = {});
+  // `pool` (where jobs tokenise, plan and merge) must outlive the Embedder. Every observer
+  // hears of every finished call and every successful Embed, in order.
+  Embedder(const RequestLimits& limits, WorkerPool* pool, std::vector<CallObserver> observers = {});
 
   // Until called, every call answers UNAVAILABLE (models are loading). `models` must
   // outlive the Embedder.
@@ -89,7 +90,7 @@ class Embedder {
 
   const RequestLimits limits_;
   WorkerPool* const pool_;
-  const CallObserver observer_;
+  const std::vector<CallObserver> observers_;
   Admission admission_;
   std::atomic<const ModelCatalog*> models_{nullptr};
   std::atomic<bool> draining_{false};

@@ -26,21 +26,20 @@ const char* ReloadResultName(ReloadOutcome::Result result) {
 }
 
 ModelRegistry::ModelRegistry(const ModelOptions& options, const BatcherOptions& batching,
-                             WorkerPool* inference, Batcher::Executor completions,
+                             WorkerPool* inference, WorkerPool* completions,
                              BatchObserverFactory observers, VersionObserver versions)
     : options_(options),
       batching_(batching),
       inference_(inference),
-      completions_(std::move(completions)),
+      completions_(completions),
       batch_observers_(std::move(observers)),
       version_observer_(std::move(versions)) {}
 
 absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
     const ModelOptions& options, const BatcherOptions& batching, WorkerPool* inference,
-    Batcher::Executor completions, BatchObserverFactory observers, VersionObserver versions) {
-  std::unique_ptr<ModelRegistry> registry(
-      new ModelRegistry(options, batching, inference, std::move(completions), std::move(observers),
-                        std::move(versions)));
+    WorkerPool* completions, BatchObserverFactory observers, VersionObserver versions) {
+  std::unique_ptr<ModelRegistry> registry(new ModelRegistry(
+      options, batching, inference, completions, std::move(observers), std::move(versions)));
   for (const auto& source : options.sources) {
     for (const auto& existing : registry->entries_) {
       if (existing.source.name == source.name)
@@ -93,8 +92,9 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::LoadVersion(
   // On a thread of its own that then exits: LibTorch's OpenMP gives every thread that starts
   // parallel work a pool of its own, and while those pools outnumber the CPUs libgomp cuts
   // spin-waits, which tripled forward-pass times when the main thread loaded and a batcher
-  // thread ran (main.cc). A thread that exits takes its pool with it, so serving keeps its
-  // speed after a reload, and a reload does not stall the inference thread while it loads.
+  // thread ran (server/app/server.h, inference_). A thread that exits takes its pool with it, so
+  // serving keeps its speed after a reload, and a reload does not stall the inference thread while
+  // it loads.
   absl::StatusOr<std::unique_ptr<model_store::Model>> model;
   std::thread([&] { model = model_store::Model::Load(directory, load_options); }).join();
   if (!model.ok()) {

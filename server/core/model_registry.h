@@ -51,7 +51,7 @@ class ModelRegistry final : public ModelCatalog {
   // name the model and its directory.
   static absl::StatusOr<std::unique_ptr<ModelRegistry>> Load(
       const ModelOptions& options, const BatcherOptions& batching, WorkerPool* inference,
-      Batcher::Executor completions, BatchObserverFactory observers = nullptr,
+      WorkerPool* completions, BatchObserverFactory observers = nullptr,
       VersionObserver versions = {});
 
   // "name" (its current version), "name@version" (any version still loaded), or "" (the
@@ -86,8 +86,7 @@ class ModelRegistry final : public ModelCatalog {
   };
 
   ModelRegistry(const ModelOptions& options, const BatcherOptions& batching, WorkerPool* inference,
-                Batcher::Executor completions, BatchObserverFactory observers,
-                VersionObserver versions);
+                WorkerPool* completions, BatchObserverFactory observers, VersionObserver versions);
   // The located version, loaded on a thread of its own (see the .cc), with its batcher; in the
   // dtype of `keep_dtype_of` when given and the server's --dtype is auto.
   absl::StatusOr<std::shared_ptr<const ServedModel>> LoadVersion(
@@ -101,7 +100,7 @@ class ModelRegistry final : public ModelCatalog {
   const ModelOptions options_;
   const BatcherOptions batching_;
   WorkerPool* const inference_;
-  const Batcher::Executor completions_;
+  WorkerPool* const completions_;
   const BatchObserverFactory batch_observers_;
   const VersionObserver version_observer_;
   std::string default_name_;

@@ -14,21 +14,6 @@ namespace {
 
 absl::Status Invalid(const std::string& message) { return absl::InvalidArgumentError(message); }
 
-// INVALID_ARGUMENT naming `field` unless `value` is a value of the generated enum.
-absl::Status CheckEnum(const google::protobuf::EnumDescriptor* descriptor, int value,
-                       absl::string_view field) {
-  if (descriptor->FindValueByNumber(value) != nullptr) return absl::OkStatus();
-  std::vector<std::string> names;
-  int min = descriptor->value(0)->number(), max = min;
-  for (int i = 0; i < descriptor->value_count(); ++i) {
-    names.push_back(descriptor->value(i)->name());
-    min = std::min(min, descriptor->value(i)->number());
-    max = std::max(max, descriptor->value(i)->number());
-  }
-  return Invalid(absl::StrCat(field, ": unknown value ", value, "; allowed ", min, "..", max, " (",
-                              absl::StrJoin(names, ", "), ")"));
-}
-
 }  // namespace
 
 absl::Status ValidateInputCount(size_t count, const RequestLimits& limits) {
@@ -104,9 +89,7 @@ absl::Status ValidateInputs(const EmbedInputs& inputs, size_t prompt_bytes,
 // FIXED: the request's tau within the server's range, or the default. AUTO: no tau of its own.
 absl::Status ValidateTemperature(const EmbedRequestOptions& request, const RequestLimits& limits,
                                  EmbedParams* params) {
-  RETURN_IF_ERROR(
-      CheckEnum(v1::TemperatureMode_descriptor(), request.temperature_mode, "temperature_mode"));
-  params->auto_temperature = request.temperature_mode == v1::TEMPERATURE_MODE_AUTO;
+  params->auto_temperature = request.temperature_mode == TemperatureMode::kAuto;
   params->temperature = limits.default_temperature;
   if (!request.temperature.has_value()) return absl::OkStatus();
   if (params->auto_temperature) {
@@ -123,51 +106,47 @@ absl::Status ValidateTemperature(const EmbedRequestOptions& request, const Reque
   return absl::OkStatus();
 }
 
-std::vector<v1::EmbeddingOutput> OfferedOutputs(const model_store::Model& model) {
-  std::vector<v1::EmbeddingOutput> offers = {v1::EMBEDDING_OUTPUT_DENSE};
-  if (model.encoder().has_sparse_head()) offers.push_back(v1::EMBEDDING_OUTPUT_SPARSE);
-  if (model.encoder().multi_vector_dim() > 0) offers.push_back(v1::EMBEDDING_OUTPUT_MULTI_VECTOR);
+std::vector<Output> OfferedOutputs(const model_store::Model& model) {
+  std::vector<Output> offers = {Output::kDense};
+  if (model.encoder().has_sparse_head()) offers.push_back(Output::kSparse);
+  if (model.encoder().multi_vector_dim() > 0) offers.push_back(Output::kMultiVector);
   return offers;
 }
 
 // Which outputs, each at most once and each one the model offers; how multi-vectors travel.
-absl::Status ValidateOutputs(const EmbedRequestOptions& request, const model_store::Model& model,
+// Outputs are named as the caller's door spells them.
+absl::Status ValidateOutputs(const EmbedCall& call, const model_store::Model& model,
                              EmbedParams* params) {
-  const std::vector<v1::EmbeddingOutput> offers = OfferedOutputs(model);
-  const std::string offered = absl::StrJoin(
-      offers, ", ",
-      [](std::string* out, v1::EmbeddingOutput o) { out->append(v1::EmbeddingOutput_Name(o)); });
+  const EmbedRequestOptions& request = call.options;
+  const std::vector<Output> offers = OfferedOutputs(model);
+  const OutputSpelling spell = call.output_spelling;
+  const std::string offered =
+      absl::StrJoin(offers, ", ", [spell](std::string* out, Output o) { out->append(spell(o)); });
   params->dense = request.outputs.empty();
   for (size_t i = 0; i < request.outputs.size(); ++i) {
     const std::string field = absl::StrCat("outputs[", i, "]");
-    RETURN_IF_ERROR(CheckEnum(v1::EmbeddingOutput_descriptor(), request.outputs[i], field));
-    const v1::EmbeddingOutput output = request.outputs[i] == v1::EMBEDDING_OUTPUT_UNSPECIFIED
-                                           ? v1::EMBEDDING_OUTPUT_DENSE
-                                           : request.outputs[i];
-    bool* wanted = output == v1::EMBEDDING_OUTPUT_SPARSE         ? &params->sparse
-                   : output == v1::EMBEDDING_OUTPUT_MULTI_VECTOR ? &params->multi_vector
-                                                                 : &params->dense;
+    const Output output = request.outputs[i];
+    bool* wanted = output == Output::kSparse        ? &params->sparse
+                   : output == Output::kMultiVector ? &params->multi_vector
+                                                    : &params->dense;
     if (*wanted) {
-      return Invalid(absl::StrCat(field, ": ", v1::EmbeddingOutput_Name(output),
+      return Invalid(absl::StrCat(field, ": ", spell(output),
                                   " is asked for twice; each output at most once"));
     }
     if (std::find(offers.begin(), offers.end(), output) == offers.end()) {
-      return Invalid(absl::StrCat(
-          field, ": ", v1::EmbeddingOutput_Name(output), " needs a head this model lacks (",
-          output == v1::EMBEDDING_OUTPUT_SPARSE ? "sparse_linear" : "colbert_linear",
-          "); it offers [", offered, "]"));
+      return Invalid(absl::StrCat(field, ": ", spell(output), " needs a head this model lacks (",
+                                  output == Output::kSparse ? "sparse_linear" : "colbert_linear",
+                                  "); it offers [", offered, "]"));
     }
     *wanted = true;
   }
-  RETURN_IF_ERROR(CheckEnum(v1::VectorEncoding_descriptor(), request.multi_vector_encoding,
-                            "multi_vector_encoding"));
-  if (!params->multi_vector && (request.multi_vector_encoding != v1::VECTOR_ENCODING_UNSPECIFIED ||
-                                request.max_vectors.has_value())) {
+  if (!params->multi_vector &&
+      (request.multi_vector_encoding.has_value() || request.max_vectors.has_value())) {
     return Invalid(absl::StrCat(request.max_vectors ? "max_vectors" : "multi_vector_encoding",
-                                ": applies only when outputs include MULTI_VECTOR"));
+                                ": applies only when outputs include ",
+                                spell(Output::kMultiVector)));
   }
-  if (request.multi_vector_encoding != v1::VECTOR_ENCODING_UNSPECIFIED)
-    params->multi_vector_encoding = request.multi_vector_encoding;
+  params->multi_vector_encoding = request.multi_vector_encoding.value_or(VectorEncoding::kFloat32);
   if (request.max_vectors.has_value()) {
     if (*request.max_vectors < 1)
       return Invalid("max_vectors: 0 is not allowed; allowed [1, 4294967295] (unset: every token)");
@@ -186,12 +165,8 @@ absl::StatusOr<EmbedParams> ValidateEmbedCall(const EmbedCall& call,
   RETURN_IF_ERROR(ValidateInputs(call.inputs, request.prompt.size(), limits));
 
   RETURN_IF_ERROR(ValidateTemperature(request, limits, &params));
-  RETURN_IF_ERROR(CheckEnum(v1::LongTextStrategy_descriptor(), request.strategy, "strategy"));
-  params.strategy = request.strategy == v1::LONG_TEXT_STRATEGY_UNSPECIFIED ? limits.default_strategy
-                                                                           : request.strategy;
-  RETURN_IF_ERROR(
-      CheckEnum(v1::TruncationSide_descriptor(), request.truncation_side, "truncation_side"));
-  params.keep_end = request.truncation_side == v1::TRUNCATION_SIDE_KEEP_END;
+  params.SetStrategy(request.strategy.value_or(limits.default_strategy));
+  params.keep_end = request.truncation_side == TruncationSide::kKeepEnd;
 
   const auto window = static_cast<uint32_t>(model.max_content_tokens());
   params.chunk_tokens = window;
@@ -210,10 +185,10 @@ absl::StatusOr<EmbedParams> ValidateEmbedCall(const EmbedCall& call,
     }
     params.overlap_tokens = *request.chunk_overlap_tokens;
   }
-  RETURN_IF_ERROR(ValidateOutputs(request, model, &params));
+  RETURN_IF_ERROR(ValidateOutputs(call, model, &params));
   params.token_states = request.token_states;
-  if (params.token_states && TraitsOf(params.strategy).plan != PlanRule::kReject &&
-      TraitsOf(params.strategy).plan != PlanRule::kTruncate) {
+  if (params.token_states && params.traits.plan != PlanRule::kReject &&
+      params.traits.plan != PlanRule::kTruncate) {
     return Invalid("strategy: token states come from one window; allowed REJECT or TRUNCATE");
   }
   params.normalize = request.normalize.value_or(true);

@@ -13,7 +13,7 @@
 namespace embedding::server {
 
 // INVALID_ARGUMENT naming the field and its allowed range: no inputs, too many inputs, bytes or
-// token ids, temperature NaN/infinite/out of range, unknown enum values, chunk_tokens above the
+// token ids, temperature NaN/infinite/out of range, chunk_tokens above the
 // window, overlap >= chunk, dimensions 0 or above the hidden size, prompt and prompt_name
 // together, an unknown prompt_name, an output asked twice or one the model has no head for
 // ("outputs[i]"), multi_vector_encoding or max_vectors without MULTI_VECTOR, max_vectors 0,
@@ -22,8 +22,8 @@ absl::StatusOr<EmbedParams> ValidateEmbedCall(const EmbedCall& call,
                                               const model_store::Model& model,
                                               const RequestLimits& limits);
 
-// What a model can give: DENSE always, SPARSE and MULTI_VECTOR when it has bge-m3's heads.
-std::vector<v1::EmbeddingOutput> OfferedOutputs(const model_store::Model& model);
+// What a model can give: dense always, sparse and multi-vector when it has bge-m3's heads.
+std::vector<Output> OfferedOutputs(const model_store::Model& model);
 
 // `count` inputs is between 1 and --max-inputs-per-request; INVALID_ARGUMENT otherwise.
 absl::Status ValidateInputCount(size_t count, const RequestLimits& limits);

@@ -12,21 +12,22 @@ const StrategyTraits& TraitsOf(Strategy strategy) {
   static const StrategyTraits kAll{PlanRule::kChunks, MergeRule::kMean, false, true};
   static const StrategyTraits kLate{PlanRule::kLateWindows, MergeRule::kMean, true, true};
   switch (strategy) {
-    case v1::LONG_TEXT_STRATEGY_REJECT:
+    case Strategy::kReject:
       return kReject;
-    case v1::LONG_TEXT_STRATEGY_TRUNCATE:
+    case Strategy::kTruncate:
       return kTruncate;
-    case v1::LONG_TEXT_STRATEGY_CHUNK_WEIGHTED_MEAN:
-      return kWeighted;
-    case v1::LONG_TEXT_STRATEGY_CHUNK_MAX:
-      return kMax;
-    case v1::LONG_TEXT_STRATEGY_CHUNK_ALL:
-      return kAll;
-    case v1::LONG_TEXT_STRATEGY_LATE_CHUNKING:
-      return kLate;
-    default:
+    case Strategy::kChunkMean:
       return kMean;
+    case Strategy::kChunkWeightedMean:
+      return kWeighted;
+    case Strategy::kChunkMax:
+      return kMax;
+    case Strategy::kChunkAll:
+      return kAll;
+    case Strategy::kLateChunking:
+      return kLate;
   }
+  return kMean;  // not reached: the switch names every strategy
 }
 
 }  // namespace embedding::server

@@ -4,16 +4,9 @@
 // merger and the vector math read these traits; none of them compares strategy values.
 #pragma once
 
-#include "embedding/v1/embedding.pb.h"
-#include "embedding/v1/strategy_names.h"
+#include "server/core/vocabulary.h"
 
 namespace embedding::server {
-
-// The strategies are the generated enum: one list, in the .proto; names in strategy_names.h.
-using Strategy = v1::LongTextStrategy;
-using v1::AllStrategies;
-using v1::ParseStrategyName;
-using v1::StrategyName;
 
 // How a document becomes the sequences the model sees.
 enum class PlanRule {
@@ -33,8 +26,7 @@ struct StrategyTraits {
   bool returns_chunks = false;      // the answer carries each chunk's vector and spans
 };
 
-// The traits of `strategy`; UNSPECIFIED (resolved by validation to the server's default) and
-// unknown values get those of CHUNK_MEAN.
+// The traits of `strategy`.
 const StrategyTraits& TraitsOf(Strategy strategy);
 
 }  // namespace embedding::server

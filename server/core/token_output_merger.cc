@@ -146,7 +146,7 @@ void MergeTokenOutputs(const TokenOutputState& state, const ChunkPlan& plan,
     }
     doc->multi_vector = PoolMultiVectors(std::move(merged), params.max_vectors);
   }
-  if (!TraitsOf(params.strategy).returns_chunks) return;
+  if (!params.traits.returns_chunks) return;
   for (size_t c = 0; c < doc->chunks.size() && c < plan.chunks.size(); ++c) {
     const Span& range = plan.chunks[c];
     ChunkResult& chunk = doc->chunks[c];

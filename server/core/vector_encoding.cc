@@ -7,15 +7,16 @@
 
 namespace embedding::server {
 
-int64_t BytesPerValue(v1::VectorEncoding encoding) {
+int64_t BytesPerValue(VectorEncoding encoding) {
   switch (encoding) {
-    case v1::VECTOR_ENCODING_FLOAT16:
+    case VectorEncoding::kFloat16:
       return 2;
-    case v1::VECTOR_ENCODING_INT8:
+    case VectorEncoding::kInt8:
       return 1;
-    default:
-      return 4;
+    case VectorEncoding::kFloat32:
+      break;
   }
+  return 4;
 }
 
 std::string EncodeFloat16(const std::vector<float>& values) {

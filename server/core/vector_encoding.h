@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "embedding/v1/embedding.pb.h"
+#include "server/core/vocabulary.h"
 
 namespace embedding::server {
 
-// Bytes per value on the wire: 4, 2 or 1 (UNSPECIFIED is FLOAT32).
-int64_t BytesPerValue(v1::VectorEncoding encoding);
+// Bytes per value on the wire: 4, 2 or 1.
+int64_t BytesPerValue(VectorEncoding encoding);
 
 // Little-endian IEEE binary16, round to nearest even (FP16's conversion).
 std::string EncodeFloat16(const std::vector<float>& values);

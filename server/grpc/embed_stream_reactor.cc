@@ -39,12 +39,14 @@ void EmbedStreamReactor::OnReadDone(bool ok) {
       ParseRequest(request_, &item, embedder_->limits().max_inputs_per_request);
   const std::string id = parsed.ok() ? item.request_id() : StreamRequestId(request_);
   const uint64_t key = next_key_++;
-  auto job =
-      parsed.ok()
-          ? embedder_->StartEmbed(
-                ToEmbedCall(item.mutable_request(), CallDeadline(context_)),
-                [this, key, id](absl::StatusOr<EmbedAnswer> answer) { OnJobDone(key, id, answer); })
-          : absl::StatusOr<std::shared_ptr<EmbedJob>>(parsed);
+  absl::StatusOr<EmbedCall> call = parsed.ok()
+                                       ? ToEmbedCall(item.mutable_request(), CallDeadline(context_))
+                                       : absl::StatusOr<EmbedCall>(parsed);
+  auto job = call.ok() ? embedder_->StartEmbed(*std::move(call),
+                                               [this, key, id](absl::StatusOr<EmbedAnswer> answer) {
+                                                 OnJobDone(key, id, answer);
+                                               })
+                       : absl::StatusOr<std::shared_ptr<EmbedJob>>(call.status());
   if (job.ok()) {
     jobs_[key] = *std::move(job);
   } else {

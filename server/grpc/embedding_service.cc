@@ -57,8 +57,13 @@ grpc::ServerUnaryReactor* EmbeddingService::Embed(grpc::CallbackServerContext* c
   auto* call = new UnaryCall(embedder_, "Embed", context);
   v1::EmbedRequest request;
   if (!Accept(call, context, request_bytes, &request)) return call;
-  auto job = embedder_->StartEmbed(ToEmbedCall(&request, CallDeadline(context)),
-                                   Reply(call, response_bytes, &FillEmbedResponse));
+  absl::StatusOr<EmbedCall> embed = ToEmbedCall(&request, CallDeadline(context));
+  if (!embed.ok()) {
+    call->FinishOnce(embed.status());
+    return call;
+  }
+  auto job =
+      embedder_->StartEmbed(*std::move(embed), Reply(call, response_bytes, &FillEmbedResponse));
   if (!job.ok()) {
     call->FinishOnce(job.status());
     return call;

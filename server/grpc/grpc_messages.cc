@@ -3,11 +3,16 @@
 #include <grpcpp/impl/codegen/proto_utils.h>
 #include <grpcpp/support/proto_buffer_reader.h>
 
+#include <algorithm>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 #include "google/protobuf/descriptor.h"
+#include "google/protobuf/generated_enum_reflection.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/wire_format_lite.h"
 #include "model_store/spec/architecture.h"
@@ -167,16 +172,110 @@ void FillTokenizedInput(const model_store::Model& model, const std::string& text
                         const model_store::TokenizedText& tokens, bool add_special_tokens,
                         v1::TokenizedInput* out);
 
+// Each table pairs every defined wire value but UNSPECIFIED with the core's value
+// (message_enums_test checks that both directions cover both enums).
+constexpr std::pair<v1::LongTextStrategy, Strategy> kStrategies[] = {
+    {v1::LONG_TEXT_STRATEGY_REJECT, Strategy::kReject},
+    {v1::LONG_TEXT_STRATEGY_TRUNCATE, Strategy::kTruncate},
+    {v1::LONG_TEXT_STRATEGY_CHUNK_MEAN, Strategy::kChunkMean},
+    {v1::LONG_TEXT_STRATEGY_CHUNK_WEIGHTED_MEAN, Strategy::kChunkWeightedMean},
+    {v1::LONG_TEXT_STRATEGY_CHUNK_MAX, Strategy::kChunkMax},
+    {v1::LONG_TEXT_STRATEGY_CHUNK_ALL, Strategy::kChunkAll},
+    {v1::LONG_TEXT_STRATEGY_LATE_CHUNKING, Strategy::kLateChunking},
+};
+constexpr std::pair<v1::EmbeddingOutput, Output> kOutputs[] = {
+    {v1::EMBEDDING_OUTPUT_DENSE, Output::kDense},
+    {v1::EMBEDDING_OUTPUT_SPARSE, Output::kSparse},
+    {v1::EMBEDDING_OUTPUT_MULTI_VECTOR, Output::kMultiVector},
+};
+constexpr std::pair<v1::VectorEncoding, VectorEncoding> kEncodings[] = {
+    {v1::VECTOR_ENCODING_FLOAT32, VectorEncoding::kFloat32},
+    {v1::VECTOR_ENCODING_FLOAT16, VectorEncoding::kFloat16},
+    {v1::VECTOR_ENCODING_INT8, VectorEncoding::kInt8},
+};
+constexpr std::pair<v1::TemperatureMode, TemperatureMode> kModes[] = {
+    {v1::TEMPERATURE_MODE_FIXED, TemperatureMode::kFixed},
+    {v1::TEMPERATURE_MODE_AUTO, TemperatureMode::kAuto},
+};
+constexpr std::pair<v1::TruncationSide, TruncationSide> kSides[] = {
+    {v1::TRUNCATION_SIDE_KEEP_START, TruncationSide::kKeepStart},
+    {v1::TRUNCATION_SIDE_KEEP_END, TruncationSide::kKeepEnd},
+};
+
+template <typename Wire, typename Core, size_t N>
+absl::StatusOr<std::optional<Core>> Lookup(const std::pair<Wire, Core> (&table)[N], Wire value,
+                                           absl::string_view field) {
+  if (static_cast<int>(value) == 0) return std::nullopt;  // every enum's UNSPECIFIED
+  for (const auto& [wire, core] : table)
+    if (wire == value) return core;
+  const auto* descriptor = google::protobuf::GetEnumDescriptor<Wire>();
+  std::vector<std::string> names;
+  int min = descriptor->value(0)->number(), max = min;
+  for (int i = 0; i < descriptor->value_count(); ++i) {
+    names.push_back(descriptor->value(i)->name());
+    min = std::min(min, descriptor->value(i)->number());
+    max = std::max(max, descriptor->value(i)->number());
+  }
+  return absl::InvalidArgumentError(absl::StrCat(field, ": unknown value ", static_cast<int>(value),
+                                                 "; allowed ", min, "..", max, " (",
+                                                 absl::StrJoin(names, ", "), ")"));
+}
+
+template <typename Wire, typename Core, size_t N>
+Wire Reverse(const std::pair<Wire, Core> (&table)[N], Core value) {
+  for (const auto& [wire, core] : table)
+    if (core == value) return wire;
+  return static_cast<Wire>(0);  // not reached: every core value has a row
+}
+
 }  // namespace
 
-EmbedCall ToEmbedCall(v1::EmbedRequest* request, absl::Time deadline) {
+absl::StatusOr<std::optional<Strategy>> FromWire(v1::LongTextStrategy value,
+                                                 absl::string_view field) {
+  return Lookup(kStrategies, value, field);
+}
+absl::StatusOr<std::optional<Output>> FromWire(v1::EmbeddingOutput value, absl::string_view field) {
+  return Lookup(kOutputs, value, field);
+}
+absl::StatusOr<std::optional<VectorEncoding>> FromWire(v1::VectorEncoding value,
+                                                       absl::string_view field) {
+  return Lookup(kEncodings, value, field);
+}
+absl::StatusOr<std::optional<TemperatureMode>> FromWire(v1::TemperatureMode value,
+                                                        absl::string_view field) {
+  return Lookup(kModes, value, field);
+}
+absl::StatusOr<std::optional<TruncationSide>> FromWire(v1::TruncationSide value,
+                                                       absl::string_view field) {
+  return Lookup(kSides, value, field);
+}
+
+v1::LongTextStrategy ToWire(Strategy strategy) { return Reverse(kStrategies, strategy); }
+v1::EmbeddingOutput ToWire(Output output) { return Reverse(kOutputs, output); }
+v1::VectorEncoding ToWire(VectorEncoding encoding) { return Reverse(kEncodings, encoding); }
+v1::TemperatureMode ToWire(TemperatureMode mode) { return Reverse(kModes, mode); }
+v1::TruncationSide ToWire(TruncationSide side) { return Reverse(kSides, side); }
+
+std::string WireOutputName(Output output) { return v1::EmbeddingOutput_Name(ToWire(output)); }
+
+absl::StatusOr<EmbedCall> ToEmbedCall(v1::EmbedRequest* request, absl::Time deadline) {
   EmbedCall call;
+  call.output_spelling = WireOutputName;
   EmbedRequestOptions& options = call.options;
+  ASSIGN_OR_RETURN(auto mode, FromWire(request->temperature_mode(), "temperature_mode"));
+  options.temperature_mode = mode.value_or(TemperatureMode::kFixed);
+  ASSIGN_OR_RETURN(options.strategy, FromWire(request->strategy(), "strategy"));
+  ASSIGN_OR_RETURN(auto side, FromWire(request->truncation_side(), "truncation_side"));
+  options.truncation_side = side.value_or(TruncationSide::kKeepStart);
+  for (int i = 0; i < request->outputs_size(); ++i) {
+    ASSIGN_OR_RETURN(auto output, FromWire(static_cast<v1::EmbeddingOutput>(request->outputs(i)),
+                                           absl::StrCat("outputs[", i, "]")));
+    options.outputs.push_back(output.value_or(Output::kDense));
+  }
+  ASSIGN_OR_RETURN(options.multi_vector_encoding,
+                   FromWire(request->multi_vector_encoding(), "multi_vector_encoding"));
   options.model = std::move(*request->mutable_model());
   if (request->has_temperature()) options.temperature = request->temperature();
-  options.temperature_mode = request->temperature_mode();
-  options.strategy = request->strategy();
-  options.truncation_side = request->truncation_side();
   if (request->has_chunk_tokens()) options.chunk_tokens = request->chunk_tokens();
   if (request->has_chunk_overlap_tokens())
     options.chunk_overlap_tokens = request->chunk_overlap_tokens();
@@ -184,9 +283,6 @@ EmbedCall ToEmbedCall(v1::EmbedRequest* request, absl::Time deadline) {
   if (request->has_dimensions()) options.dimensions = request->dimensions();
   options.prompt = std::move(*request->mutable_prompt());
   options.prompt_name = std::move(*request->mutable_prompt_name());
-  for (int output : request->outputs())
-    options.outputs.push_back(static_cast<v1::EmbeddingOutput>(output));
-  options.multi_vector_encoding = request->multi_vector_encoding();
   if (request->has_max_vectors()) options.max_vectors = request->max_vectors();
   TextInputs texts;
   texts.reserve(static_cast<size_t>(request->inputs_size()));
@@ -216,22 +312,22 @@ void FillSparse(const SparseResult& sparse, const model_store::Tokenizer& tokeni
   }
 }
 
-void FillMultiVector(const MultiVectorResult& vectors, v1::VectorEncoding encoding,
+void FillMultiVector(const MultiVectorResult& vectors, VectorEncoding encoding,
                      v1::MultiVector* out) {
   out->set_count(static_cast<uint32_t>(vectors.count()));
   out->set_dimensions(vectors.dim);
-  out->set_encoding(encoding);
+  out->set_encoding(ToWire(encoding));
   switch (encoding) {
-    case v1::VECTOR_ENCODING_FLOAT16:
+    case VectorEncoding::kFloat16:
       out->set_data(EncodeFloat16(vectors.values));
       break;
-    case v1::VECTOR_ENCODING_INT8: {
+    case VectorEncoding::kInt8: {
       std::vector<float> scales;
       out->set_data(EncodeInt8(vectors.values, vectors.dim, &scales));
       out->mutable_scales()->Assign(scales.begin(), scales.end());
       break;
     }
-    default:
+    case VectorEncoding::kFloat32:
       out->mutable_values()->Assign(vectors.values.begin(), vectors.values.end());
   }
   for (const Span& span : vectors.token_spans) SetSpan(span, out->add_token_spans());
@@ -248,9 +344,9 @@ void FillEmbedResponse(const EmbedAnswer& answer, v1::EmbedResponse* response) {
   response->set_model(answer.model->name);
   response->set_model_version(answer.model->version);
   response->set_dtype(model_store::ComputeDTypeName(answer.model->model->encoder().dtype()));
-  response->set_strategy(answer.params.strategy);
-  response->set_temperature_mode(answer.params.auto_temperature ? v1::TEMPERATURE_MODE_AUTO
-                                                                : v1::TEMPERATURE_MODE_FIXED);
+  response->set_strategy(ToWire(answer.params.strategy));
+  response->set_temperature_mode(
+      ToWire(answer.params.auto_temperature ? TemperatureMode::kAuto : TemperatureMode::kFixed));
   for (const DocumentResult& doc : result.documents) {
     v1::DocumentEmbedding* out = response->add_documents();
     if (params.dense) out->mutable_vector()->Assign(doc.vector.begin(), doc.vector.end());
@@ -312,14 +408,14 @@ void FillModelInfo(const ServedModel& served, const RequestLimits& limits, v1::M
   info->set_default_temperature(limits.default_temperature);
   info->set_min_temperature(limits.min_temperature);
   info->set_max_temperature(limits.max_temperature);
-  for (Strategy s : AllStrategies()) info->add_strategies(s);
-  info->set_default_strategy(limits.default_strategy);
+  for (Strategy s : AllStrategies()) info->add_strategies(ToWire(s));
+  info->set_default_strategy(ToWire(limits.default_strategy));
   info->set_vocab_size(static_cast<uint32_t>(model.config().vocab_size));
   info->set_layers(static_cast<uint32_t>(model.config().num_hidden_layers));
   for (const auto& [name, text] : model.sentence_transformers().prompts)
     info->add_prompt_names(name);
   info->set_demo(model.is_demo());
-  for (v1::EmbeddingOutput output : OfferedOutputs(model)) info->add_outputs(output);
+  for (Output output : OfferedOutputs(model)) info->add_outputs(ToWire(output));
   info->set_multi_vector_dimensions(static_cast<uint32_t>(model.encoder().multi_vector_dim()));
   if (served.hub) {
     info->set_repository(served.hub->repository);

@@ -2,20 +2,24 @@
 // invalid UTF-8 without saying which one; here a failed parse is retried on the server-side
 // twin of the message (unchecked_requests.proto, `bytes` for `string`), so the answer is
 // INVALID_ARGUMENT naming the field: "inputs[2]: invalid UTF-8 at byte 17"; a parsed
-// EmbedRequest becomes the core's EmbedCall. Answers and model descriptions become response
-// messages.
+// EmbedRequest becomes the core's EmbedCall, its enums mapped onto the core's vocabulary
+// (server/core/vocabulary.h; proto3 lets a number the .proto does not define through, and it is
+// refused here, naming the field). Answers and model descriptions become response messages.
 #pragma once
 
 #include <grpcpp/support/byte_buffer.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "embedding/v1/embedding.pb.h"
 #include "google/protobuf/message.h"
 #include "server/core/embedder.h"
+#include "server/core/vocabulary.h"
 
 namespace embedding::server {
 
@@ -34,10 +38,32 @@ std::string StreamRequestId(const grpc::ByteBuffer& buffer);
 // `message` serialized into `buffer`.
 void SerializeResponse(const google::protobuf::Message& message, grpc::ByteBuffer* buffer);
 
-// `request` (its inputs moved out) as the core's call, with `deadline`.
-EmbedCall ToEmbedCall(v1::EmbedRequest* request, absl::Time deadline);
+// `request` (its inputs moved out) as the core's call, with `deadline`; INVALID_ARGUMENT
+// naming the field for an enum number the .proto does not define.
+absl::StatusOr<EmbedCall> ToEmbedCall(v1::EmbedRequest* request, absl::Time deadline);
 // `request` (its inputs moved out) as the core's Tokenize call.
 TokenizeCall ToTokenizeCall(v1::TokenizeRequest* request);
+
+// The core's value for a wire value of `field`: nullopt for UNSPECIFIED (the core's default
+// applies); INVALID_ARGUMENT "field: unknown value N; allowed a..b (NAMES)" for an undefined one.
+absl::StatusOr<std::optional<Strategy>> FromWire(v1::LongTextStrategy value,
+                                                 absl::string_view field);
+absl::StatusOr<std::optional<Output>> FromWire(v1::EmbeddingOutput value, absl::string_view field);
+absl::StatusOr<std::optional<VectorEncoding>> FromWire(v1::VectorEncoding value,
+                                                       absl::string_view field);
+absl::StatusOr<std::optional<TemperatureMode>> FromWire(v1::TemperatureMode value,
+                                                        absl::string_view field);
+absl::StatusOr<std::optional<TruncationSide>> FromWire(v1::TruncationSide value,
+                                                       absl::string_view field);
+
+v1::LongTextStrategy ToWire(Strategy strategy);
+v1::EmbeddingOutput ToWire(Output output);
+v1::VectorEncoding ToWire(VectorEncoding encoding);
+v1::TemperatureMode ToWire(TemperatureMode mode);
+v1::TruncationSide ToWire(TruncationSide side);
+
+// "EMBEDDING_OUTPUT_SPARSE": how the core's refusals name an output to a gRPC caller.
+std::string WireOutputName(Output output);
 
 void FillEmbedResponse(const EmbedAnswer& answer, v1::EmbedResponse* response);
 void FillTokenizeResponse(const TokenizeAnswer& answer, v1::TokenizeResponse* response);

@@ -4,14 +4,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/core/chunk_planner.h"
+#include "server/core/reported_code.h"
 
 namespace embedding::server {
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  auto code = static_cast<grpc::StatusCode>(status.code());
-  if (status.code() == absl::StatusCode::kDataLoss || status.code() == absl::StatusCode::kUnknown)
-    code = grpc::StatusCode::INTERNAL;
+  const auto code = static_cast<grpc::StatusCode>(ReportedCode(status));
   std::string message(status.message());
   if (status.GetPayload(kPastWindowPayload).has_value()) {
     absl::StrAppend(&message,

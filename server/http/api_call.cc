@@ -4,15 +4,35 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/time/clock.h"
+#include "server/core/reported_code.h"
+#include "server/observability/request_log.h"
 
 namespace embedding::server {
+namespace {
 
-ApiCall::ApiCall(Embedder* embedder, std::shared_ptr<HttpExchange> exchange, const char* method)
+constexpr char kJson[] = "application/json";
+
+}  // namespace
+
+ApiCall::ApiCall(Embedder* embedder, const ApiErrors& errors,
+                 std::shared_ptr<HttpExchange> exchange, const char* method)
     : embedder_(embedder),
+      errors_(errors),
       exchange_(std::move(exchange)),
       record_{method, AcceptRequestId(exchange_->Header("X-Request-Id"))},
       started_(absl::Now()) {
   embedder_->CallStarted();
+}
+
+std::shared_ptr<ApiCall> ApiCall::Begin(const ApiContext& context, const ApiErrors& errors,
+                                        const char* method,
+                                        std::shared_ptr<HttpExchange> exchange) {
+  auto call = std::make_shared<ApiCall>(context.embedder, errors, std::move(exchange), method);
+  if (absl::Status allowed = Authorize(context.auth, call->exchange()); !allowed.ok()) {
+    call->Fail(allowed);
+    return nullptr;
+  }
+  return call;
 }
 
 void ApiCall::Finish(HttpResponse response, const absl::Status& status) {
@@ -24,9 +44,59 @@ void ApiCall::Finish(HttpResponse response, const absl::Status& status) {
   embedder_->CallDone(record_);  // after Respond: a drained server has posted every answer
 }
 
+void ApiCall::Fail(const absl::Status& status, bool body_error) {
+  Finish(ErrorAnswer(errors_.http_status(status, body_error), kJson, errors_.body(status)), status);
+}
+
+void ServeEmbed(const ApiContext& context, const ApiErrors& errors, const char* method,
+                const EmbedParser& parse, std::shared_ptr<HttpExchange> exchange) {
+  std::shared_ptr<ApiCall> call = ApiCall::Begin(context, errors, method, std::move(exchange));
+  if (call == nullptr) return;
+  auto parsed = parse(call->exchange().body(), context.embedder->limits());
+  if (!parsed.ok()) return call->Fail(parsed.status(), /*body_error=*/true);
+  auto deadline = RequestDeadline(call->exchange(), context.default_timeout);
+  if (!deadline.ok()) return call->Fail(deadline.status());
+  parsed->call.deadline = *deadline;
+  auto job = context.embedder->StartEmbed(
+      std::move(parsed->call),
+      [call, body = std::move(parsed->answer_body)](absl::StatusOr<EmbedAnswer> answer) {
+        if (!answer.ok()) return call->Fail(answer.status());
+        call->Finish(EmbedAnswerResponse(*answer, body(*answer)), absl::OkStatus());
+      });
+  if (!job.ok()) return call->Fail(job.status());
+  call->exchange().OnDisconnect([job = *std::move(job)] { job->Cancel(); });
+}
+
+void ServeTokenize(const ApiContext& context, const ApiErrors& errors, const char* method,
+                   TokenizeParser parse, TokenizeBody body,
+                   std::shared_ptr<HttpExchange> exchange) {
+  std::shared_ptr<ApiCall> call = ApiCall::Begin(context, errors, method, std::move(exchange));
+  if (call == nullptr) return;
+  auto parsed = parse(call->exchange().body(), context.embedder->limits());
+  if (!parsed.ok()) return call->Fail(parsed.status(), /*body_error=*/true);
+  const absl::Status started = context.embedder->StartTokenize(
+      *std::move(parsed), [call, body](absl::StatusOr<TokenizeAnswer> answer) {
+        if (!answer.ok()) return call->Fail(answer.status());
+        call->Finish({200, kJson, body(*answer), {}}, absl::OkStatus());
+      });
+  if (!started.ok()) call->Fail(started);
+}
+
+void ServeRead(const ApiContext& context, const ApiErrors& errors,
+               const std::function<absl::StatusOr<std::string>()>& body, HttpExchange& exchange) {
+  const absl::Status allowed = Authorize(context.auth, exchange);
+  absl::StatusOr<std::string> answer = allowed.ok() ? body() : allowed;
+  if (!answer.ok()) {
+    const absl::Status& status = answer.status();
+    return exchange.Respond(
+        ErrorAnswer(errors.http_status(status, false), kJson, errors.body(status)));
+  }
+  exchange.Respond({200, kJson, *std::move(answer), {}});
+}
+
 HttpResponse EmbedAnswerResponse(const EmbedAnswer& answer, std::string body) {
   return HttpResponse{200,
-                      "application/json",
+                      kJson,
                       std::move(body),
                       {{"X-Model-Version", answer.model->version},
                        {"X-Embedding-Dtype",
@@ -42,6 +112,37 @@ absl::StatusOr<absl::Time> RequestDeadline(const HttpExchange& exchange, absl::D
         "X-Request-Timeout: must be a number of seconds in (0, 86400]");
   }
   return absl::Now() + absl::Milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+int HttpStatusOf(const absl::Status& status) {
+  switch (ReportedCode(status)) {
+    case absl::StatusCode::kInvalidArgument:
+      return 400;
+    case absl::StatusCode::kUnauthenticated:
+      return 401;
+    case absl::StatusCode::kNotFound:
+      return 404;
+    case absl::StatusCode::kResourceExhausted:
+      return 429;
+    case absl::StatusCode::kUnavailable:
+      return 503;
+    case absl::StatusCode::kDeadlineExceeded:
+      return 504;
+    default:
+      return 500;
+  }
+}
+
+HttpResponse ErrorAnswer(int http_status, std::string content_type, std::string body) {
+  HttpResponse response{http_status, std::move(content_type), std::move(body), {}};
+  if (http_status == 429) response.headers.emplace_back("Retry-After", "1");
+  if (http_status == 401) response.headers.emplace_back("WWW-Authenticate", "Bearer");
+  return response;
+}
+
+absl::Status Authorize(const BearerAuth* auth, const HttpExchange& exchange) {
+  if (auth == nullptr) return absl::OkStatus();
+  return auth->Check(exchange.Header("Authorization"));
 }
 
 }  // namespace embedding::server

@@ -5,6 +5,7 @@
 
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "server/http/api_call.h"
 
 namespace embedding::server {
 namespace {
@@ -14,6 +15,15 @@ constexpr size_t kHttpMaxBodyBytes = 64 << 10;
 
 HttpResponse Text(int status, std::string body) {
   return HttpResponse{status, "text/plain", std::move(body), {}};
+}
+
+// OK when `auth` accepts the request's bearer token; otherwise the 401 answer (the reason as
+// plain text, never the token) is sent and false returned.
+bool Authorized(const BearerAuth& auth, HttpExchange& exchange) {
+  const absl::Status allowed = Authorize(&auth, exchange);
+  if (!allowed.ok())
+    exchange.Respond(ErrorAnswer(401, "text/plain", std::string(allowed.message()) + "\n"));
+  return allowed.ok();
 }
 
 // 200 with every model's outcome when none was refused; 422 when a new version was (the old

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
 
 namespace embedding::server {
@@ -24,12 +25,15 @@ struct HttpResponse {
 
 class HttpExchange {
  public:
-  // How the listener sends an answer (on the connection's own executor) and reads headers.
+  // How the listener sends an answer (on the connection's own executor).
   using Sender = std::function<void(HttpResponse)>;
-  using HeaderLookup = std::function<std::string(absl::string_view name)>;
+  // The request headers a route reads, as sent; the listener copies these and no others.
+  static constexpr const char* kRouteHeaders[] = {"Authorization", "X-Request-Id",
+                                                  "X-Request-Timeout"};
+  using Headers = std::vector<std::pair<std::string, std::string>>;
 
   // `target` is the request target: the path, then optionally '?' and the query.
-  HttpExchange(std::string method, std::string target, std::string body, HeaderLookup headers,
+  HttpExchange(std::string method, std::string target, std::string body, Headers headers,
                Sender send)
       : method_(std::move(method)),
         path_(target.substr(0, target.find('?'))),
@@ -43,8 +47,13 @@ class HttpExchange {
   // The query parameter `name`, percent-decoded ("" when absent).
   std::string QueryParam(absl::string_view name) const;
   const std::string& body() const { return body_; }
-  // The header's value ("" when absent); names are case-insensitive.
-  std::string Header(absl::string_view name) const { return headers_(name); }
+  // The value of one of kRouteHeaders ("" when absent); names are case-insensitive.
+  std::string Header(absl::string_view name) const {
+    for (const auto& [key, value] : headers_) {
+      if (absl::EqualsIgnoreCase(key, name)) return value;
+    }
+    return "";
+  }
 
   // Sends `response`. The first call wins; later ones are ignored. Thread-safe.
   void Respond(HttpResponse response) {
@@ -89,7 +98,7 @@ class HttpExchange {
   const std::string path_;
   const std::string query_;
   const std::string body_;
-  const HeaderLookup headers_;
+  const Headers headers_;
   std::mutex mu_;
   Sender send_;
   std::function<void()> on_disconnect_;

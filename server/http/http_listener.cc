@@ -168,11 +168,11 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     auto& request = parser_->get();
     version_ = request.version();
     const beast::string_view target = request.target();
-    auto header = std::make_shared<http::request_header<>>(request.base());
-    auto lookup = [header](absl::string_view name) {
-      auto it = header->find(beast::string_view(name.data(), name.size()));
-      return it == header->end() ? std::string() : std::string(it->value());
-    };
+    HttpExchange::Headers headers;  // only those a route reads: nothing calls back in here
+    for (const char* name : HttpExchange::kRouteHeaders) {
+      auto it = request.find(name);
+      if (it != request.end()) headers.emplace_back(name, std::string(it->value()));
+    }
     auto send = [self = this->shared_from_this()](HttpResponse response) {
       std::lock_guard<std::mutex> lock(self->state_->mu);
       if (self->state_->stopped) return;  // the loop is gone; nobody would write it
@@ -180,7 +180,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
                 [self, response = std::move(response)]() mutable { self->Write(response); });
     };
     return std::make_shared<HttpExchange>(std::string(request.method_string()), std::string(target),
-                                          std::move(body), std::move(lookup), std::move(send));
+                                          std::move(body), std::move(headers), std::move(send));
   }
 
   void Dispatch() {
@@ -422,14 +422,6 @@ HttpListener::~HttpListener() {
   // Every socket closes, so every pending operation completes and run() returns.
   state_->work.reset();
   for (auto& thread : state_->threads) thread.join();
-}
-
-bool Authorized(const BearerAuth& auth, HttpExchange& exchange) {
-  const absl::Status allowed = auth.Check(exchange.Header("Authorization"));
-  if (allowed.ok()) return true;
-  exchange.Respond(HttpResponse{
-      401, "text/plain", std::string(allowed.message()) + "\n", {{"WWW-Authenticate", "Bearer"}}});
-  return false;
 }
 
 }  // namespace embedding::server

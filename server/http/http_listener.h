@@ -15,7 +15,6 @@
 #include "absl/status/statusor.h"
 #include "server/http/http_exchange.h"
 #include "server/http/http_tls.h"
-#include "server/security/bearer_auth.h"
 
 namespace embedding::server {
 
@@ -61,9 +60,5 @@ class HttpListener {
   int port_ = 0;
   std::shared_ptr<State> state_;
 };
-
-// OK when `auth` accepts the request's bearer token; otherwise the 401 answer (with
-// WWW-Authenticate, the reason as plain text, never the token) is sent and false returned.
-bool Authorized(const BearerAuth& auth, HttpExchange& exchange);
 
 }  // namespace embedding::server

@@ -13,6 +13,7 @@
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "server/core/chunk_planner.h"
+#include "server/core/reported_code.h"
 #include "server/core/request_validation.h"
 #include "server/core/strategy.h"
 #include "server/http/json_body.h"
@@ -151,8 +152,7 @@ absl::Status ReadField(const std::string& key, const Json& value, const RequestL
     ASSIGN_OR_RETURN(std::string mode, ReadString(value, "temperature_mode"));
     if (mode != "fixed" && mode != "auto")
       return Invalid("temperature_mode", "must be \"fixed\" or \"auto\"");
-    request.temperature_mode =
-        mode == "auto" ? v1::TEMPERATURE_MODE_AUTO : v1::TEMPERATURE_MODE_FIXED;
+    request.temperature_mode = mode == "auto" ? TemperatureMode::kAuto : TemperatureMode::kFixed;
   } else if (key == "strategy") {
     ASSIGN_OR_RETURN(std::string name, ReadString(value, "strategy"));
     ASSIGN_OR_RETURN(request.strategy, ParseStrategyName(name, "strategy"));
@@ -161,7 +161,7 @@ absl::Status ReadField(const std::string& key, const Json& value, const RequestL
     if (side != "start" && side != "end")
       return Invalid("truncation_side", "must be \"start\" (keep the start) or \"end\"");
     request.truncation_side =
-        side == "start" ? v1::TRUNCATION_SIDE_KEEP_START : v1::TRUNCATION_SIDE_KEEP_END;
+        side == "start" ? TruncationSide::kKeepStart : TruncationSide::kKeepEnd;
   } else if (key == "chunk_tokens") {
     ASSIGN_OR_RETURN(uint32_t tokens, ReadCount(value, "chunk_tokens"));
     request.chunk_tokens = tokens;
@@ -184,7 +184,7 @@ absl::Status ReadField(const std::string& key, const Json& value, const RequestL
     for (size_t i = 0; i < value.size(); ++i) {
       const std::string param = absl::StrCat("outputs[", i, "]");
       ASSIGN_OR_RETURN(std::string name, ReadString(value[i], param.c_str()));
-      ASSIGN_OR_RETURN(v1::EmbeddingOutput output, ParseOutputName(name, param));
+      ASSIGN_OR_RETURN(Output output, ParseOutputName(name, param));
       request.outputs.push_back(output);
     }
   } else if (key == "multi_vector_encoding") {
@@ -269,11 +269,7 @@ Json Details(const DocumentResult& doc, const EmbedAnswer& answer, bool base64) 
 // What the model offers, as OpenAI requests name it: "dense", "sparse", "multi_vector".
 Json OutputNames(const model_store::Model& model) {
   Json names = Json::array();
-  for (v1::EmbeddingOutput output : OfferedOutputs(model)) {
-    names.push_back(output == v1::EMBEDDING_OUTPUT_SPARSE         ? "sparse"
-                    : output == v1::EMBEDDING_OUTPUT_MULTI_VECTOR ? "multi_vector"
-                                                                  : "dense");
-  }
+  for (Output output : OfferedOutputs(model)) names.push_back(OutputName(output));
   return names;
 }
 
@@ -290,15 +286,6 @@ Json ScheduleJson(const model_store::TempScaleSchedule& schedule) {
     out["tau_min"] = schedule.tau_min();
   }
   return out;
-}
-
-// DATA_LOSS and UNKNOWN, which only a corrupt model or a bug produce, are reported as INTERNAL
-// (as the gRPC door does).
-absl::StatusCode ReportedCode(const absl::Status& status) {
-  const absl::StatusCode code = status.code();
-  return code == absl::StatusCode::kDataLoss || code == absl::StatusCode::kUnknown
-             ? absl::StatusCode::kInternal
-             : code;
 }
 
 const char* ErrorType(absl::StatusCode code) {
@@ -319,6 +306,13 @@ const char* ErrorType(absl::StatusCode code) {
 }
 
 }  // namespace
+
+absl::StatusOr<ParsedEmbed> ParseOpenAiEmbed(std::string_view body, const RequestLimits& limits) {
+  ASSIGN_OR_RETURN(OpenAiEmbeddingsRequest request, ParseOpenAiEmbeddingsRequest(body, limits));
+  return ParsedEmbed{std::move(request.call), [base64 = request.base64](const EmbedAnswer& answer) {
+                       return OpenAiEmbeddingsBody(answer, base64);
+                     }};
+}
 
 std::string OpenAiEmbeddingsBody(const EmbedAnswer& answer, bool base64) {
   Json data = Json::array();
@@ -359,25 +353,6 @@ std::string OpenAiModelsBody(const std::vector<std::shared_ptr<const ServedModel
     data.push_back(std::move(item));
   }
   return Json({{"object", "list"}, {"data", std::move(data)}}).dump();
-}
-
-int OpenAiHttpStatus(const absl::Status& status) {
-  switch (status.code()) {
-    case absl::StatusCode::kInvalidArgument:
-      return 400;
-    case absl::StatusCode::kUnauthenticated:
-      return 401;
-    case absl::StatusCode::kNotFound:
-      return 404;
-    case absl::StatusCode::kResourceExhausted:
-      return 429;
-    case absl::StatusCode::kUnavailable:
-      return 503;
-    case absl::StatusCode::kDeadlineExceeded:
-      return 504;
-    default:
-      return 500;
-  }
 }
 
 std::string OpenAiErrorBody(const absl::Status& status) {

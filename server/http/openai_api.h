@@ -14,7 +14,8 @@
 #include "absl/status/statusor.h"
 #include "server/core/core_options.h"
 #include "server/core/embed_call.h"
-#include "server/core/model_registry.h"
+#include "server/core/model_catalog.h"
+#include "server/http/api_call.h"
 
 namespace embedding::server {
 
@@ -37,6 +38,10 @@ struct OpenAiEmbeddingsRequest {
 absl::StatusOr<OpenAiEmbeddingsRequest> ParseOpenAiEmbeddingsRequest(std::string_view body,
                                                                      const RequestLimits& limits);
 
+// The request as the API listener's embed handler takes it: the call, and its answer written
+// by OpenAiEmbeddingsBody in the encoding the request chose.
+absl::StatusOr<ParsedEmbed> ParseOpenAiEmbed(std::string_view body, const RequestLimits& limits);
+
 // {object: "list", data: [{object: "embedding", index, embedding, details}], model, usage}.
 // `embedding` is floats, or with `base64` the little-endian float32 bytes in base64. `details`
 // (ignored by OpenAI clients) carries what gRPC's DocumentEmbedding adds: token_count,
@@ -48,10 +53,6 @@ std::string OpenAiEmbeddingsBody(const EmbedAnswer& answer, bool base64);
 
 // {object: "list", data: [{id, object: "model", created, owned_by}]}, current versions.
 std::string OpenAiModelsBody(const std::vector<std::shared_ptr<const ServedModel>>& models);
-
-// The HTTP status for `status`'s code: 400, 401, 404, 429, 503, 504, or 500 (which DATA_LOSS
-// and UNKNOWN, only a corrupt model or a bug, share with INTERNAL).
-int OpenAiHttpStatus(const absl::Status& status);
 
 // {error: {message, type, param, code}}. `param` is the field the message starts with
 // ("temperature: ..."; gRPC's "inputs[2]" becomes "input[2]"), or null.

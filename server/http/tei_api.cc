@@ -6,8 +6,8 @@
 #include "model_store/encoder/encoder.h"
 #include "nlohmann/json.hpp"
 #include "server/core/chunk_planner.h"
+#include "server/http/api_call.h"
 #include "server/http/json_body.h"
-#include "server/http/openai_api.h"
 
 namespace embedding::server {
 namespace {
@@ -68,16 +68,14 @@ absl::StatusOr<EmbedCall> ParseTeiEmbedRequest(std::string_view body, TeiRoute r
   call.inputs = std::move(texts);
   EmbedRequestOptions& options = call.options;
   ASSIGN_OR_RETURN(std::optional<bool> truncate, OptionalBool(json, "truncate"));
-  options.strategy =
-      truncate.value_or(false) ? v1::LONG_TEXT_STRATEGY_TRUNCATE : v1::LONG_TEXT_STRATEGY_REJECT;
+  options.strategy = truncate.value_or(false) ? Strategy::kTruncate : Strategy::kReject;
   ASSIGN_OR_RETURN(std::optional<std::string> direction,
                    OptionalString(json, "truncation_direction"));
   if (direction.has_value()) {
     const std::string d = absl::AsciiStrToLower(*direction);
     if (d != "left" && d != "right")
       return Invalid("truncation_direction", "must be \"Left\" or \"Right\"");
-    options.truncation_side =
-        d == "left" ? v1::TRUNCATION_SIDE_KEEP_END : v1::TRUNCATION_SIDE_KEEP_START;
+    options.truncation_side = d == "left" ? TruncationSide::kKeepEnd : TruncationSide::kKeepStart;
   }
   ASSIGN_OR_RETURN(std::optional<std::string> prompt_name, OptionalString(json, "prompt_name"));
   options.prompt_name = prompt_name.value_or("");
@@ -94,13 +92,22 @@ absl::StatusOr<EmbedCall> ParseTeiEmbedRequest(std::string_view body, TeiRoute r
       break;
     }
     case TeiRoute::kEmbedSparse:
-      options.outputs = {v1::EMBEDDING_OUTPUT_SPARSE};
+      options.outputs = {Output::kSparse};
       break;
     case TeiRoute::kEmbedAll:
       options.token_states = true;
       break;
   }
   return call;
+}
+
+EmbedParser TeiEmbedParser(TeiRoute route) {
+  return [route](std::string_view body,
+                 const RequestLimits& limits) -> absl::StatusOr<ParsedEmbed> {
+    ASSIGN_OR_RETURN(EmbedCall call, ParseTeiEmbedRequest(body, route, limits));
+    return ParsedEmbed{std::move(call),
+                       [route](const EmbedAnswer& answer) { return TeiEmbedBody(answer, route); }};
+  };
 }
 
 absl::StatusOr<TokenizeCall> ParseTeiTokenizeRequest(std::string_view body,
@@ -201,8 +208,8 @@ std::string TeiInfoBody(const ServedModel& served, const RequestLimits& limits,
 
 int TeiHttpStatus(const absl::Status& status, bool body_error) {
   if (status.code() == absl::StatusCode::kInvalidArgument) return body_error ? 422 : 413;
-  const int http = OpenAiHttpStatus(status);  // 401, 404, 429, 503 and 504 as there
-  return http == 500 ? 424 : http;            // TEI's "Backend" failure
+  const int http = HttpStatusOf(status);  // 401, 404, 429, 503 and 504 as there
+  return http == 500 ? 424 : http;        // TEI's "Backend" failure
 }
 
 std::string TeiErrorBody(const absl::Status& status) {

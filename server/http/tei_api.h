@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "server/core/core_options.h"
 #include "server/core/embedder.h"
+#include "server/http/api_call.h"
 
 namespace embedding::server {
 
@@ -33,6 +34,10 @@ absl::StatusOr<EmbedCall> ParseTeiEmbedRequest(std::string_view body, TeiRoute r
                                                const RequestLimits& limits);
 absl::StatusOr<TokenizeCall> ParseTeiTokenizeRequest(std::string_view body,
                                                      const RequestLimits& limits);
+
+// The parser the API listener's embed handler uses for `route`: ParseTeiEmbedRequest, with
+// TeiEmbedBody as the answer.
+EmbedParser TeiEmbedParser(TeiRoute route);
 
 std::string TeiEmbedBody(const EmbedAnswer& answer, TeiRoute route);
 std::string TeiTokenizeBody(const TokenizeAnswer& answer);

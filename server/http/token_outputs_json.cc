@@ -14,42 +14,40 @@ Json SparseJson(const SparseResult& sparse, const model_store::Tokenizer& tokeni
   return {{"token_ids", sparse.ids}, {"weights", sparse.weights}, {"tokens", std::move(tokens)}};
 }
 
-Json MultiVectorJson(const MultiVectorResult& vectors, v1::VectorEncoding encoding) {
+Json MultiVectorJson(const MultiVectorResult& vectors, VectorEncoding encoding) {
   Json spans = Json::array();
   for (const Span& s : vectors.token_spans) spans.push_back(Json::array({s.begin, s.end}));
   Json out = {{"count", vectors.count()}, {"dimensions", vectors.dim}, {"token_spans", spans}};
   switch (encoding) {
-    case v1::VECTOR_ENCODING_FLOAT16:
+    case VectorEncoding::kFloat16:
       out["encoding"] = "float16";
       out["data"] = absl::Base64Escape(EncodeFloat16(vectors.values));
       break;
-    case v1::VECTOR_ENCODING_INT8: {
+    case VectorEncoding::kInt8: {
       std::vector<float> scales;
       out["encoding"] = "int8";
       out["data"] = absl::Base64Escape(EncodeInt8(vectors.values, vectors.dim, &scales));
       out["scales"] = std::move(scales);
       break;
     }
-    default:
+    case VectorEncoding::kFloat32:
       out["encoding"] = "float32";
       out["values"] = vectors.values;
   }
   return out;
 }
 
-absl::StatusOr<v1::VectorEncoding> ParseVectorEncoding(const std::string& name) {
-  if (name == "float32") return v1::VECTOR_ENCODING_FLOAT32;
-  if (name == "float16") return v1::VECTOR_ENCODING_FLOAT16;
-  if (name == "int8") return v1::VECTOR_ENCODING_INT8;
+absl::StatusOr<VectorEncoding> ParseVectorEncoding(const std::string& name) {
+  if (name == "float32") return VectorEncoding::kFloat32;
+  if (name == "float16") return VectorEncoding::kFloat16;
+  if (name == "int8") return VectorEncoding::kInt8;
   return absl::InvalidArgumentError(
       "multi_vector_encoding: must be \"float32\", \"float16\" or \"int8\"");
 }
 
-absl::StatusOr<v1::EmbeddingOutput> ParseOutputName(const std::string& name,
-                                                    const std::string& field) {
-  if (name == "dense") return v1::EMBEDDING_OUTPUT_DENSE;
-  if (name == "sparse") return v1::EMBEDDING_OUTPUT_SPARSE;
-  if (name == "multi_vector") return v1::EMBEDDING_OUTPUT_MULTI_VECTOR;
+absl::StatusOr<Output> ParseOutputName(const std::string& name, const std::string& field) {
+  for (Output output : {Output::kDense, Output::kSparse, Output::kMultiVector})
+    if (name == OutputName(output)) return output;
   return absl::InvalidArgumentError(
       absl::StrCat(field, ": must be \"dense\", \"sparse\" or \"multi_vector\""));
 }

@@ -13,12 +13,12 @@
 namespace embedding::server {
 
 nlohmann::json SparseJson(const SparseResult& sparse, const model_store::Tokenizer& tokenizer);
-nlohmann::json MultiVectorJson(const MultiVectorResult& vectors, v1::VectorEncoding encoding);
+nlohmann::json MultiVectorJson(const MultiVectorResult& vectors, VectorEncoding encoding);
 
 // "float32", "float16", "int8" -> the encoding; INVALID_ARGUMENT naming multi_vector_encoding.
-absl::StatusOr<v1::VectorEncoding> ParseVectorEncoding(const std::string& name);
-// "dense", "sparse", "multi_vector" -> the output; INVALID_ARGUMENT naming `field`.
-absl::StatusOr<v1::EmbeddingOutput> ParseOutputName(const std::string& name,
-                                                    const std::string& field);
+absl::StatusOr<VectorEncoding> ParseVectorEncoding(const std::string& name);
+// "dense", "sparse", "multi_vector" (the core's OutputName) -> the output; INVALID_ARGUMENT
+// naming `field`.
+absl::StatusOr<Output> ParseOutputName(const std::string& name, const std::string& field);
 
 }  // namespace embedding::server

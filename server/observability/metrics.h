@@ -2,12 +2,6 @@
 // collapse metrics. Thread-safe; Render() gives the text exposition format.
 #pragma once
 
-#include <prometheus/counter.h>
-#include <prometheus/family.h>
-#include <prometheus/gauge.h>
-#include <prometheus/histogram.h>
-#include <prometheus/registry.h>
-
 #include <functional>
 #include <map>
 #include <memory>
@@ -19,8 +13,9 @@
 #include "server/core/batcher.h"
 #include "server/core/call_observer.h"
 #include "server/core/embed_result.h"
-#include "server/core/model_registry.h"
+#include "server/core/model_catalog.h"
 #include "server/observability/collapse_window.h"
+#include "server/observability/metric_groups.h"
 
 namespace embedding::server {
 
@@ -67,37 +62,20 @@ class Metrics {
   };
   CollapseSeries& Series(const std::string& model, const std::string& bucket,
                          const std::string& tempscale);
+  // The document's vector joins its series' window; the series' gauges follow.
+  void ObserveCollapse(const ServedModel& model, const std::string& tempscale,
+                       const DocumentResult& doc);
 
   const size_t collapse_window_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::function<int64_t()> queued_tokens_source_;
   std::function<int64_t()> in_flight_source_;
-
-  prometheus::Family<prometheus::Gauge>& collapse_mean_cosine_;
-  prometheus::Family<prometheus::Gauge>& collapse_window_size_;
-  prometheus::Family<prometheus::Histogram>& collapse_centroid_cosine_;
-  prometheus::Family<prometheus::Histogram>& token_hf_ratio_;
-  prometheus::Family<prometheus::Counter>& documents_;
-  prometheus::Family<prometheus::Histogram>& temperature_;
-  prometheus::Family<prometheus::Counter>& requests_;
-  prometheus::Family<prometheus::Counter>& tokens_;
-  prometheus::Family<prometheus::Counter>& chunks_;
-  prometheus::Family<prometheus::Counter>& truncated_;
-  prometheus::Family<prometheus::Histogram>& sparse_weights_;
-  prometheus::Family<prometheus::Histogram>& multi_vectors_;
-  prometheus::Family<prometheus::Histogram>& request_duration_;
-  prometheus::Family<prometheus::Histogram>& queue_duration_;
-  prometheus::Family<prometheus::Histogram>& tokenize_duration_;
-  prometheus::Family<prometheus::Histogram>& inference_duration_;
-  prometheus::Family<prometheus::Histogram>& batch_sequences_;
-  prometheus::Family<prometheus::Histogram>& batch_padded_tokens_;
-  prometheus::Family<prometheus::Histogram>& batch_padding_ratio_;
-  prometheus::Family<prometheus::Counter>& batches_;
-  prometheus::Gauge& queued_tokens_;
-  prometheus::Gauge& in_flight_;
-  prometheus::Family<prometheus::Gauge>& model_info_;
-  prometheus::Family<prometheus::Counter>& reloads_;
-  prometheus::Family<prometheus::Gauge>& reload_failing_;
+  CollapseMetrics collapse_{*registry_};
+  RequestMetrics requests_{*registry_};
+  BatchMetrics batches_{*registry_};
+  ServerMetrics server_{*registry_};
+  prometheus::Gauge& queued_tokens_ = server_.queued_tokens.Add({});
+  prometheus::Gauge& in_flight_ = server_.in_flight.Add({});
 
   std::mutex mu_;  // collapse series
   std::map<std::tuple<std::string, std::string, std::string>, std::unique_ptr<CollapseSeries>>

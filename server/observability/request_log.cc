@@ -80,4 +80,10 @@ void RequestLog::Record(const CallRecord& record, absl::Time now) {
   *out_ << line << std::flush;
 }
 
+CallObserver RequestLog::Hooks() {
+  CallObserver hooks;
+  hooks.on_call_done = [this](const CallRecord& call) { Record(call); };
+  return hooks;
+}
+
 }  // namespace embedding::server

@@ -32,6 +32,8 @@ class RequestLog {
   // Writes `record` if the level asks for it: every call (kAll) or failed ones (kErrors). At most
   // 20 failed-call lines per second. Thread-safe.
   void Record(const CallRecord& record, absl::Time now = absl::Now());
+  // The hook to give the Embedder: Record for every finished call.
+  CallObserver Hooks();
 
  private:
   const LogFormat format_;

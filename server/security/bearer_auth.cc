@@ -9,7 +9,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "server/observability/server_log.h"
 
 namespace embedding::server {
 namespace {
@@ -37,8 +36,8 @@ absl::Status BearerAuth::ReadTokens(std::vector<Digest>* digests) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<BearerAuth>> BearerAuth::Load(const std::string& path) {
-  auto auth = std::unique_ptr<BearerAuth>(new BearerAuth(path));
+absl::StatusOr<std::unique_ptr<BearerAuth>> BearerAuth::Load(const std::string& path, Warn warn) {
+  auto auth = std::unique_ptr<BearerAuth>(new BearerAuth(path, std::move(warn)));
   std::error_code ec;
   auth->loaded_mtime_ = std::filesystem::last_write_time(path, ec);
   absl::Status read = auth->ReadTokens(&auth->digests_);
@@ -56,7 +55,7 @@ void BearerAuth::ReloadIfChanged() const {
   if (ec || mtime == loaded_mtime_) return;
   std::vector<Digest> fresh;
   if (absl::Status read = ReadTokens(&fresh); !read.ok()) {
-    ServerLog(LogLevel::kWarning, absl::StrCat("keeping the previous tokens: ", read.message()));
+    if (warn_) warn_(absl::StrCat("keeping the previous tokens: ", read.message()));
   } else {
     digests_ = std::move(fresh);
   }

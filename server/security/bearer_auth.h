@@ -7,6 +7,7 @@
 
 #include <array>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,9 +21,13 @@ namespace embedding::server {
 
 class BearerAuth {
  public:
+  // Told why a changed file was not taken (the previous tokens stay); must be thread-safe.
+  using Warn = std::function<void(absl::string_view message)>;
+
   // Reads `path` (blank lines and lines starting with # are skipped). INVALID_ARGUMENT naming
   // --auth-token-file when it cannot be read or holds no token.
-  static absl::StatusOr<std::unique_ptr<BearerAuth>> Load(const std::string& path);
+  static absl::StatusOr<std::unique_ptr<BearerAuth>> Load(const std::string& path,
+                                                          Warn warn = nullptr);
 
   // OK when `authorization` (the header as sent, "" when absent) is "Bearer <a valid token>";
   // UNAUTHENTICATED saying what is wrong, never echoing it. Thread-safe.
@@ -30,13 +35,14 @@ class BearerAuth {
 
  private:
   using Digest = std::array<unsigned char, 32>;
-  explicit BearerAuth(std::string path) : path_(std::move(path)) {}
+  BearerAuth(std::string path, Warn warn) : path_(std::move(path)), warn_(std::move(warn)) {}
   // Re-reads the file when its modification time changed, at most once per second. A file that
-  // became unreadable or empty keeps the previous tokens (and says so once on stderr).
+  // became unreadable or empty keeps the previous tokens (and tells `warn_` once).
   void ReloadIfChanged() const;
   absl::Status ReadTokens(std::vector<Digest>* digests) const;
 
   const std::string path_;
+  const Warn warn_;
   mutable std::mutex mu_;
   mutable std::vector<Digest> digests_;
   mutable std::filesystem::file_time_type loaded_mtime_;

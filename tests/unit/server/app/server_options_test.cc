@@ -35,7 +35,7 @@ TEST(ServerOptions, DefaultsAndRepeatedModels) {
   EXPECT_EQ(options->models.sources[1].name, "b");  // a bare directory: its name
   EXPECT_EQ(options->models.dtype, model_store::ComputeDType::kBFloat16);
   EXPECT_EQ(options->grpc_listen, "0.0.0.0:50051");
-  EXPECT_EQ(options->limits.default_strategy, v1::LONG_TEXT_STRATEGY_CHUNK_MEAN);
+  EXPECT_EQ(options->limits.default_strategy, Strategy::kChunkMean);
   EXPECT_EQ(options->limits.max_concurrent_requests, 256);
   EXPECT_EQ(options->drain_timeout, absl::Seconds(30));
 }
@@ -104,7 +104,7 @@ TEST(ServerOptions, EnvironmentFallsBackAndTheCommandLineWins) {
   unsetenv("EMBEDDING_DEFAULT_STRATEGY");
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->limits.max_concurrent_requests, 7);
-  EXPECT_EQ(options->limits.default_strategy, v1::LONG_TEXT_STRATEGY_CHUNK_MAX);
+  EXPECT_EQ(options->limits.default_strategy, Strategy::kChunkMax);
 }
 
 TEST(ServerOptions, AModelStoreIsScannedForModelDirectoriesInNameOrder) {

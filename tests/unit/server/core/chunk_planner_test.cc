@@ -11,7 +11,7 @@ using ::testing::HasSubstr;
 
 EmbedParams Params(Strategy strategy, uint32_t chunk = 10, uint32_t overlap = 0) {
   EmbedParams p;
-  p.strategy = strategy;
+  p.SetStrategy(strategy);
   p.chunk_tokens = chunk;
   p.overlap_tokens = overlap;
   return p;
@@ -33,12 +33,12 @@ TEST(SplitRanges, EdgesAndOverlap) {
 }
 
 TEST(PlanChunks, TruncateKeepsTheStartOrTheEnd) {
-  auto start = PlanChunks(30, 10, Params(v1::LONG_TEXT_STRATEGY_TRUNCATE), "inputs[0]");
+  auto start = PlanChunks(30, 10, Params(Strategy::kTruncate), "inputs[0]");
   ASSERT_TRUE(start.ok());
   EXPECT_TRUE(start->truncated);
   EXPECT_EQ(start->chunks[0].begin, 0u);
   EXPECT_EQ(start->chunks[0].end, 10u);
-  auto params = Params(v1::LONG_TEXT_STRATEGY_TRUNCATE);
+  auto params = Params(Strategy::kTruncate);
   params.keep_end = true;
   auto end = PlanChunks(30, 10, params, "inputs[0]");
   EXPECT_EQ(end->chunks[0].begin, 20u);
@@ -48,17 +48,16 @@ TEST(PlanChunks, TruncateKeepsTheStartOrTheEnd) {
 }
 
 TEST(PlanChunks, RejectNamesTheFieldAndTheWindow) {
-  auto plan = PlanChunks(11, 10, Params(v1::LONG_TEXT_STRATEGY_REJECT), "inputs[3]");
+  auto plan = PlanChunks(11, 10, Params(Strategy::kReject), "inputs[3]");
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(plan.status().message(), HasSubstr("inputs[3]: 11 tokens"));
   EXPECT_THAT(plan.status().message(), HasSubstr("[0, 10]"));
-  EXPECT_TRUE(PlanChunks(10, 10, Params(v1::LONG_TEXT_STRATEGY_REJECT), "x").ok());
+  EXPECT_TRUE(PlanChunks(10, 10, Params(Strategy::kReject), "x").ok());
 }
 
 TEST(PlanChunks, LateChunkingWindowsCoverEveryTokenFromItsMostCentralWindow) {
   const uint32_t tokens = 1000, window = 100;
-  auto plan =
-      PlanChunks(tokens, window, Params(v1::LONG_TEXT_STRATEGY_LATE_CHUNKING, 30, 5), "inputs[0]");
+  auto plan = PlanChunks(tokens, window, Params(Strategy::kLateChunking, 30, 5), "inputs[0]");
   ASSERT_TRUE(plan.ok());
   for (const auto& w : plan->sequences) EXPECT_EQ(w.size(), window);  // every window full
   EXPECT_EQ(plan->sequences.back().end, tokens);
@@ -78,7 +77,7 @@ TEST(PlanChunks, LateChunkingWindowsCoverEveryTokenFromItsMostCentralWindow) {
 }
 
 TEST(PlanChunks, ShortLateChunkingDocumentIsOneWindow) {
-  auto plan = PlanChunks(7, 100, Params(v1::LONG_TEXT_STRATEGY_LATE_CHUNKING, 3), "x");
+  auto plan = PlanChunks(7, 100, Params(Strategy::kLateChunking, 3), "x");
   ASSERT_EQ(plan->sequences.size(), 1u);
   EXPECT_EQ(plan->sequences[0].size(), 7u);
   EXPECT_EQ(plan->chunks.size(), 3u);

@@ -39,7 +39,7 @@ EncodedDocument Document(uint32_t tokens, uint32_t window, const EmbedParams& pa
     doc.text.push_back(static_cast<char>('a' + t % 26));
   }
   doc.plan = PlanChunks(tokens, window, params, "inputs[0]").value();
-  PrepareSlots(&doc, TraitsOf(params.strategy).needs_token_states, 2);
+  PrepareSlots(&doc, params.traits.needs_token_states, 2);
   return doc;
 }
 
@@ -54,7 +54,7 @@ TEST(MergeChunkVectors, EachRuleAgainstItsFormula) {
 
 TEST(MergeDocument, ChunkMeanNormalisesEachChunkThenTheMean) {
   EmbedParams params;
-  params.strategy = v1::LONG_TEXT_STRATEGY_CHUNK_MEAN;
+  params.SetStrategy(Strategy::kChunkMean);
   params.chunk_tokens = 4;
   EncodedDocument doc = Document(10, 8, params);
   ASSERT_EQ(doc.plan.chunks.size(), 3u);
@@ -69,7 +69,7 @@ TEST(MergeDocument, ChunkMeanNormalisesEachChunkThenTheMean) {
 
 TEST(MergeDocument, ChunkAllSpansLeaveThePromptOutAndDimensionsRenormalise) {
   EmbedParams params;
-  params.strategy = v1::LONG_TEXT_STRATEGY_CHUNK_ALL;
+  params.SetStrategy(Strategy::kChunkAll);
   params.chunk_tokens = 3;
   params.dimensions = 1;
   EncodedDocument doc = Document(5, 8, params, "query: ");
@@ -92,7 +92,7 @@ TEST(MergeDocument, ChunkAllSpansLeaveThePromptOutAndDimensionsRenormalise) {
 
 TEST(MergeDocument, LateChunkingFoldsEachTokenFromItsMostCentralWindow) {
   EmbedParams params;
-  params.strategy = v1::LONG_TEXT_STRATEGY_LATE_CHUNKING;
+  params.SetStrategy(Strategy::kLateChunking);
   params.chunk_tokens = 4;
   EncodedDocument doc = Document(12, 8, params);
   ASSERT_GE(doc.plan.sequences.size(), 2u);

@@ -26,8 +26,7 @@ class EmbedJobTest : public ::testing::Test {
     options.max_batch_tokens = 512;
     batcher_ = std::make_unique<Batcher>(
         [this](const model_store::EncodeBatch& b) { return encoder_->Encode(b); },
-        model_->pooling(), options,
-        [this](std::function<void()> work) { pool_.Schedule(std::move(work)); });
+        model_->pooling(), options, &pool_);
   }
 
   // Starts a job for `inputs` with `strategy`; `deadline` bounds it.
@@ -38,7 +37,7 @@ class EmbedJobTest : public ::testing::Test {
     EmbedJob::Request request;
     request.model = model_.get();
     request.batcher = batcher_.get();
-    request.params.strategy = strategy;
+    request.params.SetStrategy(strategy);
     request.params.chunk_tokens = 16;
     request.params.temperature = 0.7f;
     request.inputs = std::move(inputs);
@@ -75,7 +74,7 @@ std::string Words(int n) {
 
 TEST_F(EmbedJobTest, CompletesOnceWithEveryDocumentMergedInOrder) {
   std::promise<absl::StatusOr<EmbedResult>> done;
-  StartJob({Words(5), Words(100), ""}, v1::LONG_TEXT_STRATEGY_CHUNK_ALL, absl::InfiniteFuture(),
+  StartJob({Words(5), Words(100), ""}, Strategy::kChunkAll, absl::InfiniteFuture(),
            [&](absl::StatusOr<EmbedResult> r) { done.set_value(std::move(r)); });
   auto result = done.get_future().get();
   ASSERT_TRUE(result.ok()) << result.status();
@@ -116,8 +115,7 @@ TEST_F(EmbedJobTest, CancellationAndDeadlinesAtEveryStageReturnEverySlotAndToken
   std::vector<std::shared_ptr<EmbedJob>> jobs;
   constexpr int kJobs = 300;
   for (int i = 0; i < kJobs; ++i) {
-    const auto strategy =
-        i % 2 ? v1::LONG_TEXT_STRATEGY_LATE_CHUNKING : v1::LONG_TEXT_STRATEGY_CHUNK_MEAN;
+    const auto strategy = i % 2 ? Strategy::kLateChunking : Strategy::kChunkMean;
     const absl::Time deadline =
         i % 3 == 0 ? absl::Now() + absl::Microseconds(rng() % 20000) : absl::InfiniteFuture();
     jobs.push_back(StartJob({Words(200 + rng() % 3000)}, strategy, deadline,

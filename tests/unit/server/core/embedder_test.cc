@@ -29,7 +29,7 @@ class EmbedderTest : public ::testing::Test {
       embedded_documents_ += static_cast<int>(r.documents.size());
     };
     observer.on_call_done = [this](const CallRecord& call) { last_call_ = call; };
-    embedder_ = std::make_unique<Embedder>(limits, &pool_, observer);
+    embedder_ = std::make_unique<Embedder>(limits, &pool_, std::vector<CallObserver>{observer});
     embedder_->SetReady(models_.get());
   }
 

@@ -30,8 +30,7 @@ class FixedModels : public server::ModelCatalog {
           if (gate) gate();
           return encoder_->Encode(b);
         },
-        served->model->pooling(), server::BatcherOptions{},
-        [completions](std::function<void()> work) { completions->Schedule(std::move(work)); });
+        served->model->pooling(), server::BatcherOptions{}, completions);
     model_ = served;
   }
   absl::StatusOr<std::shared_ptr<const server::ServedModel>> Find(

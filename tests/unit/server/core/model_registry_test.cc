@@ -30,10 +30,8 @@ class ModelRegistryTest : public ::testing::Test {
     options.versions_kept = 2;
     ModelRegistry::VersionObserver versions;
     versions.on_unloaded = [this](const ServedModel& model) { unloaded_.push_back(model.version); };
-    registry_ = ModelRegistry::Load(
-                    options, BatcherOptions{}, &inference_,
-                    [this](std::function<void()> work) { completions_.Schedule(std::move(work)); },
-                    nullptr, versions)
+    registry_ = ModelRegistry::Load(options, BatcherOptions{}, &inference_, &completions_, nullptr,
+                                    versions)
                     .value();
   }
   void TearDown() override {

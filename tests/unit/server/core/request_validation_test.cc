@@ -83,12 +83,6 @@ TEST_F(RequestValidationTest, EveryFieldAndBoundIsCheckedAndNamed) {
        "temperature: 0.01 is not allowed; must be finite and in [0.05, 4]"},
       {"temperature high", [](auto* r, auto*) { r->options.temperature = 4.5f; },
        "temperature: 4.5"},
-      {"strategy",
-       [](auto* r, auto*) { r->options.strategy = static_cast<v1::LongTextStrategy>(8); },
-       "strategy: unknown value 8; allowed 0..7"},
-      {"truncation_side",
-       [](auto* r, auto*) { r->options.truncation_side = static_cast<v1::TruncationSide>(-1); },
-       "truncation_side: unknown value -1; allowed 0..2"},
       {"chunk_tokens 0", [](auto* r, auto*) { r->options.chunk_tokens = 0; },
        "chunk_tokens: 0 is outside the model's window; allowed [1, "},
       {"chunk_tokens above window", [&](auto* r, auto*) { r->options.chunk_tokens = window + 1; },
@@ -111,6 +105,29 @@ TEST_F(RequestValidationTest, EveryFieldAndBoundIsCheckedAndNamed) {
        "prompt_name: set either prompt or prompt_name"},
       {"unknown prompt_name", [](auto* r, auto*) { r->options.prompt_name = "nope"; },
        "prompt_name: 'nope' is not one of the model's prompts [passage, query]"},
+      {"output twice",
+       [](auto* r, auto*) {
+         r->options.outputs = {Output::kDense, Output::kDense};
+       },
+       "outputs[1]: dense is asked for twice; each output at most once"},
+      {"output without its head", [](auto* r, auto*) { r->options.outputs = {Output::kSparse}; },
+       "outputs[0]: sparse needs a head this model lacks (sparse_linear); it offers [dense]"},
+      {"multi-vector without its head",
+       [](auto* r, auto*) {
+         r->options.outputs = {Output::kDense, Output::kMultiVector};
+       },
+       "outputs[1]: multi_vector needs a head this model lacks (colbert_linear)"},
+      {"max_vectors without multi-vectors", [](auto* r, auto*) { r->options.max_vectors = 4; },
+       "max_vectors: applies only when outputs include multi_vector"},
+      {"encoding without multi-vectors",
+       [](auto* r, auto*) { r->options.multi_vector_encoding = VectorEncoding::kFloat32; },
+       "multi_vector_encoding: applies only when outputs include multi_vector"},
+      {"token states past one window",
+       [](auto* r, auto*) {
+         r->options.token_states = true;
+         r->options.strategy = Strategy::kChunkMean;
+       },
+       "strategy: token states come from one window; allowed REJECT or TRUNCATE"},
   };
   for (const Case& c : cases) {
     EmbedCall call = Valid();
@@ -123,11 +140,11 @@ TEST_F(RequestValidationTest, EveryFieldAndBoundIsCheckedAndNamed) {
 }
 
 TEST_F(RequestValidationTest, ValidRequestResolvesDefaults) {
-  limits_.default_strategy = v1::LONG_TEXT_STRATEGY_LATE_CHUNKING;
+  limits_.default_strategy = Strategy::kLateChunking;
   limits_.default_temperature = 0.9f;
   auto params = ValidateEmbedCall(Valid(), *model_, limits_);
   ASSERT_TRUE(params.ok()) << params.status();
-  EXPECT_EQ(params->strategy, v1::LONG_TEXT_STRATEGY_LATE_CHUNKING);
+  EXPECT_EQ(params->strategy, Strategy::kLateChunking);
   EXPECT_FLOAT_EQ(params->temperature, 0.9f);
   EXPECT_EQ(params->chunk_tokens, model_->max_content_tokens());
   EXPECT_EQ(params->overlap_tokens, 0u);
@@ -136,18 +153,30 @@ TEST_F(RequestValidationTest, ValidRequestResolvesDefaults) {
 
   EmbedCall call = Valid();
   call.options.prompt_name = "query";
-  call.options.truncation_side = v1::TRUNCATION_SIDE_KEEP_END;
-  call.options.strategy = v1::LONG_TEXT_STRATEGY_TRUNCATE;
+  call.options.truncation_side = TruncationSide::kKeepEnd;
+  call.options.strategy = Strategy::kTruncate;
   call.options.temperature = 0.05f;  // the bounds are inclusive
   params = ValidateEmbedCall(call, *model_, limits_);
   ASSERT_TRUE(params.ok()) << params.status();
   EXPECT_EQ(params->prompt, "query: ");
   EXPECT_TRUE(params->keep_end);
-  EXPECT_EQ(params->strategy, v1::LONG_TEXT_STRATEGY_TRUNCATE);
+  EXPECT_EQ(params->strategy, Strategy::kTruncate);
 }
 
-TEST(StrategyNames, ComeFromTheGeneratedEnum) {
-  EXPECT_EQ(StrategyName(v1::LONG_TEXT_STRATEGY_CHUNK_WEIGHTED_MEAN), "chunk_weighted_mean");
+// The core's refusals name an output as the caller's door spells it.
+TEST_F(RequestValidationTest, OutputsAreNamedInTheDoorsSpelling) {
+  EmbedCall call = Valid();
+  call.options.outputs = {Output::kSparse};
+  call.output_spelling = [](Output o) { return "<" + OutputName(o) + ">"; };
+  auto params = ValidateEmbedCall(call, *model_, limits_);
+  EXPECT_EQ(params.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(params.status().message(),
+              HasSubstr("outputs[0]: <sparse> needs a head this model lacks (sparse_linear); it "
+                        "offers [<dense>]"));
+}
+
+TEST(StrategyNames, RoundTripAndListEveryName) {
+  EXPECT_EQ(StrategyName(Strategy::kChunkWeightedMean), "chunk_weighted_mean");
   EXPECT_EQ(AllStrategies().size(), 7u);
   for (Strategy s : AllStrategies()) EXPECT_EQ(ParseStrategyName(StrategyName(s), "f").value(), s);
   auto bad = ParseStrategyName("fastest", "--default_strategy");

@@ -65,18 +65,18 @@ TEST(OpenAiRequest, EveryInputShapeAndField) {
   EXPECT_TRUE(all->base64);
   EXPECT_EQ(r.dimensions, 8u);
   EXPECT_FLOAT_EQ(r.temperature.value(), 0.5f);
-  EXPECT_EQ(r.strategy, v1::LONG_TEXT_STRATEGY_LATE_CHUNKING);
-  EXPECT_EQ(r.truncation_side, v1::TRUNCATION_SIDE_KEEP_END);
+  EXPECT_EQ(r.strategy, Strategy::kLateChunking);
+  EXPECT_EQ(r.truncation_side, TruncationSide::kKeepEnd);
   EXPECT_EQ(r.chunk_tokens, 64u);
   EXPECT_EQ(r.chunk_overlap_tokens, 8u);
   EXPECT_EQ(r.normalize, false);
   EXPECT_EQ(r.prompt_name, "query");
-  EXPECT_EQ(r.temperature_mode, v1::TEMPERATURE_MODE_UNSPECIFIED);
+  EXPECT_EQ(r.temperature_mode, TemperatureMode::kFixed);
 
   auto automatic =
       ParseOpenAiEmbeddingsRequest(R"({"input": "x", "temperature_mode": "auto"})", Limits());
   ASSERT_TRUE(automatic.ok()) << automatic.status();
-  EXPECT_EQ(automatic->call.options.temperature_mode, v1::TEMPERATURE_MODE_AUTO);
+  EXPECT_EQ(automatic->call.options.temperature_mode, TemperatureMode::kAuto);
   // A free-text instruction for a task the model's config does not name.
   auto instructed = ParseOpenAiEmbeddingsRequest(
       R"({"input": "x", "prompt": "Instruct: Find the clause\nQuery:"})", Limits());
@@ -86,7 +86,7 @@ TEST(OpenAiRequest, EveryInputShapeAndField) {
   auto fixed = ParseOpenAiEmbeddingsRequest(
       R"({"input": "x", "temperature_mode": "fixed", "temperature": 0.9})", Limits());
   ASSERT_TRUE(fixed.ok()) << fixed.status();
-  EXPECT_EQ(fixed->call.options.temperature_mode, v1::TEMPERATURE_MODE_FIXED);
+  EXPECT_EQ(fixed->call.options.temperature_mode, TemperatureMode::kFixed);
 }
 
 TEST(OpenAiRequest, BadBodiesNameTheirParam) {
@@ -182,14 +182,24 @@ TEST(OpenAiResponse, FloatsAndBase64CarryTheSameVectorAndDetails) {
   EXPECT_EQ(decoded[2], 3.0e-8f);
 }
 
+// The one status rule every HTTP route starts from, and the OpenAI error object over it.
 TEST(OpenAiResponse, StatusesAndParams) {
-  EXPECT_EQ(OpenAiHttpStatus(absl::InvalidArgumentError("x")), 400);
-  EXPECT_EQ(OpenAiHttpStatus(absl::UnauthenticatedError("x")), 401);
-  EXPECT_EQ(OpenAiHttpStatus(absl::NotFoundError("x")), 404);
-  EXPECT_EQ(OpenAiHttpStatus(absl::ResourceExhaustedError("x")), 429);
-  EXPECT_EQ(OpenAiHttpStatus(absl::UnavailableError("x")), 503);
-  EXPECT_EQ(OpenAiHttpStatus(absl::DeadlineExceededError("x")), 504);
-  EXPECT_EQ(OpenAiHttpStatus(absl::InternalError("x")), 500);
+  EXPECT_EQ(HttpStatusOf(absl::InvalidArgumentError("x")), 400);
+  EXPECT_EQ(HttpStatusOf(absl::UnauthenticatedError("x")), 401);
+  EXPECT_EQ(HttpStatusOf(absl::NotFoundError("x")), 404);
+  EXPECT_EQ(HttpStatusOf(absl::ResourceExhaustedError("x")), 429);
+  EXPECT_EQ(HttpStatusOf(absl::UnavailableError("x")), 503);
+  EXPECT_EQ(HttpStatusOf(absl::DeadlineExceededError("x")), 504);
+  EXPECT_EQ(HttpStatusOf(absl::InternalError("x")), 500);
+  EXPECT_EQ(HttpStatusOf(absl::DataLossError("x")), 500);  // reported as INTERNAL
+  EXPECT_EQ(Json::parse(OpenAiErrorBody(absl::DataLossError("x")))["error"]["code"], "internal");
+  // Error answers carry the headers their status calls for.
+  const HttpResponse busy = ErrorAnswer(429, "application/json", "{}");
+  EXPECT_THAT(busy.headers,
+              ::testing::Contains(std::pair<std::string, std::string>("Retry-After", "1")));
+  const HttpResponse denied = ErrorAnswer(401, "application/json", "{}");
+  EXPECT_THAT(denied.headers, ::testing::Contains(std::pair<std::string, std::string>(
+                                  "WWW-Authenticate", "Bearer")));
   auto param = [](const absl::Status& s) {
     return Json::parse(OpenAiErrorBody(s))["error"]["param"];
   };

@@ -1,0 +1,41 @@
+// The API listener (--openai-listen) and its route table: the OpenAI-compatible routes
+// (wire format in openai_api.h) and Hugging Face TEI's (tei_api.h), all served by the shared
+// handlers of api_call.h:
+//   POST /v1/embeddings                       ServeEmbed, ParseOpenAiEmbed
+//   POST /embed, /, /embed_sparse, /embed_all  ServeEmbed, TeiEmbedParser(route)
+//   POST /tokenize                            ServeTokenize, ParseTeiTokenizeRequest
+//   GET  /v1/models, /info                    ServeRead
+// Each family answers errors in its own shape (ApiErrors); the listener's own refusals (404,
+// 413, 400) are OpenAI error objects.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "server/http/api_call.h"
+#include "server/http/http_listener.h"
+#include "server/http/tei_api.h"
+
+namespace embedding::server {
+
+struct ApiEndpointOptions {
+  std::string address;  // --openai-listen
+  ApiContext context;
+  HttpTlsCertificate* tls = nullptr;  // set (--http-tls): HTTPS
+  TeiServerInfo tei_info;             // what TEI's GET /info reports of the server
+};
+
+class ApiEndpoint {
+ public:
+  // Listens and serves; the embedder (and what it uses) must outlive the endpoint.
+  // INVALID_ARGUMENT or UNAVAILABLE naming --openai-listen.
+  static absl::StatusOr<std::unique_ptr<ApiEndpoint>> Start(ApiEndpointOptions options);
+  int port() const { return listener_->port(); }
+
+ private:
+  ApiEndpoint() = default;
+  std::unique_ptr<HttpListener> listener_;
+};
+
+}  // namespace embedding::server
