@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "client/embedctl/collapse_stats.h"
 #include "client/embedctl/svg_chart.h"
+#include "common/name_table.h"
 #include "embedding/v1/strategy_names.h"
 #include "nlohmann/json.hpp"
 
@@ -30,24 +31,13 @@ std::string ColumnLabel(const EvalColumn& c) {
 }
 
 // Table headers short enough for 15 columns.
-const char* ShortName(v1::LongTextStrategy strategy) {
-  switch (strategy) {
-    case v1::LONG_TEXT_STRATEGY_TRUNCATE:
-      return "trunc";
-    case v1::LONG_TEXT_STRATEGY_CHUNK_MEAN:
-      return "mean";
-    case v1::LONG_TEXT_STRATEGY_CHUNK_WEIGHTED_MEAN:
-      return "wmean";
-    case v1::LONG_TEXT_STRATEGY_CHUNK_MAX:
-      return "max";
-    case v1::LONG_TEXT_STRATEGY_CHUNK_ALL:
-      return "all";
-    case v1::LONG_TEXT_STRATEGY_LATE_CHUNKING:
-      return "late";
-    default:
-      return "other";
-  }
-}
+constexpr NamedValue<v1::LongTextStrategy> kShortNames[] = {
+    {v1::LONG_TEXT_STRATEGY_TRUNCATE, "trunc"},
+    {v1::LONG_TEXT_STRATEGY_CHUNK_MEAN, "mean"},
+    {v1::LONG_TEXT_STRATEGY_CHUNK_WEIGHTED_MEAN, "wmean"},
+    {v1::LONG_TEXT_STRATEGY_CHUNK_MAX, "max"},
+    {v1::LONG_TEXT_STRATEGY_CHUNK_ALL, "all"},
+    {v1::LONG_TEXT_STRATEGY_LATE_CHUNKING, "late"}};
 
 }  // namespace
 
@@ -104,7 +94,8 @@ std::string FormatEvalTable(const EvalReport& report) {
       "wmean = chunk_weighted_mean, max = chunk_max, late = late_chunking)\n";
   absl::StrAppendFormat(&out, "%-10s %5s", "bucket", "docs");
   for (const EvalColumn& c : report.columns)
-    absl::StrAppendFormat(&out, " %10s", absl::StrCat(ShortName(c.strategy), "/", c.tau));
+    absl::StrAppendFormat(&out, " %10s",
+                          absl::StrCat(NameOf(kShortNames, c.strategy, "other"), "/", c.tau));
   out += "\n";
   for (size_t b = 0; b < report.buckets.size(); ++b) {
     absl::StrAppendFormat(&out, "%-10s %5d", report.buckets[b], report.documents[b]);

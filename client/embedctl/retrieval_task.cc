@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/length_buckets.h"
+#include "common/name_table.h"
 #include "nlohmann/json.hpp"
 
 namespace embedding::client {
@@ -198,26 +199,18 @@ absl::StatusOr<std::vector<std::string>> ReadCorpus(const std::string& path) {
   return documents;
 }
 
+constexpr NamedValue<RetrievalTaskKind> kTaskNames[] = {{RetrievalTaskKind::kPasskey, "passkey"},
+                                                        {RetrievalTaskKind::kNeedle, "needle"},
+                                                        {RetrievalTaskKind::kLexical, "lexical"}};
+
 absl::StatusOr<RetrievalTaskKind> ParseRetrievalTaskKind(std::string_view name) {
-  for (RetrievalTaskKind kind :
-       {RetrievalTaskKind::kPasskey, RetrievalTaskKind::kNeedle, RetrievalTaskKind::kLexical}) {
-    if (name == RetrievalTaskKindName(kind)) return kind;
-  }
+  if (const auto kind = ValueNamed(kTaskNames, absl::string_view(name.data(), name.size())))
+    return *kind;
   return absl::InvalidArgumentError(
-      absl::StrCat("--task: '", std::string(name), "' is not one of passkey, needle, lexical"));
+      absl::StrCat("--task: '", std::string(name), "' is not one of ", JoinedNames(kTaskNames)));
 }
 
-const char* RetrievalTaskKindName(RetrievalTaskKind kind) {
-  switch (kind) {
-    case RetrievalTaskKind::kPasskey:
-      return "passkey";
-    case RetrievalTaskKind::kNeedle:
-      return "needle";
-    case RetrievalTaskKind::kLexical:
-      return "lexical";
-  }
-  return "passkey";
-}
+const char* RetrievalTaskKindName(RetrievalTaskKind kind) { return NameOf(kTaskNames, kind); }
 
 absl::StatusOr<std::vector<BucketTask>> BuildRetrievalTasks(EmbeddingClient& client,
                                                             const std::vector<std::string>& corpus,

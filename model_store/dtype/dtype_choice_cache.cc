@@ -25,10 +25,11 @@ std::string Signature(int threads) {
                       TORCH_VERSION_PATCH, "; threads ", threads, "; format ", kFormat);
 }
 
+// A dtype a trial ran in: never auto, which only names the choice.
 std::optional<ComputeDType> DTypeNamed(const std::string& name) {
-  for (ComputeDType dtype : {ComputeDType::kFloat32, ComputeDType::kBFloat16, ComputeDType::kInt8})
-    if (name == ComputeDTypeName(dtype)) return dtype;
-  return std::nullopt;
+  const std::optional<ComputeDType> dtype = ComputeDTypeNamed(name);
+  if (dtype == ComputeDType::kAuto) return std::nullopt;
+  return dtype;
 }
 
 }  // namespace

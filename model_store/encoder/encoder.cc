@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/name_table.h"
 #include "common/status_macros.h"
 #include "model_store/encoder/encoder_layers.h"
 #include "model_store/encoder/encoder_outputs.h"
@@ -19,23 +20,22 @@ namespace embedding::model_store {
 
 struct Encoder::Weights {
   EncoderWeights tensors;
-  std::unique_ptr<RotaryEmbedding> rotary;  // set when positions are rotary
+  std::unique_ptr<RotaryEmbedding> rotary;        // set when positions are rotary
   std::unique_ptr<RotaryEmbedding> local_rotary;  // banded layers' own base (ModernBERT)
 };
 
-const char* ComputeDTypeName(ComputeDType dtype) {
-  switch (dtype) {
-    case ComputeDType::kFloat32:
-      return "fp32";
-    case ComputeDType::kBFloat16:
-      return "bf16";
-    case ComputeDType::kInt8:
-      return "int8";
-    case ComputeDType::kAuto:
-      return "auto";
-  }
-  return "?";
+constexpr NamedValue<ComputeDType> kDTypeNames[] = {{ComputeDType::kFloat32, "fp32"},
+                                                    {ComputeDType::kBFloat16, "bf16"},
+                                                    {ComputeDType::kInt8, "int8"},
+                                                    {ComputeDType::kAuto, "auto"}};
+
+const char* ComputeDTypeName(ComputeDType dtype) { return NameOf(kDTypeNames, dtype); }
+
+std::optional<ComputeDType> ComputeDTypeNamed(absl::string_view name) {
+  return ValueNamed(kDTypeNames, name);
 }
+
+std::string ComputeDTypeNames() { return JoinedNames(kDTypeNames); }
 
 Encoder::Encoder(EncoderConfig config, EncoderOptions options)
     : config_(std::move(config)), options_(options) {}

@@ -7,10 +7,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "model_store/formats/checkpoint.h"
 #include "model_store/formats/pooling.h"
 #include "model_store/spec/architecture.h"
@@ -24,6 +26,10 @@ enum class ComputeDType { kFloat32, kBFloat16, kInt8, kAuto };
 
 // "fp32", "bf16", "int8", "auto".
 const char* ComputeDTypeName(ComputeDType dtype);
+// The dtype spelled `name`, or nullopt.
+std::optional<ComputeDType> ComputeDTypeNamed(absl::string_view name);
+// "fp32, bf16, int8, auto": what a refusal of an unknown name lists.
+std::string ComputeDTypeNames();
 
 struct EncoderOptions {
   ComputeDType dtype = ComputeDType::kFloat32;

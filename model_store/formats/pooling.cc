@@ -1,19 +1,15 @@
 #include "model_store/formats/pooling.h"
 
+#include "common/name_table.h"
+
 namespace embedding::model_store {
 
-const char* PoolingModeName(PoolingMode mode) {
-  switch (mode) {
-    case PoolingMode::kCls:
-      return "cls";
-    case PoolingMode::kMean:
-      return "mean";
-    case PoolingMode::kMax:
-      return "max";
-    case PoolingMode::kLastToken:
-      return "last_token";  // TEI's name for it
-  }
-  return "?";
-}
+// kLastToken's name is TEI's.
+constexpr NamedValue<PoolingMode> kPoolingNames[] = {{PoolingMode::kCls, "cls"},
+                                                     {PoolingMode::kMean, "mean"},
+                                                     {PoolingMode::kMax, "max"},
+                                                     {PoolingMode::kLastToken, "last_token"}};
+
+const char* PoolingModeName(PoolingMode mode) { return NameOf(kPoolingNames, mode); }
 
 }  // namespace embedding::model_store

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/length_buckets.h"
+#include "common/name_table.h"
 
 namespace embedding::model_store {
 namespace {
@@ -167,15 +168,9 @@ float TempScaleSchedule::TauFor(int64_t content_tokens) const {
 }
 
 const char* TempScaleSchedule::form_name() const {
-  switch (form_) {
-    case Form::kPiecewise:
-      return "piecewise";
-    case Form::kLogRatio:
-      return "log_ratio";
-    case Form::kNone:
-      break;
-  }
-  return "none";
+  constexpr NamedValue<Form> kFormNames[] = {
+      {Form::kNone, "none"}, {Form::kPiecewise, "piecewise"}, {Form::kLogRatio, "log_ratio"}};
+  return NameOf(kFormNames, form_);
 }
 
 }  // namespace embedding::model_store

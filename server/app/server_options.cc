@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -284,18 +285,13 @@ absl::Status ReadModelFlags(ModelOptions* models) {
     if (source.hub) source.hub_settings = hub;
   models->default_model = absl::GetFlag(FLAGS_default_model);
   const std::string dtype = absl::GetFlag(FLAGS_dtype);
-  bool known_dtype = false;
-  for (auto candidate : {model_store::ComputeDType::kFloat32, model_store::ComputeDType::kBFloat16,
-                         model_store::ComputeDType::kInt8, model_store::ComputeDType::kAuto}) {
-    if (dtype == model_store::ComputeDTypeName(candidate)) {
-      models->dtype = candidate;
-      known_dtype = true;
-    }
-  }
+  const std::optional<model_store::ComputeDType> known_dtype =
+      model_store::ComputeDTypeNamed(dtype);
   if (!known_dtype) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--dtype=", dtype, ": allowed fp32, bf16, int8, auto"));
+        absl::StrCat("--dtype=", dtype, ": allowed ", model_store::ComputeDTypeNames()));
   }
+  models->dtype = *known_dtype;
   models->dtype_cache_dir = DTypeCacheDir(absl::GetFlag(FLAGS_dtype_cache_dir));
   const std::string reload_dtype = absl::GetFlag(FLAGS_reload_dtype);
   if (reload_dtype != "keep" && reload_dtype != "measure") {

@@ -119,9 +119,7 @@ absl::Status ValidateOutputs(const EmbedCall& call, const model_store::Model& mo
                              EmbedParams* params) {
   const EmbedRequestOptions& request = call.options;
   const std::vector<Output> offers = OfferedOutputs(model);
-  const OutputSpelling spell = call.output_spelling;
-  const std::string offered =
-      absl::StrJoin(offers, ", ", [spell](std::string* out, Output o) { out->append(spell(o)); });
+  const OutputSpelling spell = call.output_spelling;  // called only to word a refusal
   params->dense = request.outputs.empty();
   for (size_t i = 0; i < request.outputs.size(); ++i) {
     const std::string field = absl::StrCat("outputs[", i, "]");
@@ -134,6 +132,8 @@ absl::Status ValidateOutputs(const EmbedCall& call, const model_store::Model& mo
                                   " is asked for twice; each output at most once"));
     }
     if (std::find(offers.begin(), offers.end(), output) == offers.end()) {
+      const std::string offered = absl::StrJoin(
+          offers, ", ", [spell](std::string* out, Output o) { out->append(spell(o)); });
       return Invalid(absl::StrCat(field, ": ", spell(output), " needs a head this model lacks (",
                                   output == Output::kSparse ? "sparse_linear" : "colbert_linear",
                                   "); it offers [", offered, "]"));

@@ -1,15 +1,13 @@
 #include "server/core/vocabulary.h"
 
-#include <utility>
-
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
+#include "common/name_table.h"
 
 namespace embedding::server {
 namespace {
 
 // In the order the API lists them: the .proto's (message_enums_test holds them to it).
-constexpr std::pair<Strategy, const char*> kStrategyNames[] = {
+constexpr NamedValue<Strategy> kStrategyNames[] = {
     {Strategy::kReject, "reject"},
     {Strategy::kTruncate, "truncate"},
     {Strategy::kChunkMean, "chunk_mean"},
@@ -18,39 +16,28 @@ constexpr std::pair<Strategy, const char*> kStrategyNames[] = {
     {Strategy::kChunkAll, "chunk_all"},
     {Strategy::kLateChunking, "late_chunking"},
 };
-constexpr std::pair<Output, const char*> kOutputNames[] = {
+constexpr NamedValue<Output> kOutputNames[] = {
     {Output::kDense, "dense"}, {Output::kSparse, "sparse"}, {Output::kMultiVector, "multi_vector"}};
-
-template <typename Enum, size_t N>
-std::string NameIn(const std::pair<Enum, const char*> (&names)[N], Enum value) {
-  for (const auto& [v, name] : names)
-    if (v == value) return name;
-  return absl::StrCat(static_cast<int>(value));  // not reached: every value has a row
-}
 
 }  // namespace
 
-std::string StrategyName(Strategy strategy) { return NameIn(kStrategyNames, strategy); }
+std::string StrategyName(Strategy strategy) { return NameOf(kStrategyNames, strategy); }
 
 const std::vector<Strategy>& AllStrategies() {
   static const auto* all = [] {
     auto* strategies = new std::vector<Strategy>;
-    for (const auto& [s, name] : kStrategyNames) strategies->push_back(s);
+    for (const auto& row : kStrategyNames) strategies->push_back(row.value);
     return strategies;
   }();
   return *all;
 }
 
 absl::StatusOr<Strategy> ParseStrategyName(absl::string_view name, absl::string_view field) {
-  std::vector<std::string> names;
-  for (const auto& [s, spelled] : kStrategyNames) {
-    if (name == spelled) return s;
-    names.push_back(spelled);
-  }
+  if (const auto strategy = ValueNamed(kStrategyNames, name)) return *strategy;
   return absl::InvalidArgumentError(absl::StrCat(
-      field, ": '", name, "' is not a strategy; allowed ", absl::StrJoin(names, ", ")));
+      field, ": '", name, "' is not a strategy; allowed ", JoinedNames(kStrategyNames)));
 }
 
-std::string OutputName(Output output) { return NameIn(kOutputNames, output); }
+std::string OutputName(Output output) { return NameOf(kOutputNames, output); }
 
 }  // namespace embedding::server

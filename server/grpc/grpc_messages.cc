@@ -186,21 +186,17 @@ constexpr std::pair<v1::LongTextStrategy, Strategy> kStrategies[] = {
 constexpr std::pair<v1::EmbeddingOutput, Output> kOutputs[] = {
     {v1::EMBEDDING_OUTPUT_DENSE, Output::kDense},
     {v1::EMBEDDING_OUTPUT_SPARSE, Output::kSparse},
-    {v1::EMBEDDING_OUTPUT_MULTI_VECTOR, Output::kMultiVector},
-};
+    {v1::EMBEDDING_OUTPUT_MULTI_VECTOR, Output::kMultiVector}};
 constexpr std::pair<v1::VectorEncoding, VectorEncoding> kEncodings[] = {
     {v1::VECTOR_ENCODING_FLOAT32, VectorEncoding::kFloat32},
     {v1::VECTOR_ENCODING_FLOAT16, VectorEncoding::kFloat16},
-    {v1::VECTOR_ENCODING_INT8, VectorEncoding::kInt8},
-};
+    {v1::VECTOR_ENCODING_INT8, VectorEncoding::kInt8}};
 constexpr std::pair<v1::TemperatureMode, TemperatureMode> kModes[] = {
     {v1::TEMPERATURE_MODE_FIXED, TemperatureMode::kFixed},
-    {v1::TEMPERATURE_MODE_AUTO, TemperatureMode::kAuto},
-};
+    {v1::TEMPERATURE_MODE_AUTO, TemperatureMode::kAuto}};
 constexpr std::pair<v1::TruncationSide, TruncationSide> kSides[] = {
     {v1::TRUNCATION_SIDE_KEEP_START, TruncationSide::kKeepStart},
-    {v1::TRUNCATION_SIDE_KEEP_END, TruncationSide::kKeepEnd},
-};
+    {v1::TRUNCATION_SIDE_KEEP_END, TruncationSide::kKeepEnd}};
 
 template <typename Wire, typename Core, size_t N>
 absl::StatusOr<std::optional<Core>> Lookup(const std::pair<Wire, Core> (&table)[N], Wire value,

@@ -115,22 +115,15 @@ absl::StatusOr<absl::Time> RequestDeadline(const HttpExchange& exchange, absl::D
 }
 
 int HttpStatusOf(const absl::Status& status) {
-  switch (ReportedCode(status)) {
-    case absl::StatusCode::kInvalidArgument:
-      return 400;
-    case absl::StatusCode::kUnauthenticated:
-      return 401;
-    case absl::StatusCode::kNotFound:
-      return 404;
-    case absl::StatusCode::kResourceExhausted:
-      return 429;
-    case absl::StatusCode::kUnavailable:
-      return 503;
-    case absl::StatusCode::kDeadlineExceeded:
-      return 504;
-    default:
-      return 500;
-  }
+  using absl::StatusCode;
+  constexpr std::pair<StatusCode, int> kHttpStatuses[] = {
+      {StatusCode::kInvalidArgument, 400}, {StatusCode::kUnauthenticated, 401},
+      {StatusCode::kNotFound, 404},        {StatusCode::kResourceExhausted, 429},
+      {StatusCode::kUnavailable, 503},     {StatusCode::kDeadlineExceeded, 504}};
+  const StatusCode reported = ReportedCode(status);
+  for (const auto& [code, http_status] : kHttpStatuses)
+    if (code == reported) return http_status;
+  return 500;  // INTERNAL, and every code without a row
 }
 
 HttpResponse ErrorAnswer(int http_status, std::string content_type, std::string body) {

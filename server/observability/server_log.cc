@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/name_table.h"
 #include "common/quoted_value.h"
 #include "nlohmann/json.hpp"
 
@@ -13,25 +14,17 @@ namespace {
 
 std::atomic<LogFormat> server_log_format{LogFormat::kText};
 
-const char* LevelName(LogLevel level) {
-  switch (level) {
-    case LogLevel::kInfo:
-      return "info";
-    case LogLevel::kWarning:
-      return "warning";
-    case LogLevel::kError:
-      return "error";
-  }
-  return "info";
-}
+constexpr NamedValue<LogLevel> kLevelNames[] = {
+    {LogLevel::kInfo, "info"}, {LogLevel::kWarning, "warning"}, {LogLevel::kError, "error"}};
+constexpr NamedValue<LogFormat> kFormatNames[] = {{LogFormat::kText, "text"},
+                                                  {LogFormat::kJson, "json"}};
 
 }  // namespace
 
 absl::StatusOr<LogFormat> ParseLogFormat(const std::string& name) {
-  if (name == "text") return LogFormat::kText;
-  if (name == "json") return LogFormat::kJson;
-  return absl::InvalidArgumentError(
-      absl::StrCat("--log-format=", QuotedValue(name), ": must be text or json"));
+  if (const auto format = ValueNamed(kFormatNames, name)) return *format;
+  return absl::InvalidArgumentError(absl::StrCat("--log-format=", QuotedValue(name), ": must be ",
+                                                 JoinedNames(kFormatNames, " or ")));
 }
 
 void SetServerLogFormat(LogFormat format) { server_log_format.store(format); }
@@ -42,7 +35,7 @@ std::string FormatServerLine(LogFormat format, LogLevel level, absl::string_view
   const nlohmann::json json = {
       {"time", absl::FormatTime(absl::RFC3339_full, now, absl::UTCTimeZone())},
       {"event", "server"},
-      {"level", LevelName(level)},
+      {"level", NameOf(kLevelNames, level)},
       {"message", std::string(message)}};
   // Invalid UTF-8 (a path, a protobuf message quoting a request) is replaced, never thrown on.
   return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";

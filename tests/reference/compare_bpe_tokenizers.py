@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 
-from tokenizer_comparison import EXTRA_TEXTS, TEXTS, compare_cases, training_corpus
+from tokenizer_comparison import EXTRA_TEXTS, TEXTS, compare_cases, training_corpus, verdict
 
 BPE_TEXTS = [
     "I'm sure they'll say WE'RE done, can't you? It's 'quoted' and DON'T.",
@@ -235,11 +235,7 @@ def main():
     print(f"{merges} merges learned; one {size / 1e6:.1f} MB document, whole process: "
           + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in times.items()))
     print(f"{checked} tokenizations checked, {failures} mismatches")
-    if failures or merges < 5000:
-        print("FAILED")
-        return 1
-    print("OK")
-    return 0
+    return verdict(failures or merges < 5000)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ import tempfile
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2
 
-from tokenizer_comparison import EXTRA_TEXTS, TEXTS, compare_cases, run_json, training_corpus
+from tokenizer_comparison import (EXTRA_TEXTS, TEXTS, compare_cases, run_json, training_corpus,
+                                  verdict)
 
 
 def train(workdir):
@@ -112,11 +113,7 @@ def main():
           f"Face's on {len(same)}/{len(TEXTS)} multi-script texts; differing: "
           f"{[TEXTS[i] for i in range(len(TEXTS)) if i not in same]}")
     print(f"{checked} tokenizations checked, {failures} mismatches")
-    if failures or charsmap_bytes < 1000:
-        print("FAILED")
-        return 1
-    print("OK")
-    return 0
+    return verdict(failures or charsmap_bytes < 1000)
 
 
 if __name__ == "__main__":

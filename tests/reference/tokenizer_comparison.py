@@ -71,3 +71,9 @@ def compare_cases(binary, peer, workdir, cases, texts, ids_only=()):
                   f"{ours['offsets'][i][:40]}\n    theirs {theirs['ids'][i][:80]} "
                   f"{theirs['offsets'][i][:40]}")
     return checked, failures
+
+
+def verdict(failed):
+    """Prints the comparison's last line, FAILED or OK, and returns its exit code."""
+    print("FAILED" if failed else "OK")
+    return 1 if failed else 0

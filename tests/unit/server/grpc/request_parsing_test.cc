@@ -55,7 +55,9 @@ TEST(RequestParsing, TwinsMatchThePublicMessagesFieldForField) {
         EXPECT_EQ(Public(t->message_type()), p->message_type()) << p->name();
       } else {
         EXPECT_EQ(t->type(), p->type()) << p->name();
-        if (p->enum_type() != nullptr) EXPECT_EQ(t->enum_type(), p->enum_type());
+        if (p->enum_type() != nullptr) {
+          EXPECT_EQ(t->enum_type(), p->enum_type());
+        }
       }
     }
     // Every public message with text has a twin (listed above); none is left unchecked.
