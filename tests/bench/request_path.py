@@ -30,8 +30,8 @@ sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 from server_runner import ServerRunner  # noqa: E402
 
-# Runs inside gdb: one breakpoint per function, each logging "time thread file function" and
-# never stopping, then "armed" so the driver knows to send.
+# Runs inside gdb: one breakpoint per function, each logging "time, caller's file, file,
+# function" and never stopping, then "armed" so the driver knows to send.
 GDB_SCRIPT = r'''
 import gdb, os, re, subprocess, time
 log = open(os.environ["TRACE_LOG"], "w", buffering=1)
