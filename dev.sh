@@ -21,6 +21,7 @@ BUILD_PACKAGES=(
   libboost-dev                       # Boost.Beast: the event-driven HTTP listener
   libcurl4-openssl-dev               # the Hub downloader (model_store/hub/http_client.h)
   libonig-dev                        # Oniguruma: byte-level BPE's regex pre-tokenizers
+  libzip-dev                         # pytorch_model.bin: torch.save's zip archive
   libfp16-dev                        # half-precision multi-vectors (server/core/vector_encoding.h)
   libgoogle-perftools-dev            # tcmalloc under the server (see CMakeLists.txt)
   wamerican                          # the random-weight test models' vocabulary

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/freed_memory.h"
 #include "common/status_macros.h"
 #include "model_store/dtype/dtype_choice.h"
@@ -46,6 +47,36 @@ absl::StatusOr<DTypeChoice> LoadAutoEncoder(const EncoderConfig& config,
   return choice;
 }
 
+// The window, special tokens included: the position table, lowered by sentence-transformers'
+// max_seq_length (as it truncates) and then by the option. INVALID_ARGUMENT naming the option
+// when it would raise the window: positions past the table do not exist, and past
+// max_seq_length the model was not trained.
+absl::Status ChooseWindow(int64_t positions, const SentenceTransformersConfig& st, int64_t option,
+                          int64_t specials, int64_t* window, std::string* source) {
+  *window = positions;
+  *source = "config.json max_position_embeddings";
+  if (st.max_seq_length && *st.max_seq_length < positions) {
+    *window = *st.max_seq_length;
+    *source = absl::StrCat(st.max_seq_length_file, " max_seq_length");
+  }
+  if (option > *window || (option > 0 && option <= specials)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_input_length=", option, ": allowed ", specials + 1, "..", *window,
+                     " for this model (its window is ", *window, " tokens by ", *source, ", ",
+                     specials, " of them special; the flag may lower the window, never raise it)"));
+  }
+  if (option > 0 && option < *window) {
+    *window = option;
+    *source = "--max_input_length";
+  }
+  return absl::OkStatus();
+}
+
+std::string Describe(const TensorView& view) {
+  return absl::StrCat(view.name, " (", DTypeName(view.dtype), " [", absl::StrJoin(view.shape, ", "),
+                      "])");
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
@@ -69,6 +100,11 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
                      " tokens but config.json vocab_size is ", config.vocab_size));
   }
   ASSIGN_OR_RETURN(model->st_config_, LoadSentenceTransformersConfig(model_dir));
+  // Decided before any weight is read: a refused option costs nothing.
+  RETURN_IF_ERROR(ChooseWindow(config.max_sequence_length(), model->st_config_,
+                               options.max_input_length,
+                               static_cast<int64_t>(model->tokenizer_->num_special_tokens()),
+                               &model->window_, &model->window_source_));
   ASSIGN_OR_RETURN(model->tempscale_,
                    options.tempscale_schedule_file.empty()
                        ? TempScaleSchedule::Load(model_dir)
@@ -87,14 +123,17 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
   } else {
     ASSIGN_OR_RETURN(model->encoder_, Encoder::Create(config, *spec, *checkpoint, options.encoder));
   }
+  model->weights_layout_ = checkpoint->layout();
+  for (const TensorView* view : checkpoint->UnreadTensors())
+    model->unread_tensors_.push_back(Describe(*view));
   // bge-m3's heads read the final states in fp32 whatever the dtype, so they join the encoder
   // after the dtype is chosen.
   if (heads.has_sparse() || heads.multi_vector_dim() > 0)
     model->encoder_->AttachTokenHeads(std::make_shared<const TokenHeads>(std::move(heads)));
   if (model->max_content_tokens() < 1) {
-    return absl::DataLossError(absl::StrCat(model_dir,
-                                            ": max_position_embeddings leaves no room "
-                                            "for text after the special tokens"));
+    return absl::DataLossError(absl::StrCat(model_dir, ": a window of ", model->window_,
+                                            " tokens (", model->window_source_,
+                                            ") leaves no room for text after the special tokens"));
   }
   return model;
 }

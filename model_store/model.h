@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "model_store/dtype/dtype_choice.h"
@@ -27,6 +28,9 @@ struct ModelOptions {
   // A TempScale schedule file to use instead of the directory's tempscale.json (a Hub model's
   // cache is shared and read-only to the server); empty: the directory's.
   std::string tempscale_schedule_file;
+  // Tokens one window may hold, special tokens included (--max_input_length); 0: the model's
+  // own window. It may lower the window, never raise it (Load refuses that).
+  int64_t max_input_length = 0;
 };
 
 class Model {
@@ -58,10 +62,17 @@ class Model {
   // Where auto's choice came from: "measured now", or the cache file it was read from, with
   // what happened to the cache ("; not cached: ..."); empty when a dtype was named.
   const std::string& dtype_choice_source() const { return dtype_choice_source_; }
-  // Content tokens one window holds: the position table less the special tokens.
-  int64_t max_content_tokens() const {
-    return encoder_->max_sequence_length() - tokenizer_->num_special_tokens();
-  }
+  // Tokens one window holds, special tokens included: the position table, or less where
+  // sentence-transformers' `max_seq_length` or ModelOptions::max_input_length says so.
+  int64_t max_input_length() const { return window_; }
+  // Where that figure comes from ("config.json max_position_embeddings").
+  const std::string& window_source() const { return window_source_; }
+  // Content tokens one window holds: the window less the special tokens.
+  int64_t max_content_tokens() const { return window_ - tokenizer_->num_special_tokens(); }
+  // The weights' layout ("pytorch_model.bin") and the tensors in it the model does not read,
+  // each as "name (I64 [1, 512])", for the load log.
+  const std::string& weights_layout() const { return weights_layout_; }
+  const std::vector<std::string>& unread_tensors() const { return unread_tensors_; }
 
  private:
   Model() = default;
@@ -73,6 +84,10 @@ class Model {
   TempScaleSchedule tempscale_;
   std::vector<DTypeTrial> dtype_trials_;
   std::string dtype_choice_source_;
+  int64_t window_ = 0;
+  std::string window_source_;
+  std::string weights_layout_;
+  std::vector<std::string> unread_tensors_;
 };
 
 }  // namespace embedding::model_store

@@ -10,14 +10,26 @@
 namespace embedding::model_store {
 torch::ScalarType TorchType(DType dtype) {
   switch (dtype) {
-    case DType::kF32:
-      return torch::kFloat32;
+    case DType::kF64:
+      return torch::kFloat64;
     case DType::kF16:
       return torch::kFloat16;
     case DType::kBF16:
       return torch::kBFloat16;
+    default:  // only floating tensors are converted (FloatingTensor refuses the rest)
+      return torch::kFloat32;
   }
-  return torch::kFloat32;
+}
+
+absl::StatusOr<torch::Tensor> FloatingTensor(const TensorView& view) {
+  if (!IsFloating(view.dtype)) {
+    return absl::DataLossError(absl::StrCat(view.file, ": tensor '", view.name, "' has dtype ",
+                                            DTypeName(view.dtype), "; a weight must be one of ",
+                                            FloatingDTypeNames()));
+  }
+  torch::Tensor t = torch::empty(view.shape, torch::TensorOptions().dtype(TorchType(view.dtype)));
+  std::memcpy(t.data_ptr(), view.data, view.size_bytes);
+  return t;
 }
 
 namespace {
@@ -39,8 +51,7 @@ class Binder {
           view->file, ": tensor '", full, "' has shape [", absl::StrJoin(view->shape, ", "),
           "] but config.json implies [", absl::StrJoin(shape, ", "), "]"));
     }
-    torch::Tensor raw = torch::empty(shape, torch::TensorOptions().dtype(TorchType(view->dtype)));
-    std::memcpy(raw.data_ptr(), view->data, view->size_bytes);
+    ASSIGN_OR_RETURN(torch::Tensor raw, FloatingTensor(*view));
     // A NaN or infinite weight once loaded and served NaN vectors with status OK.
     if (!torch::isfinite(raw).all().item<bool>()) {
       return absl::DataLossError(

@@ -59,8 +59,9 @@ struct EncoderWeights {
   NormWeights final_norm;  // undefined where the family has none
 };
 
-// The torch dtype of a checkpoint's tensor.
-torch::ScalarType TorchType(DType dtype);
+// A copy of a checkpoint's floating tensor (F32, F16, BF16 or F64) in its own dtype.
+// DATA_LOSS naming the file, the tensor and its dtype for any other dtype: the model reads it.
+absl::StatusOr<torch::Tensor> FloatingTensor(const TensorView& view);
 
 // Finds every weight `spec` names (trying each prefix), checks its shape against `config`
 // and converts it to `dtype`. DATA_LOSS naming the tensor when one is missing or mis-shaped.

@@ -1,6 +1,5 @@
 #include "model_store/encoder/token_heads.h"
 
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -9,8 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "model_store/encoder/encoder_weights.h"
-#include "model_store/encoder/torch_state_dict.h"
-#include "model_store/formats/safetensors_file.h"
+#include "model_store/formats/checkpoint.h"
 
 namespace embedding::model_store {
 namespace {
@@ -20,13 +18,12 @@ constexpr uintmax_t kMaxHeadFileBytes = 256u << 20;
 // A ColBERT head wider than this is not one.
 constexpr int64_t kMaxMultiVectorDim = 16384;
 
-absl::StatusOr<std::map<std::string, torch::Tensor>> ReadSafetensors(const std::string& path) {
-  ASSIGN_OR_RETURN(auto file, SafetensorsFile::Open(path));
+// Every tensor of a head file (safetensors or torch.save's zip), floating, in its own dtype.
+absl::StatusOr<std::map<std::string, torch::Tensor>> ReadHeadTensors(const std::string& path) {
+  ASSIGN_OR_RETURN(auto file, OpenTensorFile(path));
   std::map<std::string, torch::Tensor> tensors;
   for (const auto& [name, view] : file->tensors()) {
-    torch::Tensor t = torch::empty(view.shape, torch::TensorOptions().dtype(TorchType(view.dtype)));
-    std::memcpy(t.data_ptr(), view.data, view.size_bytes);
-    tensors[name] = t;
+    ASSIGN_OR_RETURN(tensors[name], FloatingTensor(view));
   }
   return tensors;
 }
@@ -51,12 +48,7 @@ absl::Status LoadLinearHead(const std::string& path, int64_t hidden, int64_t out
         absl::StrCat(path, ": ", error ? error.message() : "larger than ",
                      error ? "" : absl::StrCat(kMaxHeadFileBytes >> 20, " MiB")));
   }
-  std::map<std::string, torch::Tensor> tensors;
-  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".pt") == 0) {
-    ASSIGN_OR_RETURN(tensors, ReadTorchStateDict(path));
-  } else {
-    ASSIGN_OR_RETURN(tensors, ReadSafetensors(path));
-  }
+  ASSIGN_OR_RETURN(auto tensors, ReadHeadTensors(path));
   for (const auto& [name, tensor] : tensors) {
     if (name != "weight" && name != "bias") {
       return absl::DataLossError(absl::StrCat(path, ": unexpected tensor '", name,

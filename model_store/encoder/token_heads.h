@@ -22,7 +22,7 @@ struct TokenHeads {
 };
 
 // Reads `<head>.safetensors` or, failing that, `<head>.pt` (torch.save's zip format, read by
-// an allow-list reader that executes nothing: torch_state_dict.h) for each head; a head with
+// an allow-list reader that executes nothing: formats/torch_save_file.h) for each head; a head with
 // neither file is absent. Each file must hold exactly `weight` and `bias`, finite, shaped for
 // `hidden_size`. DATA_LOSS naming the file and the tensor otherwise.
 absl::StatusOr<TokenHeads> LoadTokenHeads(const std::string& model_dir, int64_t hidden_size);

@@ -27,11 +27,9 @@ absl::Status Corrupt(const std::string& file, const std::string& what) {
 
 absl::StatusOr<DType> ParseDType(const std::string& file, const std::string& tensor,
                                  const std::string& name) {
-  if (name == "F32") return DType::kF32;
-  if (name == "F16") return DType::kF16;
-  if (name == "BF16") return DType::kBF16;
-  return Corrupt(file, absl::StrCat("tensor '", tensor, "': unsupported dtype '", name,
-                                    "' (supported: F32, F16, BF16)"));
+  if (std::optional<DType> dtype = DTypeNamed(name)) return *dtype;
+  return Corrupt(file, absl::StrCat("tensor '", tensor, "': unknown dtype '", name,
+                                    "' (known: ", DTypeNames(), ")"));
 }
 
 absl::Status ParseTensor(const std::string& file, const std::string& name,
@@ -83,8 +81,6 @@ absl::Status ParseTensor(const std::string& file, const std::string& name,
 }
 
 }  // namespace
-
-size_t DTypeSize(DType dtype) { return dtype == DType::kF32 ? 4 : 2; }
 
 absl::StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::FromBytes(
     const std::string& label, const uint8_t* bytes, size_t size) {

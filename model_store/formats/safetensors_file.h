@@ -2,38 +2,21 @@
 // Every header field is validated before any tensor byte is touched.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "absl/status/statusor.h"
+#include "model_store/formats/tensor_view.h"
 
 namespace embedding::model_store {
 
-enum class DType { kF32, kF16, kBF16 };
-
-// Bytes per element of `dtype`.
-size_t DTypeSize(DType dtype);
-
-// A tensor inside a mapped file. `data` stays valid while its SafetensorsFile lives.
-struct TensorView {
-  std::string name;
-  DType dtype = DType::kF32;
-  std::vector<int64_t> shape;
-  const uint8_t* data = nullptr;
-  size_t size_bytes = 0;
-  // Which file holds it, for error messages.
-  std::string file;
-};
-
-class SafetensorsFile {
+class SafetensorsFile : public TensorFile {
  public:
   // Maps `path` read-only and validates it: header length within the file, well-formed JSON,
-  // dtypes F32/F16/BF16, shapes matching byte sizes, offsets inside the data area and not
-  // overlapping. Errors name the file and the tensor: NOT_FOUND (no file), DATA_LOSS (corrupt).
+  // known dtypes (every one of the format: see DType), shapes matching byte sizes, offsets inside
+  // the data area and not overlapping. Errors name the file and the tensor: NOT_FOUND (no file),
+  // DATA_LOSS (corrupt).
   static absl::StatusOr<std::unique_ptr<SafetensorsFile>> Open(const std::string& path);
 
   // Same validation over bytes already in memory (the caller keeps them alive).
@@ -41,11 +24,11 @@ class SafetensorsFile {
                                                                     const uint8_t* bytes,
                                                                     size_t size);
 
-  ~SafetensorsFile();
+  ~SafetensorsFile() override;
   SafetensorsFile(const SafetensorsFile&) = delete;
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;
 
-  const std::map<std::string, TensorView>& tensors() const { return tensors_; }
+  const std::map<std::string, TensorView>& tensors() const override { return tensors_; }
 
  private:
   SafetensorsFile() = default;

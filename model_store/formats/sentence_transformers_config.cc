@@ -43,6 +43,26 @@ absl::StatusOr<std::optional<PoolingMode>> ParsePooling(const fs::path& path, co
       "pooling_mode_max_tokens, pooling_mode_lasttoken)"));
 }
 
+// `max_seq_length` of the first Transformer config present (see kTransformerConfigFiles).
+absl::Status ReadMaxSeqLength(const fs::path& dir, SentenceTransformersConfig* config) {
+  for (const char* name : kTransformerConfigFiles) {
+    const fs::path path = dir / name;
+    if (!fs::exists(path)) continue;
+    ASSIGN_OR_RETURN(Json json, ReadOptionalJson(path));
+    auto it = json.is_object() ? json.find("max_seq_length") : json.end();
+    if (!json.is_object() || it == json.end() || it->is_null()) return absl::OkStatus();
+    if (!it->is_number_integer() || it->get<int64_t>() < 2 || it->get<int64_t>() >= (1LL << 31)) {
+      return absl::DataLossError(absl::StrCat(path.string(), ": max_seq_length ",
+                                              it->dump().substr(0, 40),
+                                              " is not an integer in [2, 2147483647]"));
+    }
+    config->max_seq_length = it->get<int64_t>();
+    config->max_seq_length_file = name;
+    return absl::OkStatus();
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<SentenceTransformersConfig> LoadSentenceTransformersConfig(
@@ -64,6 +84,7 @@ absl::StatusOr<SentenceTransformersConfig> LoadSentenceTransformersConfig(
     ASSIGN_OR_RETURN(Json pooling, ReadOptionalJson(pooling_path));
     ASSIGN_OR_RETURN(config.pooling, ParsePooling(pooling_path, pooling));
 
+    RETURN_IF_ERROR(ReadMaxSeqLength(dir, &config));
     ASSIGN_OR_RETURN(Json st, ReadOptionalJson(dir / "config_sentence_transformers.json"));
     if (st.is_object()) {
       if (auto it = st.find("prompts"); it != st.end() && it->is_object()) {

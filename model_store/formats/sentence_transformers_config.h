@@ -11,15 +11,29 @@
 
 namespace embedding::model_store {
 
+// The Transformer module's own config, one name per model class sentence-transformers knew
+// (`sentence_bert_config.json` in most repositories); the first present is read.
+inline constexpr const char* kTransformerConfigFiles[] = {
+    "sentence_bert_config.json",       "sentence_roberta_config.json",
+    "sentence_distilbert_config.json", "sentence_camembert_config.json",
+    "sentence_albert_config.json",     "sentence_xlm-roberta_config.json",
+    "sentence_xlnet_config.json"};
+
 struct SentenceTransformersConfig {
   // Unset when the directory declares no pooling (then the model's default applies).
   std::optional<PoolingMode> pooling;
+  // The length the model is used at, special tokens included (`max_seq_length`: 256 for
+  // all-MiniLM-L6-v2 against 512 positions); unset when no Transformer config sets it.
+  std::optional<int64_t> max_seq_length;
+  std::string max_seq_length_file;  // the file that set it, for logs and refusals
   std::map<std::string, std::string> prompts;
   std::string default_prompt_name;
 };
 
 // Reads whatever of these files exist; absent files are not an error. DATA_LOSS naming the
-// file for malformed JSON; INVALID_ARGUMENT for a pooling mode we do not implement.
+// file for malformed JSON or a `max_seq_length` that is not an integer in [2, 2^31) (null is
+// unset, as sentence-transformers reads it); INVALID_ARGUMENT for a pooling mode we do not
+// implement.
 absl::StatusOr<SentenceTransformersConfig> LoadSentenceTransformersConfig(
     const std::string& model_dir);
 

@@ -4,8 +4,11 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
+#include "model_store/formats/checkpoint.h"
+#include "model_store/formats/sentence_transformers_config.h"
 
 namespace embedding::model_store {
 namespace {
@@ -21,7 +24,7 @@ absl::StatusOr<Json> ReadJson(const MetadataReader& read, const std::string& rep
   return json;
 }
 
-// The shard files of a sharded safetensors checkpoint, from its index's weight_map.
+// The shard files of a sharded checkpoint, from its index's weight_map.
 absl::StatusOr<std::set<std::string>> IndexedShards(const MetadataReader& read,
                                                     const std::string& repo,
                                                     const std::string& index) {
@@ -88,9 +91,10 @@ absl::StatusOr<std::vector<std::string>> SelectModelFiles(const std::string& rep
 
   for (const char* path :
        {"tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json",
-        "config_sentence_transformers.json", "sentence_bert_config.json", "tempscale.json"}) {
+        "config_sentence_transformers.json", "tempscale.json"}) {
     take_if_listed(path);
   }
+  for (const char* path : kTransformerConfigFiles) take_if_listed(path);
   // bge-m3's token heads (model_store/encoder/token_heads.h): a safetensors copy when there is one.
   for (const char* head : {"sparse_linear", "colbert_linear"}) {
     const std::string safetensors = std::string(head) + ".safetensors";
@@ -110,36 +114,23 @@ absl::StatusOr<std::vector<std::string>> SelectModelFiles(const std::string& rep
     take_if_listed(pooling_config);
   }
 
-  if (listed("model.safetensors")) {
-    files.push_back("model.safetensors");
-  } else if (listed("model.safetensors.index.json")) {
-    files.push_back("model.safetensors.index.json");
-    ASSIGN_OR_RETURN(std::set<std::string> shards,
-                     IndexedShards(read, repo, "model.safetensors.index.json"));
+  // The weights in Checkpoint's order: safetensors before pickles.
+  for (const char* index : kWeightLayouts) {
+    if (!take_if_listed(index)) continue;
+    if (!absl::EndsWith(index, ".index.json")) return files;
+    ASSIGN_OR_RETURN(std::set<std::string> shards, IndexedShards(read, repo, index));
     for (const std::string& shard : shards) {
       RETURN_IF_ERROR(ValidateRepoPath(shard));
       if (!listed(shard)) {
-        return absl::NotFoundError(absl::StrCat(repo, ": model.safetensors.index.json names ",
-                                                shard, ", which is not in the repository"));
+        return absl::NotFoundError(
+            absl::StrCat(repo, ": ", index, " names ", shard, ", which is not in the repository"));
       }
       files.push_back(shard);
     }
-  } else if (listed("pytorch_model.bin") || listed("pytorch_model.bin.index.json")) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        repo,
-        ": the repository has pytorch_model.bin but no model.safetensors. Backbone weights "
-        "are read from safetensors only (a pickle can run code when loaded, and needs "
-        "Python to read). Pick a revision that has model.safetensors (the Hub's conversion "
-        "bot often opens one as refs/pr/N: --model=",
-        repo,
-        "@refs/pr/1), or convert it "
-        "with transformers' save_pretrained(dir, safe_serialization=True) and serve the "
-        "directory"));
-  } else {
-    return absl::NotFoundError(absl::StrCat(
-        repo, ": no model.safetensors or model.safetensors.index.json in the repository"));
+    return files;
   }
-  return files;
+  return absl::NotFoundError(absl::StrCat(repo, ": no weights in the repository (none of ",
+                                          absl::StrJoin(kWeightLayouts, ", "), ")"));
 }
 
 }  // namespace embedding::model_store

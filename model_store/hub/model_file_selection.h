@@ -1,10 +1,11 @@
 // Which files of a Hub repository a served model needs, decided from the repository's file
-// listing and its small metadata files: config.json; model.safetensors, or the shards
-// model.safetensors.index.json names; tokenizer.json and/or vocab.txt with tokenizer_config.json
+// listing and its small metadata files: config.json; the weights in the first layout of
+// kWeightLayouts the repository has (model.safetensors, or the shards its index names; else
+// pytorch_model.bin or its shards); tokenizer.json and/or vocab.txt with tokenizer_config.json
 // and special_tokens_map.json; the sentence-transformers files (modules.json, the pooling config
-// it names, config_sentence_transformers.json, sentence_bert_config.json); tempscale.json; bge-m3's
-// heads (sparse_linear and colbert_linear, .safetensors rather than .pt).
-// Everything else (ONNX exports, pytorch_model.bin, images) is left on the Hub.
+// it names, config_sentence_transformers.json, sentence_bert_config.json or its siblings);
+// tempscale.json; bge-m3's heads (sparse_linear and colbert_linear, .safetensors rather than .pt).
+// Everything else (ONNX exports, a .bin beside safetensors, images) is left on the Hub.
 #pragma once
 
 #include <functional>
@@ -21,7 +22,7 @@ using MetadataReader = std::function<absl::StatusOr<std::string>(const std::stri
 
 // The paths to fetch, every one in `listing`, metadata files first. `repo` names the model in
 // errors: NOT_FOUND for a missing config.json, tokenizer, or shard named by the index;
-// FAILED_PRECONDITION for a repository with only pytorch_model.bin (saying why and what to do);
+// NOT_FOUND, listing the layouts looked for, for a repository with no weights;
 // INVALID_ARGUMENT for a path that could leave the snapshot (see ValidateRepoPath); DATA_LOSS
 // for an index or modules.json that does not parse.
 absl::StatusOr<std::vector<std::string>> SelectModelFiles(const std::string& repo,

@@ -1,13 +1,15 @@
 #include "server/app/model_events.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "model_store/kernels/cpu_features.h"
 #include "server/observability/server_log.h"
 
 namespace embedding::server {
 namespace {
 
-// "model 'demo' version 1 (bert, 384 dims, window 510 tokens, fp32)", and for a Hub model
+// "model 'demo' version 1 (bert, 384 dims, window 510 tokens (512 with special tokens, by
+// config.json max_position_embeddings), fp32, weights from model.safetensors)", and for a Hub model
 // "from BAAI/bge-m3 at main, commit 5617a9f6...".
 void LogServing(const ServedModel& served) {
   const model_store::Model& model = *served.model;
@@ -18,11 +20,20 @@ void LogServing(const ServedModel& served) {
   ServerLog(LogLevel::kInfo,
             absl::StrCat("model '", served.name, "' version ", served.version, origin, " (",
                          model.config().family, ", ", model.config().hidden_size, " dims, window ",
-                         model.max_content_tokens(), " tokens, ",
-                         model_store::ComputeDTypeName(model.encoder().dtype()), ")",
+                         model.max_content_tokens(), " tokens (", model.max_input_length(),
+                         " with special tokens, by ", model.window_source(), "), ",
+                         model_store::ComputeDTypeName(model.encoder().dtype()), ", weights from ",
+                         model.weights_layout(), ")",
                          model.is_demo() ? " -- DEMO model: random weights, vectors are "
                                            "not semantically meaningful"
                                          : ""));
+  // Once per load, not per tensor: a checkpoint may carry hundreds (heads of other tasks).
+  if (!model.unread_tensors().empty()) {
+    ServerLog(
+        LogLevel::kInfo,
+        absl::StrCat("model '", served.name, "' ignores ", model.unread_tensors().size(),
+                     " tensor(s) it does not use: ", absl::StrJoin(model.unread_tensors(), ", ")));
+  }
   for (const auto& trial : model.dtype_trials()) {
     const std::string figures =
         trial.unavailable.empty()

@@ -93,6 +93,9 @@ ABSL_FLAG(std::string, reload_dtype, "keep",
           "keep | measure. Under --dtype=auto, a reloaded model keeps the dtype its serving "
           "version was in (keep), or auto measures it afresh (measure; POST "
           "/admin/reload?dtype=measure does so once).");
+ABSL_FLAG(int64_t, max_input_length, 0,
+          "Tokens one window holds, special tokens included; 0: each model's own (its position "
+          "table, or sentence-transformers' max_seq_length when lower). May only lower it.");
 ABSL_FLAG(int, threads, 0, "torch intra-op threads; 0 uses every core.");
 ABSL_FLAG(int, tokenizer_threads, 2, "Threads that tokenise and plan requests.");
 ABSL_FLAG(int64_t, max_batch_tokens, 2048, "Padded tokens per forward pass.");
@@ -300,6 +303,9 @@ absl::Status ReadModelFlags(ModelOptions* models) {
   }
   models->reload_measures_dtype = reload_dtype == "measure";
   models->intra_op_threads = absl::GetFlag(FLAGS_threads);
+  models->max_input_length = absl::GetFlag(FLAGS_max_input_length);
+  if (models->max_input_length < 0 || models->max_input_length > (int64_t{1} << 31))
+    return absl::InvalidArgumentError("--max_input_length: must be in [0, 2147483648]");
   const double poll = absl::GetFlag(FLAGS_model_poll_interval_s);
   if (!(poll >= 0 && poll <= 86400))
     return absl::InvalidArgumentError("--model_poll_interval_s: must be in [0, 86400]");

@@ -287,9 +287,13 @@ class HubDownloadTest(unittest.TestCase):
              "org/no-tokenizer: neither tokenizer.json nor vocab.txt is in the repository"),
             ("org/no-config", {"exclude": ["config.json"]}, 1,
              "org/no-config: no config.json in the repository"),
-            ("org/pickle", {"exclude": ["model.safetensors"], "extra": {"pytorch_model.bin": "x"}},
-             1, "org/pickle: the repository has pytorch_model.bin but no model.safetensors. "
-                "Backbone weights are read from safetensors only"),
+            # Only pytorch_model.bin: fetched, as Checkpoint reads it (with no other extra).
+            ("org/pickle", {"exclude": ["model.safetensors"],
+                            "extra": {"pytorch_model.bin": "x", "onnx/model.onnx": "onnx"}}, 0,
+             None),
+            ("org/no-weights", {"exclude": ["model.safetensors"], "extra": {"tf_model.h5": "x"}},
+             1, "org/no-weights: no weights in the repository (none of model.safetensors, "
+                "model.safetensors.index.json, pytorch_model.bin, pytorch_model.bin.index.json)"),
             ("org/nope", None, 1, "org/nope: revision main: repository not found on " + self.hub.url),
         ]
         repos = {repo: {"revisions": {"main": self.v1}, **extra_config}
@@ -306,6 +310,11 @@ class HubDownloadTest(unittest.TestCase):
         listed = model_files(os.path.join(self.folder("org/extras"), "snapshots",
                                           os.listdir(os.path.join(self.folder("org/extras"), "snapshots"))[0]))
         self.assertEqual(sorted(listed), sorted(self.files))
+        pickle = os.path.join(self.folder("org/pickle"), "snapshots")
+        pickle = os.path.join(pickle, os.listdir(pickle)[0])
+        self.assertIn("pytorch_model.bin", model_files(pickle))
+        self.assertNotIn("model.safetensors", model_files(pickle))
+        self.assertNotIn("onnx/model.onnx", model_files(pickle))
         snapshot = os.path.join(self.folder("org/no-optional"), "snapshots")
         self.assertNotIn("tokenizer_config.json",
                          os.listdir(os.path.join(snapshot, os.listdir(snapshot)[0])))

@@ -18,9 +18,11 @@ class ServerRunner:
             [binary, "--listen=127.0.0.1:0", "--http-listen=127.0.0.1:0", *pins, *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", env=env)
         self.stderr_text = ""
+        self.log_text = ""  # stdout: what start-up read, and the rest once stopped
         self.grpc_address = self.http_address = self.openai_address = None
         deadline = time.time() + timeout
         for line in self.process.stdout:
+            self.log_text += line
             if line.startswith("{"):  # --log-format=json
                 line = "embedding_server: " + json.loads(line)["message"]
             if m := re.search(r"grpc listening on (\S+)", line):
@@ -45,6 +47,7 @@ class ServerRunner:
                 self.process.kill()
                 self.process.wait()
         if not self.process.stderr.closed:
+            self.log_text += self.process.stdout.read()
             self.stderr_text = self.process.stderr.read()
             self.process.stderr.close()
             self.process.stdout.close()

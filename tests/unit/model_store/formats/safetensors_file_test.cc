@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "model_store/formats/safetensors_writer.h"
 #include "tests/testing/test_models.h"
 
@@ -103,9 +106,45 @@ TEST(SafetensorsFile, MalformedJson) {
 
 TEST(SafetensorsFile, UnknownDtypeNamesTensorAndDtype) {
   const auto status = Parse(WithHeader(
-      R"({"w": {"dtype": "F64", "shape": [1], "data_offsets": [0, 8]}})", std::string(8, '\0')));
+      R"({"w": {"dtype": "C64", "shape": [1], "data_offsets": [0, 8]}})", std::string(8, '\0')));
   EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(status.message(), AllOf(HasSubstr("'w'"), HasSubstr("F64"), HasSubstr("BF16")));
+  EXPECT_THAT(status.message(), AllOf(HasSubstr("'w'"), HasSubstr("C64"), HasSubstr("BF16")));
+}
+
+// transformers saved an I64 position_ids buffer from 2020 to 2023: every dtype of the format
+// parses, with its own element size (a wrong size would be a shape/offsets mismatch).
+TEST(SafetensorsFile, EveryDtypeOfTheFormatParsesWithItsElementSize) {
+  for (const auto& [name, size] : std::vector<std::pair<std::string, int>>{{"F64", 8},
+                                                                           {"F32", 4},
+                                                                           {"F16", 2},
+                                                                           {"BF16", 2},
+                                                                           {"I64", 8},
+                                                                           {"I32", 4},
+                                                                           {"I16", 2},
+                                                                           {"I8", 1},
+                                                                           {"U64", 8},
+                                                                           {"U32", 4},
+                                                                           {"U16", 2},
+                                                                           {"U8", 1},
+                                                                           {"BOOL", 1},
+                                                                           {"F8_E4M3", 1},
+                                                                           {"F8_E5M2", 1}}) {
+    const std::string header =
+        absl::StrCat(R"({"t": {"dtype": ")", name, R"(", "shape": [1, 3], "data_offsets": [0, )",
+                     3 * size, "]}}");
+    auto bytes = WithHeader(header, std::string(3 * size, '\0'));
+    auto file = SafetensorsFile::FromBytes("f", reinterpret_cast<const uint8_t*>(bytes.data()),
+                                           bytes.size());
+    ASSERT_TRUE(file.ok()) << name << ": " << file.status();
+    const TensorView& view = (*file)->tensors().at("t");
+    EXPECT_STREQ(DTypeName(view.dtype), name.c_str());
+    EXPECT_EQ(view.size_bytes, static_cast<size_t>(3 * size));
+    const auto wrong =
+        WithHeader(absl::StrCat(R"({"t": {"dtype": ")", name,
+                                R"(", "shape": [1, 3], "data_offsets": [0, )", 3 * size + 1, "]}}"),
+                   std::string(3 * size + 1, '\0'));
+    EXPECT_THAT(std::string(Parse(wrong).message()), HasSubstr("span")) << name;
+  }
 }
 
 TEST(SafetensorsFile, OffsetsOutOfRange) {

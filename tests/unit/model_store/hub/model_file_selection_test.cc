@@ -125,6 +125,29 @@ TEST(ModelFileSelectionTest, BgeM3HeadsComeAlongPreferringSafetensorsCopies) {
                                   "colbert_linear.safetensors", "model.safetensors"));
 }
 
+TEST(ModelFileSelectionTest, PytorchModelBinIsTakenWhenNoSafetensorsExists) {
+  // An older fine-tune: only pytorch_model.bin, and sentence-transformers' config under the
+  // name its RoBERTa base gave it.
+  FakeRepo repo{{"config.json", "tokenizer.json", "pytorch_model.bin", "tf_model.h5",
+                 "sentence_roberta_config.json", "README.md"}};
+  auto files = SelectModelFiles("org/old", repo.listing, repo.Reader());
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_THAT(*files, ElementsAre("config.json", "tokenizer.json", "sentence_roberta_config.json",
+                                  "pytorch_model.bin"));
+}
+
+TEST(ModelFileSelectionTest, ShardedPytorchModelBinComesWithItsShards) {
+  FakeRepo repo{{"config.json", "vocab.txt", "pytorch_model.bin.index.json",
+                 "pytorch_model-00001-of-00002.bin", "pytorch_model-00002-of-00002.bin"}};
+  repo.texts["pytorch_model.bin.index.json"] = R"({"weight_map": {
+      "a": "pytorch_model-00002-of-00002.bin", "b": "pytorch_model-00001-of-00002.bin"}})";
+  auto files = SelectModelFiles("org/sharded", repo.listing, repo.Reader());
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_THAT(*files,
+              ElementsAre("config.json", "vocab.txt", "pytorch_model.bin.index.json",
+                          "pytorch_model-00001-of-00002.bin", "pytorch_model-00002-of-00002.bin"));
+}
+
 TEST(ModelFileSelectionTest, ShardsComeFromTheIndexOnceEach) {
   FakeRepo repo{{"config.json", "vocab.txt", "model.safetensors.index.json",
                  "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
@@ -157,19 +180,16 @@ TEST(ModelFileSelectionTest, EachRefusalNamesTheRepositoryAndWhy) {
        {},
        absl::StatusCode::kNotFound,
        "org/x: neither tokenizer.json nor vocab.txt"},
-      {{"config.json", "tokenizer.json", "pytorch_model.bin"},
-       {},
-       absl::StatusCode::kFailedPrecondition,
-       "org/x: the repository has pytorch_model.bin but no model.safetensors. Backbone weights "
-       "are read from safetensors only"},
-      {{"config.json", "tokenizer.json", "pytorch_model.bin.index.json"},
-       {},
-       absl::StatusCode::kFailedPrecondition,
-       "--model=org/x@refs/pr/1"},
-      {{"config.json", "tokenizer.json", "model.onnx"},
+      {{"config.json", "tokenizer.json", "model.onnx", "tf_model.h5"},
        {},
        absl::StatusCode::kNotFound,
-       "org/x: no model.safetensors or model.safetensors.index.json"},
+       "org/x: no weights in the repository (none of model.safetensors, "
+       "model.safetensors.index.json, pytorch_model.bin, pytorch_model.bin.index.json)"},
+      {{"config.json", "tokenizer.json", "pytorch_model.bin.index.json"},
+       {{"pytorch_model.bin.index.json", R"({"weight_map": {"a": "pytorch_model-1.bin"}})"}},
+       absl::StatusCode::kNotFound,
+       "org/x: pytorch_model.bin.index.json names pytorch_model-1.bin, which is not in the "
+       "repository"},
       {{"config.json", "tokenizer.json", index},
        {{index, R"({"weight_map": {"a": "gone.safetensors"}})"}},
        absl::StatusCode::kNotFound,

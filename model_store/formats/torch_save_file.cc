@@ -1,6 +1,4 @@
-#include "model_store/encoder/torch_state_dict.h"
-
-#include <caffe2/serialize/inline_container.h>
+#include "model_store/formats/torch_save_file.h"
 
 #include <cstring>
 #include <memory>
@@ -9,6 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "model_store/formats/zip_archive.h"
 
 namespace embedding::model_store {
 namespace {
@@ -18,12 +18,18 @@ struct Value;
 using ValuePtr = std::shared_ptr<Value>;
 enum class Callable { kOrderedDict, kRebuildTensor };
 struct StorageType {
-  torch::ScalarType dtype;
+  DType dtype;
 };
 struct StorageRef {
-  torch::ScalarType dtype;
-  std::string key;
-  int64_t numel = 0;
+  DType dtype;
+  std::string record;  // the archive's record that holds it
+};
+// A view of a storage, as _rebuild_tensor_v2 describes it (checked to stay inside it).
+struct TensorSpec {
+  DType dtype;
+  std::string record;
+  int64_t offset = 0;
+  std::vector<int64_t> sizes, strides;
 };
 struct Tuple {
   std::vector<ValuePtr> items;
@@ -33,7 +39,7 @@ struct Dict {
 };
 struct Value {
   std::variant<std::monostate, bool, int64_t, std::string, Tuple, Dict, Callable, StorageType,
-               StorageRef, torch::Tensor>
+               StorageRef, TensorSpec>
       v;
 };
 
@@ -41,9 +47,10 @@ ValuePtr Make(decltype(Value::v) v) { return std::make_shared<Value>(Value{std::
 
 class PickleReader {
  public:
-  PickleReader(const std::string& path, caffe2::serialize::PyTorchStreamReader* archive,
+  // `records` is the archive's folder ("archive/"), where the storages live as data/<key>.
+  PickleReader(const std::string& path, const ZipArchive* archive, std::string records,
                const std::string& pickle)
-      : path_(path), archive_(archive), in_(pickle) {}
+      : path_(path), archive_(archive), records_(std::move(records)), in_(pickle) {}
 
   absl::StatusOr<ValuePtr> Run() {
     while (pos_ < in_.size()) {
@@ -235,18 +242,22 @@ class PickleReader {
     if (module == "torch._utils" && name == "_rebuild_tensor_v2")
       return Push(Make(Callable::kRebuildTensor));
     if (module == "torch") {
-      static const std::map<std::string, torch::ScalarType> kStorages = {
-          {"FloatStorage", torch::kFloat32},
-          {"HalfStorage", torch::kFloat16},
-          {"BFloat16Storage", torch::kBFloat16},
-          {"DoubleStorage", torch::kFloat64}};
+      // Every typed storage torch.save names: integer ones hold buffers such as BERT's
+      // `position_ids`, which the model ignores but must be able to read past.
+      static const std::map<std::string, DType> kStorages = {
+          {"FloatStorage", DType::kF32},     {"HalfStorage", DType::kF16},
+          {"BFloat16Storage", DType::kBF16}, {"DoubleStorage", DType::kF64},
+          {"LongStorage", DType::kI64},      {"IntStorage", DType::kI32},
+          {"ShortStorage", DType::kI16},     {"CharStorage", DType::kI8},
+          {"ByteStorage", DType::kU8},       {"BoolStorage", DType::kBool}};
       if (auto it = kStorages.find(name); it != kStorages.end())
         return Push(Make(StorageType{it->second}));
     }
     return absl::InvalidArgumentError(absl::StrCat(
-        "global '", module, ".", name, "' is refused: a head file may hold only tensors"));
+        "global '", module, ".", name, "' is refused: a weights file may hold only tensors"));
   }
-  // ('storage', storage type, key, location, numel) -> a storage of the archive.
+  // ('storage', storage type, key, location, numel) -> a storage of the archive, whose record
+  // must hold exactly numel elements (checked from the zip's directory, nothing read yet).
   absl::Status PersistentId() {
     auto id = Pop();
     if (!id.ok()) return id.status();
@@ -255,9 +266,18 @@ class PickleReader {
     auto* type = std::get_if<StorageType>(&t->items[1]->v);
     auto* key = std::get_if<std::string>(&t->items[2]->v);
     auto* numel = std::get_if<int64_t>(&t->items[4]->v);
-    if (type == nullptr || key == nullptr || numel == nullptr || *numel < 0)
+    if (type == nullptr || key == nullptr || numel == nullptr || *numel < 0 ||
+        key->find('/') != std::string::npos)
       return absl::InvalidArgumentError("bad storage id");
-    return Push(Make(StorageRef{type->dtype, *key, *numel}));
+    const std::string record = records_ + "data/" + *key;
+    auto bytes = archive_->StoredSize(record);
+    if (!bytes.ok()) return absl::InvalidArgumentError(bytes.status().message());
+    const uint64_t element = DTypeSize(type->dtype);
+    if (*bytes % element != 0 || *bytes / element != static_cast<uint64_t>(*numel))
+      return absl::InvalidArgumentError(absl::StrCat("storage '", record, "' holds ", *bytes,
+                                                     " bytes, not ", *numel, " elements of ",
+                                                     element));
+    return Push(Make(StorageRef{type->dtype, record}));
   }
   absl::Status Reduce() {
     auto args = Pop();
@@ -274,7 +294,7 @@ class PickleReader {
     return Push(Make(*std::move(tensor)));
   }
   // _rebuild_tensor_v2(storage, offset, size, stride, requires_grad, hooks[, metadata]).
-  absl::StatusOr<torch::Tensor> RebuildTensor(const std::vector<ValuePtr>& a) {
+  absl::StatusOr<TensorSpec> RebuildTensor(const std::vector<ValuePtr>& a) {
     if (a.size() < 4) return absl::InvalidArgumentError("bad tensor");
     auto* storage = std::get_if<StorageRef>(&a[0]->v);
     auto* offset = std::get_if<int64_t>(&a[1]->v);
@@ -282,7 +302,7 @@ class PickleReader {
     auto* stride = std::get_if<Tuple>(&a[3]->v);
     if (!storage || !offset || !size || !stride || size->items.size() != stride->items.size())
       return absl::InvalidArgumentError("bad tensor");
-    std::vector<int64_t> sizes, strides;
+    TensorSpec spec{storage->dtype, storage->record, *offset, {}, {}};
     bool empty = false;
     int64_t last = *offset;  // the last element the view touches
     for (size_t i = 0; i < size->items.size(); ++i) {
@@ -290,26 +310,17 @@ class PickleReader {
       auto* s = std::get_if<int64_t>(&stride->items[i]->v);
       if (!n || !s || *n < 0 || *s < 0 || *n > (int64_t{1} << 31) || *s > (int64_t{1} << 31))
         return absl::InvalidArgumentError("bad tensor shape");
-      sizes.push_back(*n);
-      strides.push_back(*s);
+      spec.sizes.push_back(*n);
+      spec.strides.push_back(*s);
       empty = empty || *n == 0;
       if (*n > 0) last += (*n - 1) * *s;
     }
-    if (*offset < 0 || (!empty && last >= storage->numel))
+    auto bytes = archive_->StoredSize(storage->record);
+    if (!bytes.ok()) return absl::InvalidArgumentError(bytes.status().message());
+    const auto numel = static_cast<int64_t>(*bytes / DTypeSize(storage->dtype));
+    if (*offset < 0 || (!empty && last >= numel))
       return absl::InvalidArgumentError("tensor reaches past its storage");
-    const std::string record = "data/" + storage->key;
-    if (!archive_->hasRecord(record))
-      return absl::InvalidArgumentError(absl::StrCat("missing storage record '", record, "'"));
-    auto [data, bytes] = archive_->getRecord(record);
-    const int64_t element = static_cast<int64_t>(c10::elementSize(storage->dtype));
-    if (bytes % element != 0 || static_cast<int64_t>(bytes / element) != storage->numel)
-      return absl::InvalidArgumentError(absl::StrCat("storage '", record, "' holds ", bytes,
-                                                     " bytes, not ", storage->numel,
-                                                     " elements of ", element));
-    torch::Tensor flat =
-        torch::empty({storage->numel}, torch::TensorOptions().dtype(storage->dtype));
-    std::memcpy(flat.data_ptr(), data.get(), bytes);
-    return flat.as_strided(sizes, strides, *offset).contiguous();
+    return spec;
   }
   // A dict's state (state_dict's `_metadata`) is dropped; nothing else may be built.
   absl::Status Build() {
@@ -328,7 +339,8 @@ class PickleReader {
 
   static constexpr size_t kMaxStack = 1 << 16;
   const std::string& path_;
-  caffe2::serialize::PyTorchStreamReader* archive_;
+  const ZipArchive* archive_;
+  const std::string records_;
   const std::string& in_;
   size_t pos_ = 0;
   bool truncated_ = false;
@@ -338,39 +350,97 @@ class PickleReader {
   ValuePtr result_;
 };
 
+// The view's elements, in row-major order, copied out of `storage`.
+std::string Gather(const TensorSpec& spec, const std::string& storage) {
+  const size_t element = DTypeSize(spec.dtype);
+  int64_t numel = 1;
+  for (int64_t n : spec.sizes) numel *= n;
+  std::string out(static_cast<size_t>(numel) * element, '\0');
+  std::vector<int64_t> index(spec.sizes.size(), 0);
+  for (int64_t i = 0; i < numel; ++i) {
+    int64_t at = spec.offset;
+    for (size_t d = 0; d < index.size(); ++d) at += index[d] * spec.strides[d];
+    std::memcpy(out.data() + i * element, storage.data() + at * element, element);
+    for (size_t d = index.size(); d-- > 0;) {  // the next index, last dimension fastest
+      if (++index[d] < spec.sizes[d]) break;
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
+bool IsRowMajor(const TensorSpec& spec) {
+  int64_t expected = 1;
+  for (size_t d = spec.sizes.size(); d-- > 0;) {
+    if (spec.sizes[d] != 1 && spec.strides[d] != expected) return false;
+    expected *= spec.sizes[d];
+  }
+  return true;
+}
+
 }  // namespace
 
-absl::StatusOr<std::map<std::string, torch::Tensor>> ReadTorchStateDict(const std::string& path) {
-  std::unique_ptr<caffe2::serialize::PyTorchStreamReader> archive;
-  std::string pickle;
-  try {
-    archive = std::make_unique<caffe2::serialize::PyTorchStreamReader>(path);
-    if (!archive->hasRecord("data.pkl"))
-      return absl::DataLossError(absl::StrCat(path, ": no data.pkl in the archive"));
-    auto [data, size] = archive->getRecord("data.pkl");
-    pickle.assign(static_cast<const char*>(data.get()), size);
-  } catch (const c10::Error& e) {
-    return absl::DataLossError(absl::StrCat(path, ": not a readable torch.save archive (",
-                                            e.what_without_backtrace(), ")"));
+// Turns the pickle's top-level dict into the file's views (a friend of TorchSaveFile).
+class TorchSaveBuilder {
+ public:
+  static absl::Status Build(const std::string& path, const ZipArchive& archive, const Dict& dict,
+                            TorchSaveFile* file) {
+    for (const auto& [key, value] : dict.items) {
+      auto* name = std::get_if<std::string>(&key->v);
+      auto* spec = std::get_if<TensorSpec>(&value->v);
+      if (name == nullptr || spec == nullptr) {
+        return absl::DataLossError(
+            absl::StrCat(path, ": holds an entry that is not a named tensor"));
+      }
+      auto storage = file->storages_.find(spec->record);
+      if (storage == file->storages_.end()) {
+        ASSIGN_OR_RETURN(std::string bytes, archive.Read(spec->record));
+        storage = file->storages_.emplace(spec->record, std::move(bytes)).first;
+      }
+      TensorView view{*name, spec->dtype, spec->sizes, nullptr, 0, path};
+      view.size_bytes = DTypeSize(spec->dtype);
+      for (int64_t n : spec->sizes) view.size_bytes *= static_cast<size_t>(n);
+      if (view.size_bytes == 0) {
+        view.data = reinterpret_cast<const uint8_t*>(storage->second.data());
+      } else if (IsRowMajor(*spec)) {
+        view.data = reinterpret_cast<const uint8_t*>(storage->second.data()) +
+                    spec->offset * DTypeSize(spec->dtype);
+      } else {
+        const std::string& gathered = file->gathered_[*name] = Gather(*spec, storage->second);
+        view.data = reinterpret_cast<const uint8_t*>(gathered.data());
+      }
+      file->tensors_[*name] = std::move(view);
+    }
+    return absl::OkStatus();
   }
-  absl::StatusOr<ValuePtr> root;
-  try {
-    root = PickleReader(path, archive.get(), pickle).Run();
-  } catch (const c10::Error& e) {
-    return absl::DataLossError(absl::StrCat(path, ": ", e.what_without_backtrace()));
+};
+
+absl::StatusOr<std::unique_ptr<TorchSaveFile>> TorchSaveFile::Open(const std::string& path) {
+  auto archive = ZipArchive::Open(path);
+  if (!archive.ok()) {
+    return absl::DataLossError(absl::StrCat(
+        archive.status().message(),
+        "; torch.save's legacy format (PyTorch before 1.6) is not read: save it again with a "
+        "newer PyTorch, or as safetensors"));
   }
-  if (!root.ok()) return root.status();
-  auto* dict = std::get_if<Dict>(&(*root)->v);
+  // Every record sits in one folder named after the archive ("archive/", "pytorch_model/").
+  const std::string first = (*archive)->FirstName();
+  const std::string records = first.substr(0, first.find('/') + 1);
+  if (records.empty() || !(*archive)->Has(records + "data.pkl"))
+    return absl::DataLossError(absl::StrCat(path, ": no data.pkl in the archive"));
+  if ((*archive)->Has(records + "byteorder")) {
+    ASSIGN_OR_RETURN(std::string order, (*archive)->Read(records + "byteorder"));
+    if (order != "little")
+      return absl::DataLossError(absl::StrCat(path, ": byte order '", order.substr(0, 16),
+                                              "'; only little-endian files are read"));
+  }
+  ASSIGN_OR_RETURN(const std::string pickle, (*archive)->Read(records + "data.pkl"));
+  ASSIGN_OR_RETURN(ValuePtr root, PickleReader(path, archive->get(), records, pickle).Run());
+  auto* dict = std::get_if<Dict>(&root->v);
   if (dict == nullptr) return absl::DataLossError(absl::StrCat(path, ": does not hold a dict"));
-  std::map<std::string, torch::Tensor> tensors;
-  for (const auto& [key, value] : dict->items) {
-    auto* name = std::get_if<std::string>(&key->v);
-    auto* tensor = std::get_if<torch::Tensor>(&value->v);
-    if (name == nullptr || tensor == nullptr)
-      return absl::DataLossError(absl::StrCat(path, ": holds an entry that is not a named tensor"));
-    tensors[*name] = *tensor;
-  }
-  return tensors;
+  auto file = std::unique_ptr<TorchSaveFile>(new TorchSaveFile());
+  RETURN_IF_ERROR(TorchSaveBuilder::Build(path, **archive, *dict, file.get()));
+  return file;
 }
 
 }  // namespace embedding::model_store
