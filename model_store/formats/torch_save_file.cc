@@ -320,6 +320,15 @@ class PickleReader {
     const auto numel = static_cast<int64_t>(*bytes / DTypeSize(storage->dtype));
     if (*offset < 0 || (!empty && last >= numel))
       return absl::InvalidArgumentError("tensor reaches past its storage");
+    // A view with more elements than its storage repeats them (zero strides): gathering it
+    // would allocate in proportion to its claimed sizes, not to the file.
+    int64_t elements = 1;
+    for (int64_t n : spec.sizes) {
+      if (n > 0 && elements > numel / n)
+        return absl::InvalidArgumentError(
+            "tensor has more elements than its storage (a repeating view)");
+      elements *= n;
+    }
     return spec;
   }
   // A dict's state (state_dict's `_metadata`) is dropped; nothing else may be built.

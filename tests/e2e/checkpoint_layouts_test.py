@@ -319,6 +319,15 @@ class CheckpointLayoutsTest(unittest.TestCase):
         self.assert_refused(out, os.path.join(out, "pytorch_model.bin"), "global 'posix.system'")
         self.assertFalse(os.path.exists(self.marker))
 
+    def test_a_view_claiming_more_elements_than_its_storage_is_refused(self):
+        # One float viewed as 2^31 x 2^31 (zero strides): refused before anything is gathered.
+        weights = OrderedDict(self.corpus.tensors("bert"))
+        weights["huge"] = torch.zeros(1).expand(2 ** 31, 2 ** 31)
+        out = self.corpus.layout("repeating-view")
+        torch.save(weights, os.path.join(out, "pytorch_model.bin"))
+        self.assert_refused(out, os.path.join(out, "pytorch_model.bin"),
+                            "more elements than its storage")
+
     def test_the_legacy_torch_save_format_is_refused_naming_the_file(self):
         out = self.corpus.layout("legacy-bin")
         torch.save(self.corpus.tensors("bert"), os.path.join(out, "pytorch_model.bin"),
