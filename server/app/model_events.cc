@@ -9,7 +9,7 @@ namespace embedding::server {
 namespace {
 
 // "model 'demo' version 1 (bert, 384 dims, window 510 tokens (512 with special tokens, by
-// config.json max_position_embeddings), fp32, weights from model.safetensors)", and for a Hub model
+// config.json max_position_embeddings), weights from model.safetensors, fp32)", and for a Hub model
 // "from BAAI/bge-m3 at main, commit 5617a9f6...".
 void LogServing(const ServedModel& served) {
   const model_store::Model& model = *served.model;
@@ -21,9 +21,9 @@ void LogServing(const ServedModel& served) {
             absl::StrCat("model '", served.name, "' version ", served.version, origin, " (",
                          model.config().family, ", ", model.config().hidden_size, " dims, window ",
                          model.max_content_tokens(), " tokens (", model.max_input_length(),
-                         " with special tokens, by ", model.window_source(), "), ",
-                         model_store::ComputeDTypeName(model.encoder().dtype()), ", weights from ",
-                         model.weights_layout(), ")",
+                         " with special tokens, by ", model.window_source(), "), weights from ",
+                         model.weights_layout(), ", ",
+                         model_store::ComputeDTypeName(model.encoder().dtype()), ")",
                          model.is_demo() ? " -- DEMO model: random weights, vectors are "
                                            "not semantically meaningful"
                                          : ""));
