@@ -19,6 +19,10 @@ struct CallBudget {
   double tokens_per_second = 0;  // the probe's
   double bytes_per_token = 0;    // the probe document's
   absl::Duration floor;          // --timeout-s: no call gets less
+  // What the probe embedded; no documents when there was nothing left to embed.
+  std::string probe_bucket;
+  size_t probe_documents = 0;
+  uint64_t probe_tokens = 0;  // special tokens included, as the server counts them
 
   // The deadline of a call carrying `bytes` of text: the floor, or four times the probe's pace
   // (room for a busy server) when that is longer.
@@ -26,19 +30,22 @@ struct CallBudget {
   double SecondsFor(size_t bytes) const;
 };
 
-// The probe's size in tokens: a call of the longest bucket's documents as the run sends them
-// (batched: one document alone runs at about half the pace on a base-sized model), up to this
-// many tokens, so that a bucket of 8k-token documents is probed with one, a minute's work for a
-// real model on 2 cores.
+// The probe's bound in tokens: a call of the longest bucket's documents as the run sends them
+// (batched: one document alone runs at about half the pace on a base-sized model), as many as
+// fit in this many tokens, so that a bucket of 8k-token documents is probed with one (a
+// minute's work for a real model on 2 cores); one document longer than this is probed alone.
 inline constexpr uint32_t kProbeTokens = 4096;
 
-// Embeds the longest bucket's first documents (kProbeTokens' worth, at most `batch`, at least
-// one) at τ = 1, truncated to one window, in one call, and times it. The server's error, naming
+// Embeds the first documents of the longest bucket with work left (a (bucket, τ) that `state`
+// lacks; null: every bucket has) at τ = 1, truncated to one window, in one call, and times it:
+// as many as fit in kProbeTokens by the server's Tokenize count, at most `batch`, at least one.
+// With no work left it embeds nothing and the budget has no pace. The server's error, naming
 // the probe, when it fails.
 absl::StatusOr<CallBudget> ProbeCallBudget(EmbeddingClient& client,
                                            const std::vector<BucketTask>& tasks,
-                                           const std::string& model, size_t batch,
-                                           absl::Duration floor);
+                                           const std::vector<float>& grid,
+                                           const CalibrationState* state, const std::string& model,
+                                           size_t batch, absl::Duration floor);
 
 // Per bucket: documents and queries, about how many tokens each τ sends, and the estimated
 // time; then the grid and the total, less what `state` already holds.

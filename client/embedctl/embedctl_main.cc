@@ -418,9 +418,11 @@ int Calibrate(EmbeddingClient& client) {
     return Fail(absl::InvalidArgumentError("--min-gain-se: must be >= 0"));
   options.progress = ProgressPrinter("calibrate");
   options.in_flight = CallsInFlight();
-  auto tasks_built = BuildRetrievalTasks(client, *corpus, options.tasks);
-  if (!tasks_built.ok()) return Fail(tasks_built.status());
-  const std::string tasks_json = TasksJson(*tasks_built);
+  auto built = BuildRetrievalTasks(client, *std::move(corpus), options.tasks);
+  if (!built.ok()) return Fail(built.status());
+  std::cerr << FormatTaskSummary(*built);
+  const std::vector<BucketTask>& tasks_built = built->buckets;
+  const std::string tasks_json = TasksJson(*built);
   if (const std::string path = absl::GetFlag(FLAGS_tasks_json); !path.empty())
     std::ofstream(path) << tasks_json;
   std::optional<CalibrationState> state;
@@ -436,13 +438,12 @@ int Calibrate(EmbeddingClient& client) {
   } else if (absl::GetFlag(FLAGS_resume)) {
     return Fail(absl::InvalidArgumentError("--resume: needs a --state-file"));
   }
-  auto budget =
-      ProbeCallBudget(client, *tasks_built, options.tasks.model, options.batch,
-                      client.options().timeout);
+  auto budget = ProbeCallBudget(client, tasks_built, options.grid, options.state,
+                                options.tasks.model, options.batch, client.options().timeout);
   if (!budget.ok()) return Fail(budget.status());
   options.budget = *budget;
-  std::cerr << FormatCalibrationPlan(*tasks_built, options.grid, *budget, options.state);
-  auto calibration = RunCalibration(client, *tasks_built, options);
+  std::cerr << FormatCalibrationPlan(tasks_built, options.grid, *budget, options.state);
+  auto calibration = RunCalibration(client, tasks_built, options);
   if (!calibration.ok()) return Fail(calibration.status());
   std::cout << FormatCalibrationTable(*calibration);
   if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty())
@@ -486,11 +487,12 @@ int Eval(EmbeddingClient& client) {
   options.fixed_tau = static_cast<float>(absl::GetFlag(FLAGS_fixed_temperature));
   options.progress = ProgressPrinter("eval");
   options.in_flight = CallsInFlight();
-  auto tasks = BuildRetrievalTasks(client, *corpus, options.tasks);
+  auto tasks = BuildRetrievalTasks(client, *std::move(corpus), options.tasks);
   if (!tasks.ok()) return Fail(tasks.status());
+  std::cerr << FormatTaskSummary(*tasks);
   if (const std::string path = absl::GetFlag(FLAGS_tasks_json); !path.empty())
     std::ofstream(path) << TasksJson(*tasks);
-  auto report = RunEval(client, *tasks, options);
+  auto report = RunEval(client, tasks->buckets, options);
   if (!report.ok()) return Fail(report.status());
   std::cout << FormatEvalTable(*report);
   if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty())

@@ -12,9 +12,11 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "client/embedctl/task_uniqueness.h"
 #include "common/length_buckets.h"
 #include "common/name_table.h"
 #include "nlohmann/json.hpp"
@@ -93,77 +95,142 @@ std::pair<uint64_t, uint64_t> LengthRange(const LengthBucket& bucket, uint64_t l
   return {std::max<uint64_t>(bucket.min_tokens, lower_floor), upper};
 }
 
+// A bucket's task, or why a bucket within reach got none (empty when it is out of reach).
+struct BuiltTask {
+  BucketTask task;
+  std::string unfilled;
+};
+
+// How hard a pool tries before its bucket is given up: facts rejected per haystack (a corpus
+// where most openings repeat cannot hold unique needles, and each rejection costs a pass over
+// the pool's text), and haystacks per pool (one may itself hold the facts' text).
+size_t RejectionsPerHaystack(const RetrievalTaskOptions& options) { return 4 * options.pool_size; }
+constexpr size_t kHaystacksPerPool = 4;
+// Spans tried per lexical document before it is left out (a span may be boilerplate).
+constexpr size_t kSpansPerDocument = 3;
+
 // Passkey or needle: pools of one haystack each, its copies differing only in their fact. All
 // `pools` or none, so that every bucket's rows weigh the same depths.
-BucketTask FactTask(const std::vector<TokenizedText>& corpus, const LengthBucket& bucket,
-                    size_t pools, const RetrievalTaskOptions& options, std::mt19937_64& rng) {
-  BucketTask task{bucket.label, static_cast<uint32_t>(bucket.min_tokens), options.kind,
-                  options.pool_size};
+BuiltTask FactTask(const std::vector<TokenizedText>& corpus, const LengthBucket& bucket,
+                   size_t pools, const RetrievalTaskOptions& options, std::mt19937_64& rng) {
+  BuiltTask built{{bucket.label, static_cast<uint32_t>(bucket.min_tokens), options.kind,
+                   options.pool_size},
+                  ""};
+  BucketTask& task = built.task;
   const uint32_t room = FactRoom(options);
   auto [lower, upper] = LengthRange(bucket, room / 2, options);
-  if (upper < room || upper - room < lower) return task;
+  if (upper < room || upper - room < lower) return built;
   upper -= room;  // the haystack leaves its fact room inside the bucket
   const uint32_t needle_tokens = 2 * options.query_tokens;
   for (size_t p = 0; p < pools; ++p) {
-    const auto length = static_cast<uint32_t>(lower + rng() % (upper - lower + 1));
-    std::vector<bool> used;
-    const TokenizedText haystack = Haystack(corpus, rng() % corpus.size(), length, &used);
-    if (haystack.byte_spans.empty()) return {};  // too little text for this bucket
     const float depth = kFactDepths[p % std::size(kFactDepths)];
-    std::vector<std::string> facts, queries;
-    if (options.kind == RetrievalTaskKind::kPasskey) {
-      std::vector<uint32_t> keys;
-      while (keys.size() < options.pool_size) {
-        const auto key = static_cast<uint32_t>(10000 + rng() % 90000);
-        if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+    size_t haystacks = 0;
+    for (; haystacks < kHaystacksPerPool; ++haystacks) {
+      const auto length = static_cast<uint32_t>(lower + rng() % (upper - lower + 1));
+      std::vector<bool> used;
+      const TokenizedText haystack = Haystack(corpus, rng() % corpus.size(), length, &used);
+      if (haystack.byte_spans.empty()) {
+        return {{}, absl::StrCat("too little text for a haystack of ", length, " tokens")};
       }
-      for (uint32_t key : keys) {
-        facts.push_back(
-            absl::StrCat("The pass key is ", key, ". Remember it. ", key, " is the pass key."));
-        queries.push_back(absl::StrCat("The pass key is ", key, "."));
+      UniquePool pool(haystack.text);
+      std::vector<std::string> documents, queries;
+      size_t rejected = 0;
+      // A fact joins the pool only if its query stays unique; otherwise it is redrawn.
+      auto offer = [&](const std::string& fact, std::string query) {
+        std::string document = Insert(haystack, depth, fact);
+        if (!pool.TryAdd(document, query)) {
+          ++rejected;
+          return;
+        }
+        documents.push_back(std::move(document));
+        queries.push_back(std::move(query));
+      };
+      const size_t limit = RejectionsPerHaystack(options);
+      if (options.kind == RetrievalTaskKind::kPasskey) {
+        std::vector<uint32_t> keys;  // every key drawn, so none is drawn twice
+        while (documents.size() < options.pool_size && rejected <= limit &&
+               keys.size() < 90000) {
+          const auto key = static_cast<uint32_t>(10000 + rng() % 90000);
+          if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
+          keys.push_back(key);
+          offer(absl::StrCat("The pass key is ", key, ". Remember it. ", key, " is the pass key."),
+                absl::StrCat("The pass key is ", key, "."));
+        }
+      } else {
+        // Needles: the openings of documents outside the haystack, from a random place on.
+        const size_t first = rng() % corpus.size();
+        for (size_t k = 0; k < corpus.size() && documents.size() < options.pool_size &&
+                           rejected <= limit;
+             ++k) {
+          const size_t d = (first + k) % corpus.size();
+          if (used[d] || corpus[d].byte_spans.size() < needle_tokens) continue;
+          offer(Slice(corpus[d], 0, needle_tokens), Slice(corpus[d], 0, options.query_tokens));
+        }
       }
-    } else {
-      // Needles: the openings of documents outside the haystack, from a random place on.
-      const size_t first = rng() % corpus.size();
-      for (size_t k = 0; k < corpus.size() && facts.size() < options.pool_size; ++k) {
-        const size_t d = (first + k) % corpus.size();
-        if (used[d] || corpus[d].byte_spans.size() < needle_tokens) continue;
-        facts.push_back(Slice(corpus[d], 0, needle_tokens));
-        queries.push_back(Slice(corpus[d], 0, options.query_tokens));
+      task.redrawn += rejected;
+      if (documents.size() < options.pool_size) continue;
+      for (size_t c = 0; c < options.pool_size; ++c) {
+        task.documents.push_back(std::move(documents[c]));
+        task.queries.push_back(std::move(queries[c]));
+        task.depths.push_back(depth);
       }
-      if (facts.size() < options.pool_size) return {};  // too few documents for needles
+      break;
     }
-    for (size_t c = 0; c < options.pool_size; ++c) {
-      task.documents.push_back(Insert(haystack, depth, facts[c]));
-      task.queries.push_back(std::move(queries[c]));
-      task.depths.push_back(depth);
+    task.redrawn += haystacks;  // the haystacks given up on
+    if (haystacks == kHaystacksPerPool) {
+      return {{},
+              absl::StrCat("no pool of ", options.pool_size, " ",
+                           options.kind == RetrievalTaskKind::kPasskey ? "keys" : "needles",
+                           " whose queries each have one right answer in ", kHaystacksPerPool,
+                           " haystacks (", task.redrawn, " draws redrawn); add more distinct "
+                           "documents")};
     }
   }
-  return task;
+  return built;
 }
 
 // Lexical: pools of different documents cut into the bucket, each query a span of its own.
-BucketTask LexicalTask(const std::vector<TokenizedText>& corpus, const LengthBucket& bucket,
-                       size_t pools, const RetrievalTaskOptions& options, std::mt19937_64& rng) {
-  BucketTask task{bucket.label, static_cast<uint32_t>(bucket.min_tokens), options.kind,
-                  options.pool_size};
+BuiltTask LexicalTask(const std::vector<TokenizedText>& corpus, const LengthBucket& bucket,
+                      size_t pools, const RetrievalTaskOptions& options, std::mt19937_64& rng) {
+  BuiltTask built{{bucket.label, static_cast<uint32_t>(bucket.min_tokens), options.kind,
+                   options.pool_size},
+                  ""};
+  BucketTask& task = built.task;
   const auto [lower, upper] = LengthRange(bucket, 2 * options.query_tokens, options);
-  if (upper < lower) return task;
+  if (upper < lower) return built;
+  UniquePool pool("");
+  size_t long_enough = 0;
   for (const TokenizedText& doc : corpus) {
     if (task.documents.size() >= pools * options.pool_size) break;
     const uint64_t available = std::min<uint64_t>(upper, doc.byte_spans.size());
     if (available < lower) continue;
+    ++long_enough;
     const auto length = static_cast<uint32_t>(lower + rng() % (available - lower + 1));
-    const auto start = static_cast<uint32_t>(rng() % (length - options.query_tokens + 1));
-    task.documents.push_back(Slice(doc, 0, length));
-    task.queries.push_back(Slice(doc, start, start + options.query_tokens));
-    task.depths.push_back(static_cast<float>(start) / static_cast<float>(length));
+    std::string document = Slice(doc, 0, length);
+    for (size_t tries = 0; tries < kSpansPerDocument; ++tries) {
+      const auto start = static_cast<uint32_t>(rng() % (length - options.query_tokens + 1));
+      std::string query = Slice(doc, start, start + options.query_tokens);
+      if (!pool.TryAdd(document, query)) {
+        ++task.redrawn;
+        continue;
+      }
+      task.documents.push_back(std::move(document));
+      task.queries.push_back(std::move(query));
+      task.depths.push_back(static_cast<float>(start) / static_cast<float>(length));
+      if (pool.size() == options.pool_size) pool = UniquePool("");
+      break;
+    }
   }
   const size_t whole = task.pools() * options.pool_size;  // drop a last partial pool
   task.documents.resize(whole);
   task.queries.resize(whole);
   task.depths.resize(whole);
-  return task;
+  if (task.pools() < 2) {
+    return {{}, absl::StrCat(long_enough, " documents of at least ", lower, " tokens, ",
+                             task.redrawn, " draws redrawn; two pools need ",
+                             2 * options.pool_size, " with unique spans")};
+  }
+  return built;
 }
 
 double Dot(const std::vector<float>& a, const std::vector<float>& b) {
@@ -212,35 +279,51 @@ absl::StatusOr<RetrievalTaskKind> ParseRetrievalTaskKind(std::string_view name) 
 
 const char* RetrievalTaskKindName(RetrievalTaskKind kind) { return NameOf(kTaskNames, kind); }
 
-absl::StatusOr<std::vector<BucketTask>> BuildRetrievalTasks(EmbeddingClient& client,
-                                                            const std::vector<std::string>& corpus,
-                                                            const RetrievalTaskOptions& options) {
+size_t DropDuplicateDocuments(std::vector<std::string>* corpus) {
+  absl::flat_hash_set<std::string> seen;
+  const size_t before = corpus->size();
+  corpus->erase(std::remove_if(corpus->begin(), corpus->end(),
+                               [&](const std::string& text) {
+                                 return !seen.insert(NormalizedText(text)).second;
+                               }),
+                corpus->end());
+  return before - corpus->size();
+}
+
+absl::StatusOr<RetrievalTasks> BuildRetrievalTasks(EmbeddingClient& client,
+                                                   std::vector<std::string> corpus,
+                                                   const RetrievalTaskOptions& options) {
+  const size_t duplicates = DropDuplicateDocuments(&corpus);
   std::vector<TokenizedText> docs;
-  for (const std::string& text : corpus) {
+  for (std::string& text : corpus) {
     v1::TokenizeRequest request;
     request.set_model(options.model);
     request.add_inputs(text);
     request.set_add_special_tokens(false);
     auto response = client.Tokenize(request);
     if (!response.ok()) return response.status();
-    TokenizedText doc{text, {}};
+    TokenizedText doc{std::move(text), {}};
     for (const auto& token : response->inputs(0).tokens())
       doc.byte_spans.emplace_back(token.byte_span().start(), token.byte_span().end());
     if (!doc.byte_spans.empty()) docs.push_back(std::move(doc));
   }
-  std::vector<BucketTask> tasks = MakeBucketTasks(docs, options);
-  if (tasks.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--corpus: too little text for two pools of ", options.pool_size, " ",
-                     RetrievalTaskKindName(options.kind),
-                     " documents in any length bucket; add longer or more documents"));
+  RetrievalTasks tasks = MakeBucketTasks(docs, options);
+  tasks.duplicates_dropped = duplicates;
+  if (tasks.buckets.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--corpus: too little text for two pools of ", options.pool_size, " ",
+        RetrievalTaskKindName(options.kind),
+        " documents in any length bucket; add longer or more documents",
+        tasks.unfilled.empty() ? "" : absl::StrCat(" (", tasks.unfilled.front().bucket, ": ",
+                                                   tasks.unfilled.front().reason, ")")));
   }
   return tasks;
 }
 
-std::vector<BucketTask> MakeBucketTasks(const std::vector<TokenizedText>& corpus,
-                                        const RetrievalTaskOptions& options) {
-  std::vector<BucketTask> tasks;
+RetrievalTasks MakeBucketTasks(const std::vector<TokenizedText>& corpus,
+                               const RetrievalTaskOptions& options) {
+  RetrievalTasks tasks;
+  tasks.documents = corpus.size();
   // A pool's pass keys are distinct five-digit numbers: at most 90,000 of them.
   if (corpus.empty() || options.pool_size < 2 || options.pool_size > 90000 ||
       options.query_tokens < 1) {
@@ -251,10 +334,14 @@ std::vector<BucketTask> MakeBucketTasks(const std::vector<TokenizedText>& corpus
   // std::mt19937_64's output is fixed by the standard (its distributions are not).
   std::mt19937_64 rng(options.seed);
   for (const LengthBucket& bucket : AllLengthBuckets()) {
-    BucketTask task = options.kind == RetrievalTaskKind::kLexical
+    BuiltTask built = options.kind == RetrievalTaskKind::kLexical
                           ? LexicalTask(corpus, bucket, pools, options, rng)
                           : FactTask(corpus, bucket, pools, options, rng);
-    if (task.pools() >= 2) tasks.push_back(std::move(task));
+    if (built.task.pools() >= 2) {
+      tasks.buckets.push_back(std::move(built.task));
+    } else if (!built.unfilled.empty()) {
+      tasks.unfilled.push_back({bucket.label, std::move(built.unfilled)});
+    }
     if (bucket.label == options.max_bucket) break;
   }
   return tasks;
@@ -331,16 +418,55 @@ std::vector<double> ReciprocalRanks(const std::vector<std::vector<float>>& queri
   return ranks;
 }
 
-std::string TasksJson(const std::vector<BucketTask>& tasks) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const BucketTask& t : tasks)
-    out.push_back({{"bucket", t.bucket},
-                   {"task", RetrievalTaskKindName(t.kind)},
-                   {"pool_size", t.pool_size},
-                   {"documents", t.documents},
-                   {"queries", t.queries},
-                   {"depths", t.depths}});
-  return out.dump() + "\n";
+std::string TasksJson(const RetrievalTasks& tasks) {
+  nlohmann::json buckets = nlohmann::json::array();
+  for (const BucketTask& t : tasks.buckets) {
+    const auto counts = QuerySpanCounts(t.documents, t.queries, t.pool_size);
+    std::vector<size_t> answers;
+    std::vector<uint32_t> answer_counts;
+    std::vector<std::vector<uint32_t>> other_counts;
+    for (size_t i = 0; i < t.queries.size(); ++i) {
+      const size_t own = i % t.pool_size;  // queries[i] finds documents[i]
+      answers.push_back(i);
+      answer_counts.push_back(counts[i][own]);
+      other_counts.push_back(counts[i]);
+      other_counts.back().erase(other_counts.back().begin() + static_cast<ptrdiff_t>(own));
+    }
+    buckets.push_back({{"bucket", t.bucket},
+                       {"task", RetrievalTaskKindName(t.kind)},
+                       {"pool_size", t.pool_size},
+                       {"redrawn", t.redrawn},
+                       {"documents", t.documents},
+                       {"queries", t.queries},
+                       {"depths", t.depths},
+                       {"answers", answers},
+                       {"answer_counts", answer_counts},
+                       {"other_counts", other_counts}});
+  }
+  nlohmann::json unfilled = nlohmann::json::array();
+  for (const UnfilledBucket& u : tasks.unfilled)
+    unfilled.push_back({{"bucket", u.bucket}, {"reason", u.reason}});
+  return nlohmann::json({{"documents", tasks.documents},
+                         {"duplicates_dropped", tasks.duplicates_dropped},
+                         {"buckets", buckets},
+                         {"unfilled", unfilled}})
+             .dump() +
+         "\n";
+}
+
+std::string FormatTaskSummary(const RetrievalTasks& tasks) {
+  size_t redrawn = 0;
+  for (const BucketTask& t : tasks.buckets) redrawn += t.redrawn;
+  std::string out = absl::StrCat("Tasks: ", tasks.documents, " distinct documents (",
+                                 tasks.duplicates_dropped,
+                                 " duplicates dropped by normalised text); every query has one "
+                                 "right answer (",
+                                 redrawn, " draws redrawn:");
+  for (const BucketTask& t : tasks.buckets) absl::StrAppend(&out, " ", t.bucket, " ", t.redrawn);
+  out += ")\n";
+  for (const UnfilledBucket& u : tasks.unfilled)
+    absl::StrAppend(&out, "Bucket ", u.bucket, " cannot be filled: ", u.reason, "\n");
+  return out;
 }
 
 }  // namespace embedding::client

@@ -9,8 +9,9 @@
 // - lexical: different documents cut into the bucket, each query a span copied from its
 //   document (a topical match of the whole document is enough).
 // Depths cycle over the pools (start, quarter, middle, three quarters, end), and pools alternate
-// between the calibration half (even) and the held-out half (odd). `embedctl calibrate` and
-// `embedctl eval` score models on them.
+// between the calibration half (even) and the held-out half (odd). Every query has exactly one
+// right answer (task_uniqueness.h): a key, needle or span that would break that is redrawn.
+// `embedctl calibrate` and `embedctl eval` score models on them.
 #pragma once
 
 #include <cstdint>
@@ -65,7 +66,24 @@ struct BucketTask {
   // Per document: where its fact (lexical: its query's span) starts, as a fraction of its
   // content tokens.
   std::vector<float> depths;
+  // Draws rejected because a query would not have been unique (keys, needles, spans, and
+  // haystacks given up on).
+  size_t redrawn = 0;
   size_t pools() const { return pool_size == 0 ? 0 : documents.size() / pool_size; }
+};
+
+struct UnfilledBucket {
+  std::string bucket;
+  std::string reason;
+};
+
+// Every bucket's task, and what went into them.
+struct RetrievalTasks {
+  size_t documents = 0;           // distinct documents the tasks drew on
+  size_t duplicates_dropped = 0;  // documents whose normalised text an earlier one had
+  std::vector<BucketTask> buckets;
+  // Buckets within reach (the window, --max-bucket) that could not get two pools, and why.
+  std::vector<UnfilledBucket> unfilled;
 };
 
 // A text with the byte span of each of its content tokens, as the server's Tokenize gives.
@@ -78,23 +96,34 @@ struct TokenizedText {
 // name). NOT_FOUND naming the path when it cannot be read; INVALID_ARGUMENT when it is empty.
 absl::StatusOr<std::vector<std::string>> ReadCorpus(const std::string& path);
 
-// Tokenizes every document once through the server (so cuts fall on the model's token
-// boundaries) and builds each bucket's task (MakeBucketTasks). INVALID_ARGUMENT naming --corpus
-// when no bucket gets one.
-absl::StatusOr<std::vector<BucketTask>> BuildRetrievalTasks(EmbeddingClient& client,
-                                                            const std::vector<std::string>& corpus,
-                                                            const RetrievalTaskOptions& options);
+// Drops every document whose normalised text (task_uniqueness.h) an earlier one has; returns
+// how many it dropped. Two equal candidates tie whatever the model, so no task may hold them.
+size_t DropDuplicateDocuments(std::vector<std::string>* corpus);
+
+// De-duplicates the corpus, tokenizes every document once through the server (so cuts fall on
+// the model's token boundaries) and builds each bucket's task (MakeBucketTasks).
+// INVALID_ARGUMENT naming --corpus when no bucket gets one.
+absl::StatusOr<RetrievalTasks> BuildRetrievalTasks(EmbeddingClient& client,
+                                                   std::vector<std::string> corpus,
+                                                   const RetrievalTaskOptions& options);
 
 // Each bucket's task from a tokenized corpus; deterministic for a corpus, options and seed. A
-// bucket gets at least two pools (one per half) or none: passkey and needle need a haystack
-// (the corpus's text end to end) of the bucket's length, lexical two pools of documents that
-// long. A haystack's length leaves room for its fact inside the bucket.
-std::vector<BucketTask> MakeBucketTasks(const std::vector<TokenizedText>& corpus,
-                                        const RetrievalTaskOptions& options);
+// bucket gets at least two pools (one per half) or none, and then a reason: passkey and needle
+// need a haystack (the corpus's text end to end) of the bucket's length, lexical two pools of
+// documents that long, and every pool queries with one right answer each. A haystack's length
+// leaves room for its fact inside the bucket.
+RetrievalTasks MakeBucketTasks(const std::vector<TokenizedText>& corpus,
+                               const RetrievalTaskOptions& options);
 
-// The tasks themselves (task, pool size, documents, queries and depths per bucket), for
-// checking the figures elsewhere.
-std::string TasksJson(const std::vector<BucketTask>& tasks);
+// The tasks themselves, for checking the figures elsewhere: the corpus counts, and per bucket
+// the task, pool size, documents, queries, depths, draws redrawn, and per query the index of
+// its answer with the proof that it is the only one (its text's count in the answer, and in
+// each other candidate of its pool: all zero); then the buckets left unfilled and why.
+std::string TasksJson(const RetrievalTasks& tasks);
+
+// What the tasks drew on, for the plan: documents, duplicates dropped, per bucket its pools and
+// draws redrawn, and each bucket that could not be filled with its reason.
+std::string FormatTaskSummary(const RetrievalTasks& tasks);
 
 // The prompt queries take: `requested` when the model has it (INVALID_ARGUMENT naming
 // --prompt-name and listing the model's prompts otherwise, as the server refuses it), else the

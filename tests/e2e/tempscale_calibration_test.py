@@ -9,17 +9,23 @@
   what the schedule file says; the server reloads it (a new file is a new version), reports it in
   GetModelInfo, and AUTO requests then get the schedule's tau at each sequence's length;
 - one bucket and column of `eval` recomputed here from vectors this test asks for itself;
+- on a corpus built to break uniqueness (copies, shared 12-token openings, fragments of other
+  documents), every task of every kind gives each query exactly one candidate holding its text,
+  as the tasks file proves and this test recounts, and the figures are recomputed here;
+- the probe stays inside its 4,096-token bound, and `--resume` of a finished run embeds nothing;
 - the commands' errors name the flag.
 
 usage: tempscale_calibration_test.py SERVER_BINARY EMBEDCTL_BINARY MODEL_DIR DATA_DIR
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+import unicodedata
 import unittest
 import urllib.request
 import xml.etree.ElementTree as ElementTree
@@ -48,6 +54,29 @@ def reciprocal_ranks(queries, documents, pool):
                        if j != i and dot(q, documents[j]) >= right)
         ranks.append(1.0 / rank if rank <= 10 else 0.0)
     return ranks
+
+
+def normalized(text):
+    """The uniqueness rule's text, from Python's own Unicode tables: NFKC, case folded, marks
+    stripped, whitespace runs as one space."""
+    folded = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text).casefold())
+    kept = "".join(c for c in folded if not unicodedata.category(c).startswith("M"))
+    return " ".join(unicodedata.normalize("NFC", kept).split())
+
+
+def count(text, span):
+    """Occurrences of span in text, overlapping ones included."""
+    found, at = 0, text.find(span)
+    while at != -1:
+        found, at = found + 1, text.find(span, at + 1)
+    return found
+
+
+def documents_embedded(server):
+    """The server's embedding_documents_total, over every label."""
+    with urllib.request.urlopen(f"http://{server.http_address}/metrics", timeout=30) as answer:
+        return sum(float(line.split()[-1]) for line in answer.read().decode().splitlines()
+                   if line.startswith("embedding_documents_total"))
 
 
 def paired(candidate, baseline, which):
@@ -99,6 +128,7 @@ class CalibrationTest(unittest.TestCase):
                             f"--chart={out['calibration.svg']}", f"--schedule-out={schedule_file}")
         self.assertEqual(run.returncode, 0, run.stderr)
         print(run.stdout)
+        self.check_probe(run.stderr, tasks_path)
         with open(out["calibration.json"]) as f:
             report = json.load(f)
         buckets = report["buckets"]
@@ -121,7 +151,7 @@ class CalibrationTest(unittest.TestCase):
         # The longest bucket at the lowest tau, from this test's own vectors: every pool's 8
         # candidates share one haystack and differ in the pass key alone.
         with open(tasks_path) as f:
-            task = json.load(f)[-1]
+            task = json.load(f)["buckets"][-1]
         self.assertEqual((task["bucket"], task["task"], task["pool_size"]), ("256-511", "passkey", 8))
         pool = task["pool_size"]
         for p in range(0, len(task["documents"]), pool):
@@ -220,6 +250,21 @@ class CalibrationTest(unittest.TestCase):
         self.assertEqual([p["min_tokens"] for p in listed["points"]],
                          [p["min_tokens"] for p in points])
 
+    def check_probe(self, plan, tasks_path, batch=16, bound=4096):
+        """The probe: the longest bucket's first documents, as many as fit in 4,096 tokens by
+        the server's own count (special tokens included), at most a batch."""
+        m = re.search(r"the probe \((\d+) (\S+)-token documents, (\d+) tokens\)", plan)
+        self.assertIsNotNone(m, plan)
+        documents, bucket, tokens = int(m.group(1)), m.group(2), int(m.group(3))
+        with open(tasks_path) as f:
+            task = json.load(f)["buckets"][-1]
+        self.assertEqual(task["bucket"], bucket)
+        counts = [len(t.tokens) for t in self.client.tokenize(task["documents"][:batch]).inputs]
+        self.assertEqual(tokens, sum(counts[:documents]))
+        self.assertLessEqual(tokens, bound)
+        if documents < len(counts):
+            self.assertGreater(tokens + counts[documents], bound)
+
     def test_an_interrupted_calibration_resumes_with_the_same_figures(self):
         state = os.path.join(self.tmp, "resume.state")
         report, resumed_report = (os.path.join(self.tmp, n) for n in ("full.json", "resumed.json"))
@@ -239,6 +284,15 @@ class CalibrationTest(unittest.TestCase):
         plan = {line.split()[0]: line.split() for line in resumed.stderr.splitlines()
                 if line.split() and line.split()[0] in ("0-63", "64-127")}
         self.assertEqual((plan["0-63"][3], plan["64-127"][3]), ("0", "2"))  # taus to do
+        with open(report) as a, open(resumed_report) as b:
+            self.assertEqual(json.load(a), json.load(b))
+        # The state now holds every bucket and tau: resuming embeds nothing, not even the probe.
+        before = documents_embedded(self.server)
+        again = self.embedctl(*args, "--resume", f"--json={resumed_report}")
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertIn("nothing left to embed (--state-file holds every bucket and tau), so no "
+                      "probe", again.stderr)
+        self.assertEqual(documents_embedded(self.server), before)
         with open(report) as a, open(resumed_report) as b:
             self.assertEqual(json.load(a), json.load(b))
         # A corpus too short for the longer buckets: they are reported, and the schedule file
@@ -263,6 +317,84 @@ class CalibrationTest(unittest.TestCase):
         self.assertIn("INVALID_ARGUMENT", other.stderr)
         self.assertIn("--resume: ", other.stderr)
         self.assertIn("holds another run", other.stderr)
+
+    def test_a_hostile_corpus_gets_one_right_answer_per_query(self):
+        """Built to break uniqueness, as catalogues of error messages, logs and FAQs do: copies
+        (exact, and differing only in case and spacing), entries sharing a 12-token opening,
+        and documents equal to the opening of another (a haystack's text when that one starts
+        the haystack)."""
+        with open(self.corpus) as f:
+            base = [line.strip() for line in f][:40]
+        corpus, copies = [], 0
+        for i, doc in enumerate(base):
+            words = doc.split()
+            corpus.append(doc)
+            corpus.append("Error E1001: the upstream server closed the connection before the "
+                          "response header was read. " + " ".join(words[i % 7:i % 7 + 60]))
+            corpus.append(" ".join(words[:40]))  # the opening of a document: a fragment
+            if i % 4 == 0:
+                corpus.append(doc)
+                copies += 1
+            if i % 8 == 1:
+                corpus.append("  " + doc.upper().replace(" ", "   \t"))
+                copies += 1
+        self.assertEqual(len(corpus) - len({normalized(d) for d in corpus}), copies)
+        path = os.path.join(self.tmp, "hostile.txt")
+        with open(path, "w") as f:
+            f.write("\n".join(corpus) + "\n")
+
+        redrawn = {}
+        for kind in ("passkey", "needle", "lexical"):
+            tasks_path, report_path = (os.path.join(self.tmp, f"hostile_{kind}.{n}.json")
+                                       for n in ("tasks", "report"))
+            run = self.embedctl("calibrate", f"--corpus={path}", f"--task={kind}",
+                                "--docs-per-bucket=16", "--temperatures=1", "--state-file=",
+                                "--max-bucket=256-511", f"--tasks-json={tasks_path}",
+                                f"--json={report_path}")
+            self.assertEqual(run.returncode, 0, run.stderr)
+            print(kind, run.stderr.splitlines()[0])
+            with open(tasks_path) as f:
+                tasks = json.load(f)
+            self.assertEqual(tasks["duplicates_dropped"], copies)
+            self.assertEqual(tasks["documents"], len(corpus) - copies)
+            self.assertIn(f"{copies} duplicates dropped by normalised text", run.stderr)
+            redrawn[kind] = sum(b["redrawn"] for b in tasks["buckets"])
+            self.assertIn(f"every query has one right answer ({redrawn[kind]} draws redrawn",
+                          run.stderr)
+            for bucket in tasks["buckets"]:
+                pool, docs, queries = bucket["pool_size"], bucket["documents"], bucket["queries"]
+                for i, query in enumerate(queries):
+                    first = i // pool * pool
+                    self.assertEqual(bucket["answers"][i], i)
+                    counts = [count(normalized(docs[j]), normalized(query))
+                              for j in range(first, first + pool)]
+                    self.assertGreaterEqual(counts[i - first], 1, query)
+                    self.assertEqual(bucket["answer_counts"][i], counts[i - first])
+                    self.assertEqual(counts[:i - first] + counts[i - first + 1:],
+                                     [0] * (pool - 1), f"{kind} {bucket['bucket']}: {query!r}")
+                    self.assertEqual(bucket["other_counts"][i], [0] * (pool - 1))
+                for p in range(0, len(docs), pool):
+                    self.assertEqual(len({normalized(d) for d in docs[p:p + pool]}), pool)
+
+            # The last bucket's MRR at tau = 1, from this test's own vectors.
+            with open(report_path) as f:
+                row = json.load(f)["buckets"][-1]
+            task = tasks["buckets"][-1]
+            self.assertEqual(row["bucket"], task["bucket"])
+            docs = self.client.embed(task["documents"], temperature=1.0,
+                                     strategy="LONG_TEXT_STRATEGY_TRUNCATE")
+            queries = self.client.embed(task["queries"], temperature=1.0)
+            ranks = reciprocal_ranks([list(d.vector) for d in queries.documents],
+                                     [list(d.vector) for d in docs.documents], task["pool_size"])
+            pool = task["pool_size"]
+            for half, parity in (("calibration", 0), ("held_out", 1)):
+                which = [ranks[i] for i in range(len(ranks)) if (i // pool) % 2 == parity]
+                self.assertAlmostEqual(row["tau_1"][f"mrr_at_10_{half}"],
+                                       sum(which) / len(which), places=9)
+        # Needles meet the shared openings in every pool; a pass key's sentence is in no
+        # haystack, so nothing there is redrawn.
+        self.assertGreater(redrawn["needle"], 0)
+        self.assertEqual(redrawn["passkey"], 0)
 
     def test_a_schedule_file_attaches_to_a_served_model(self):
         """--tempscale-schedule=NAME=FILE: a schedule from outside the model's directory (a Hub
@@ -332,7 +464,7 @@ class CalibrationTest(unittest.TestCase):
         with open(report_path) as f:
             report = json.load(f)
         with open(tasks_path) as f:
-            tasks = {t["bucket"]: t for t in json.load(f)}
+            tasks = {t["bucket"]: t for t in json.load(f)["buckets"]}
         columns = [(c["strategy"], c["tau"]) for c in report["columns"]]
         self.assertEqual(len(columns), 9)
         self.assertIn(("late_chunking", "auto"), columns)

@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "client/embedctl/paired_statistics.h"
 #include "common/length_buckets.h"
+#include "nlohmann/json.hpp"
 
 namespace embedding::client {
 namespace {
@@ -47,11 +48,13 @@ std::vector<TokenizedText> Corpus(int documents) {
   return corpus;
 }
 
-const LengthBucket& BucketOf(const BucketTask& task) {
+const LengthBucket& BucketOf(const std::string& label) {
   for (const LengthBucket& b : AllLengthBuckets())
-    if (b.label == task.bucket) return b;
+    if (b.label == label) return b;
   return AllLengthBuckets().front();
 }
+
+const LengthBucket& BucketOf(const BucketTask& task) { return BucketOf(task.bucket); }
 
 RetrievalTaskOptions Options(RetrievalTaskKind kind) {
   RetrievalTaskOptions options;
@@ -65,7 +68,7 @@ RetrievalTaskOptions Options(RetrievalTaskKind kind) {
 // Passkey: a pool is one haystack whose copies differ only in their key, placed at the pool's
 // depth; every document stays inside its bucket and the model's window.
 TEST(MakeBucketTasks, PasskeyPoolsShareOneHaystackAndDifferOnlyInTheKey) {
-  const auto tasks = MakeBucketTasks(Corpus(60), Options(RetrievalTaskKind::kPasskey));
+  const auto tasks = MakeBucketTasks(Corpus(60), Options(RetrievalTaskKind::kPasskey)).buckets;
   ASSERT_EQ(tasks.size(), 4u);  // 0-63 to 256-511: the window is 510 tokens
   for (const BucketTask& task : tasks) {
     ASSERT_EQ(task.pools(), 3u) << task.bucket;
@@ -98,18 +101,18 @@ TEST(MakeBucketTasks, PasskeyPoolsShareOneHaystackAndDifferOnlyInTheKey) {
     }
   }
   // Deterministic for a seed; another seed draws other haystacks and keys.
-  const auto again = MakeBucketTasks(Corpus(60), Options(RetrievalTaskKind::kPasskey));
+  const auto again = MakeBucketTasks(Corpus(60), Options(RetrievalTaskKind::kPasskey)).buckets;
   EXPECT_EQ(again[2].documents, tasks[2].documents);
   RetrievalTaskOptions reseeded = Options(RetrievalTaskKind::kPasskey);
   reseeded.seed = 2;
-  EXPECT_NE(MakeBucketTasks(Corpus(60), reseeded)[2].documents, tasks[2].documents);
+  EXPECT_NE(MakeBucketTasks(Corpus(60), reseeded).buckets[2].documents, tasks[2].documents);
 }
 
 // Needle: the needle is the opening of a document outside the haystack, the query its first
 // half; the copies of a pool differ only in their needle.
 TEST(MakeBucketTasks, NeedlesComeFromOutsideTheHaystackAndQueriesAreTheirFirstHalf) {
   const auto corpus = Corpus(60);
-  const auto tasks = MakeBucketTasks(corpus, Options(RetrievalTaskKind::kNeedle));
+  const auto tasks = MakeBucketTasks(corpus, Options(RetrievalTaskKind::kNeedle)).buckets;
   ASSERT_EQ(tasks.size(), 4u);
   for (const BucketTask& task : tasks) {
     for (size_t i = 0; i < task.documents.size(); ++i) {
@@ -141,7 +144,7 @@ TEST(MakeBucketTasks, NeedlesComeFromOutsideTheHaystackAndQueriesAreTheirFirstHa
 
 // Lexical: pools of different documents, each query a span copied from its own document.
 TEST(MakeBucketTasks, LexicalQueriesAreSpansOfTheirOwnDocument) {
-  const auto tasks = MakeBucketTasks(Corpus(60), Options(RetrievalTaskKind::kLexical));
+  const auto tasks = MakeBucketTasks(Corpus(60), Options(RetrievalTaskKind::kLexical)).buckets;
   ASSERT_EQ(tasks.size(), 1u);  // documents of 20-59 words fill only the 0-63 bucket
   const BucketTask& task = tasks[0];
   EXPECT_EQ(task.bucket, "0-63");
@@ -159,11 +162,137 @@ TEST(MakeBucketTasks, LexicalQueriesAreSpansOfTheirOwnDocument) {
 TEST(MakeBucketTasks, ABucketWithoutTwoPoolsIsLeftOut) {
   RetrievalTaskOptions options = Options(RetrievalTaskKind::kPasskey);
   options.max_tokens = 0;
-  const auto tasks = MakeBucketTasks(Corpus(40), options);
-  ASSERT_FALSE(tasks.empty());
-  EXPECT_LT(BucketOf(tasks.back()).max_tokens, 2048u);
+  const RetrievalTasks tasks = MakeBucketTasks(Corpus(40), options);
+  ASSERT_FALSE(tasks.buckets.empty());
+  EXPECT_LT(BucketOf(tasks.buckets.back()).max_tokens, 2048u);
+  // Every bucket past it says why, and none beyond its reach is listed: the first unfilled one
+  // follows the last filled one.
+  ASSERT_FALSE(tasks.unfilled.empty());
+  EXPECT_EQ(BucketOf(tasks.unfilled.front().bucket).min_tokens,
+            BucketOf(tasks.buckets.back()).max_tokens + 1);
+  EXPECT_THAT(tasks.unfilled.front().reason, ::testing::StartsWith("too little text for a haystack of "));
   RetrievalTaskOptions lexical = Options(RetrievalTaskKind::kLexical);
-  EXPECT_TRUE(MakeBucketTasks(Corpus(7), lexical).empty());  // 7 documents: one pool of 4
+  const auto seven = Corpus(7);  // at most one pool of 4
+  const RetrievalTasks few = MakeBucketTasks(seven, lexical);
+  EXPECT_TRUE(few.buckets.empty());
+  ASSERT_EQ(few.unfilled.size(), 4u);  // every bucket of the 510-token window
+  size_t long_enough = 0;
+  for (const TokenizedText& doc : seven) long_enough += doc.byte_spans.size() >= 24;
+  EXPECT_EQ(few.unfilled[0].bucket, "0-63");
+  EXPECT_EQ(few.unfilled[0].reason,
+            std::to_string(long_enough) +
+                " documents of at least 24 tokens, 0 draws redrawn; two pools need 8 with unique "
+                "spans");
+  EXPECT_EQ(few.unfilled[3].reason,
+            "0 documents of at least 256 tokens, 0 draws redrawn; two pools need 8 with unique "
+            "spans");
+}
+
+// A corpus built to break uniqueness, as catalogues of error messages, logs and FAQs do: every
+// third document is an exact copy of the one before, an entry opening with the same 12 words
+// as its siblings, or a fragment of another document (so the haystack may hold a needle's
+// text). Every task of every kind still gives each query exactly one candidate holding its
+// text, candidates are pairwise distinct, and the rejected draws are counted. Checked on the
+// raw text: the corpus is lower-case ASCII with single spaces, so plain search is exact here.
+std::vector<TokenizedText> HostileCorpus() {
+  const auto base = Corpus(60);
+  const std::string opening = "error e1 e2 e3 e4 e5 e6 e7 e8 e9 e10 e11";  // 12 words
+  std::vector<TokenizedText> corpus;
+  for (size_t d = 0; d < base.size(); ++d) {
+    corpus.push_back(base[d]);
+    if (d % 3 == 0) corpus.push_back(base[d]);
+    if (d % 3 == 1) corpus.push_back(ByWords(opening + " " + base[d].text));
+    if (d % 3 == 2) {
+      const TokenizedText& whole = base[(d + 30) % base.size()];  // words 2 to 31 at most
+      const size_t last = std::min<size_t>(whole.byte_spans.size(), 32) - 1;
+      corpus.push_back(ByWords(whole.text.substr(
+          whole.byte_spans[2].first, whole.byte_spans[last].second - whole.byte_spans[2].first)));
+    }
+  }
+  return corpus;
+}
+
+size_t Count(const std::string& text, const std::string& span) {
+  size_t count = 0;
+  for (size_t at = text.find(span); at != std::string::npos; at = text.find(span, at + 1)) ++count;
+  return count;
+}
+
+TEST(MakeBucketTasks, EveryQueryOfAHostileCorpusHasExactlyOneAnswer) {
+  const auto corpus = HostileCorpus();
+  for (RetrievalTaskKind kind :
+       {RetrievalTaskKind::kPasskey, RetrievalTaskKind::kNeedle, RetrievalTaskKind::kLexical}) {
+    RetrievalTaskOptions options = Options(kind);
+    options.queries_per_bucket = 40;  // ten pools: many draws meet the hostile documents
+    const RetrievalTasks tasks = MakeBucketTasks(corpus, options);
+    ASSERT_FALSE(tasks.buckets.empty()) << RetrievalTaskKindName(kind);
+    size_t redrawn = 0;
+    for (const BucketTask& task : tasks.buckets) {
+      redrawn += task.redrawn;
+      if (kind != RetrievalTaskKind::kLexical) ASSERT_EQ(task.pools(), 10u) << task.bucket;
+      for (size_t i = 0; i < task.queries.size(); ++i) {
+        const size_t first = i / task.pool_size * task.pool_size;
+        EXPECT_GE(Count(task.documents[i], task.queries[i]), 1u) << task.queries[i];
+        for (size_t j = first; j < first + task.pool_size; ++j) {
+          if (j == i) continue;
+          EXPECT_EQ(Count(task.documents[j], task.queries[i]), 0u)
+              << RetrievalTaskKindName(kind) << " " << task.bucket << ": '" << task.queries[i]
+              << "' is also in candidate " << j;
+          EXPECT_NE(task.documents[j], task.documents[i]);
+        }
+      }
+    }
+    // Needles meet the copies, shared openings and fragments; passkey haystacks never hold a
+    // pass key's sentence, so nothing there is redrawn.
+    if (kind == RetrievalTaskKind::kNeedle) EXPECT_GT(redrawn, 0u);
+    if (kind == RetrievalTaskKind::kPasskey) EXPECT_EQ(redrawn, 0u);
+  }
+}
+
+// When the corpus cannot give a pool unique needles (every document opens the same way), the
+// bucket says so instead of holding queries with several answers.
+TEST(MakeBucketTasks, ABucketWhoseNeedlesCannotBeUniqueSaysSo) {
+  std::vector<TokenizedText> corpus;
+  for (const TokenizedText& doc : Corpus(60))
+    corpus.push_back(ByWords("one opening shared by all twelve words of every entry right here " +
+                             doc.text));
+  const RetrievalTasks tasks = MakeBucketTasks(corpus, Options(RetrievalTaskKind::kNeedle));
+  EXPECT_TRUE(tasks.buckets.empty());
+  ASSERT_FALSE(tasks.unfilled.empty());
+  EXPECT_EQ(tasks.unfilled[0].bucket, "0-63");
+  EXPECT_THAT(tasks.unfilled[0].reason,
+              ::testing::AllOf(
+                  ::testing::StartsWith("no pool of 4 needles whose queries each have one right "
+                                        "answer in 4 haystacks ("),
+                  ::testing::EndsWith(" draws redrawn); add more distinct documents")));
+}
+
+TEST(DropDuplicateDocuments, KeepsTheFirstOfEachNormalisedText) {
+  std::vector<std::string> corpus = {"Error: disk full", "error:  DISK full ", "Error: disk fuller",
+                                     "Error: disk full"};
+  EXPECT_EQ(DropDuplicateDocuments(&corpus), 2u);
+  EXPECT_THAT(corpus, ::testing::ElementsAre("Error: disk full", "Error: disk fuller"));
+}
+
+// The tasks file carries each query's answer and the proof that it is the only one.
+TEST(TasksJson, CarriesEachAnswerAndTheOtherCandidatesZeroCounts) {
+  RetrievalTaskOptions options = Options(RetrievalTaskKind::kNeedle);
+  RetrievalTasks tasks = MakeBucketTasks(HostileCorpus(), options);
+  tasks.duplicates_dropped = 3;
+  const auto json = nlohmann::json::parse(TasksJson(tasks));
+  EXPECT_EQ(json["duplicates_dropped"], 3);
+  EXPECT_EQ(json["documents"], HostileCorpus().size());
+  ASSERT_EQ(json["buckets"].size(), tasks.buckets.size());
+  for (size_t b = 0; b < tasks.buckets.size(); ++b) {
+    const auto& bucket = json["buckets"][b];
+    EXPECT_EQ(bucket["redrawn"], tasks.buckets[b].redrawn);
+    for (size_t i = 0; i < tasks.buckets[b].queries.size(); ++i) {
+      EXPECT_EQ(bucket["answers"][i], i);
+      EXPECT_EQ(bucket["answer_counts"][i],
+                Count(tasks.buckets[b].documents[i], tasks.buckets[b].queries[i]));
+      EXPECT_EQ(bucket["other_counts"][i], std::vector<int>(options.pool_size - 1, 0));
+    }
+  }
 }
 
 TEST(RetrievalTaskKind, ParsesItsNamesAndRefusesOthersNamingTheFlag) {
