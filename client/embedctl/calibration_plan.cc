@@ -80,10 +80,10 @@ absl::StatusOr<CallBudget> ProbeCallBudget(EmbeddingClient& client,
   const auto start = std::chrono::steady_clock::now();
   auto response = client.Embed(MakeEmbedRequest(probe, options), floor);
   if (!response.ok()) {
-    return absl::Status(response.status().code(),
-                        absl::StrCat("probe (", probe.size(), " ", longest->bucket,
-                                     "-token documents): ", response.status().message(),
-                                     "; raise --timeout-s"));
+    return absl::Status(
+        response.status().code(),
+        absl::StrCat("probe (", probe.size(), " ", longest->bucket,
+                     "-token documents): ", response.status().message(), "; raise --timeout-s"));
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -108,8 +108,8 @@ std::string FormatCalibrationPlan(const std::vector<BucketTask>& tasks,
                           budget.probe_documents, budget.probe_bucket, budget.probe_tokens,
                           budget.tokens_per_second, budget.bytes_per_token);
   }
-  absl::StrAppendFormat(&out, "%-10s %9s %14s %12s %10s\n", "bucket", "documents",
-                        "tokens per tau", "to do (tau)", "estimate");
+  absl::StrAppendFormat(&out, "%-10s %9s %14s %12s %10s\n", "bucket", "documents", "tokens per tau",
+                        "to do (tau)", "estimate");
   double total = 0;
   for (const BucketTask& task : tasks) {
     const size_t bytes = Bytes(task.documents) + Bytes(task.queries);

@@ -113,9 +113,9 @@ constexpr size_t kSpansPerDocument = 3;
 // `pools` or none, so that every bucket's rows weigh the same depths.
 BuiltTask FactTask(const std::vector<TokenizedText>& corpus, const LengthBucket& bucket,
                    size_t pools, const RetrievalTaskOptions& options, std::mt19937_64& rng) {
-  BuiltTask built{{bucket.label, static_cast<uint32_t>(bucket.min_tokens), options.kind,
-                   options.pool_size},
-                  ""};
+  BuiltTask built{
+      {bucket.label, static_cast<uint32_t>(bucket.min_tokens), options.kind, options.pool_size},
+      ""};
   BucketTask& task = built.task;
   const uint32_t room = FactRoom(options);
   auto [lower, upper] = LengthRange(bucket, room / 2, options);
@@ -148,8 +148,7 @@ BuiltTask FactTask(const std::vector<TokenizedText>& corpus, const LengthBucket&
       const size_t limit = RejectionsPerHaystack(options);
       if (options.kind == RetrievalTaskKind::kPasskey) {
         std::vector<uint32_t> keys;  // every key drawn, so none is drawn twice
-        while (documents.size() < options.pool_size && rejected <= limit &&
-               keys.size() < 90000) {
+        while (documents.size() < options.pool_size && rejected <= limit && keys.size() < 90000) {
           const auto key = static_cast<uint32_t>(10000 + rng() % 90000);
           if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
           keys.push_back(key);
@@ -159,9 +158,8 @@ BuiltTask FactTask(const std::vector<TokenizedText>& corpus, const LengthBucket&
       } else {
         // Needles: the openings of documents outside the haystack, from a random place on.
         const size_t first = rng() % corpus.size();
-        for (size_t k = 0; k < corpus.size() && documents.size() < options.pool_size &&
-                           rejected <= limit;
-             ++k) {
+        for (size_t k = 0;
+             k < corpus.size() && documents.size() < options.pool_size && rejected <= limit; ++k) {
           const size_t d = (first + k) % corpus.size();
           if (used[d] || corpus[d].byte_spans.size() < needle_tokens) continue;
           offer(Slice(corpus[d], 0, needle_tokens), Slice(corpus[d], 0, options.query_tokens));
@@ -182,7 +180,8 @@ BuiltTask FactTask(const std::vector<TokenizedText>& corpus, const LengthBucket&
               absl::StrCat("no pool of ", options.pool_size, " ",
                            options.kind == RetrievalTaskKind::kPasskey ? "keys" : "needles",
                            " whose queries each have one right answer in ", kHaystacksPerPool,
-                           " haystacks (", task.redrawn, " draws redrawn); add more distinct "
+                           " haystacks (", task.redrawn,
+                           " draws redrawn); add more distinct "
                            "documents")};
     }
   }
@@ -192,9 +191,9 @@ BuiltTask FactTask(const std::vector<TokenizedText>& corpus, const LengthBucket&
 // Lexical: pools of different documents cut into the bucket, each query a span of its own.
 BuiltTask LexicalTask(const std::vector<TokenizedText>& corpus, const LengthBucket& bucket,
                       size_t pools, const RetrievalTaskOptions& options, std::mt19937_64& rng) {
-  BuiltTask built{{bucket.label, static_cast<uint32_t>(bucket.min_tokens), options.kind,
-                   options.pool_size},
-                  ""};
+  BuiltTask built{
+      {bucket.label, static_cast<uint32_t>(bucket.min_tokens), options.kind, options.pool_size},
+      ""};
   BucketTask& task = built.task;
   const auto [lower, upper] = LengthRange(bucket, 2 * options.query_tokens, options);
   if (upper < lower) return built;
@@ -226,9 +225,10 @@ BuiltTask LexicalTask(const std::vector<TokenizedText>& corpus, const LengthBuck
   task.queries.resize(whole);
   task.depths.resize(whole);
   if (task.pools() < 2) {
-    return {{}, absl::StrCat(long_enough, " documents of at least ", lower, " tokens, ",
-                             task.redrawn, " draws redrawn; two pools need ",
-                             2 * options.pool_size, " with unique spans")};
+    return {{},
+            absl::StrCat(long_enough, " documents of at least ", lower, " tokens, ", task.redrawn,
+                         " draws redrawn; two pools need ", 2 * options.pool_size,
+                         " with unique spans")};
   }
   return built;
 }
@@ -314,8 +314,9 @@ absl::StatusOr<RetrievalTasks> BuildRetrievalTasks(EmbeddingClient& client,
         "--corpus: too little text for two pools of ", options.pool_size, " ",
         RetrievalTaskKindName(options.kind),
         " documents in any length bucket; add longer or more documents",
-        tasks.unfilled.empty() ? "" : absl::StrCat(" (", tasks.unfilled.front().bucket, ": ",
-                                                   tasks.unfilled.front().reason, ")")));
+        tasks.unfilled.empty() ? ""
+                               : absl::StrCat(" (", tasks.unfilled.front().bucket, ": ",
+                                              tasks.unfilled.front().reason, ")")));
   }
   return tasks;
 }
@@ -457,11 +458,11 @@ std::string TasksJson(const RetrievalTasks& tasks) {
 std::string FormatTaskSummary(const RetrievalTasks& tasks) {
   size_t redrawn = 0;
   for (const BucketTask& t : tasks.buckets) redrawn += t.redrawn;
-  std::string out = absl::StrCat("Tasks: ", tasks.documents, " distinct documents (",
-                                 tasks.duplicates_dropped,
-                                 " duplicates dropped by normalised text); every query has one "
-                                 "right answer (",
-                                 redrawn, " draws redrawn:");
+  std::string out =
+      absl::StrCat("Tasks: ", tasks.documents, " distinct documents (", tasks.duplicates_dropped,
+                   " duplicates dropped by normalised text); every query has one "
+                   "right answer (",
+                   redrawn, " draws redrawn:");
   for (const BucketTask& t : tasks.buckets) absl::StrAppend(&out, " ", t.bucket, " ", t.redrawn);
   out += ")\n";
   for (const UnfilledBucket& u : tasks.unfilled)

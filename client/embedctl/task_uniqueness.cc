@@ -26,7 +26,8 @@ std::string CollapseSpaces(std::string_view text) {
   const auto* bytes = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
   for (size_t at = 0; at < text.size();) {
     utf8proc_int32_t cp = 0;
-    utf8proc_ssize_t n = utf8proc_iterate(bytes + at, static_cast<utf8proc_ssize_t>(text.size() - at), &cp);
+    utf8proc_ssize_t n =
+        utf8proc_iterate(bytes + at, static_cast<utf8proc_ssize_t>(text.size() - at), &cp);
     if (n <= 0) n = 1, cp = static_cast<unsigned char>(text[at]);  // not UTF-8: a byte as it is
     if (IsSpace(cp)) {
       pending_space = !out.empty();
@@ -51,7 +52,8 @@ std::string NormalizedText(std::string_view text) {
                                      UTF8PROC_CASEFOLD | UTF8PROC_STRIPMARK | UTF8PROC_IGNORE |
                                      UTF8PROC_LUMP | UTF8PROC_STRIPCC));
   const std::unique_ptr<utf8proc_uint8_t, decltype(&std::free)> owned(mapped, &std::free);
-  if (length < 0) return CollapseSpaces(absl::AsciiStrToLower(absl::string_view(text.data(), text.size())));
+  if (length < 0)
+    return CollapseSpaces(absl::AsciiStrToLower(absl::string_view(text.data(), text.size())));
   return CollapseSpaces(
       std::string_view(reinterpret_cast<const char*>(mapped), static_cast<size_t>(length)));
 }
@@ -94,7 +96,8 @@ std::vector<std::vector<uint32_t>> QuerySpanCounts(const std::vector<std::string
         pool.push_back(NormalizedText(documents[j]));
     }
     const std::string query = NormalizedText(queries[i]);
-    for (const std::string& candidate : pool) counts[i].push_back(CountOccurrences(candidate, query));
+    for (const std::string& candidate : pool)
+      counts[i].push_back(CountOccurrences(candidate, query));
   }
   return counts;
 }

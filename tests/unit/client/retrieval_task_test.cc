@@ -170,7 +170,8 @@ TEST(MakeBucketTasks, ABucketWithoutTwoPoolsIsLeftOut) {
   ASSERT_FALSE(tasks.unfilled.empty());
   EXPECT_EQ(BucketOf(tasks.unfilled.front().bucket).min_tokens,
             BucketOf(tasks.buckets.back()).max_tokens + 1);
-  EXPECT_THAT(tasks.unfilled.front().reason, ::testing::StartsWith("too little text for a haystack of "));
+  EXPECT_THAT(tasks.unfilled.front().reason,
+              ::testing::StartsWith("too little text for a haystack of "));
   RetrievalTaskOptions lexical = Options(RetrievalTaskKind::kLexical);
   const auto seven = Corpus(7);  // at most one pool of 4
   const RetrievalTasks few = MakeBucketTasks(seven, lexical);
@@ -254,8 +255,8 @@ TEST(MakeBucketTasks, EveryQueryOfAHostileCorpusHasExactlyOneAnswer) {
 TEST(MakeBucketTasks, ABucketWhoseNeedlesCannotBeUniqueSaysSo) {
   std::vector<TokenizedText> corpus;
   for (const TokenizedText& doc : Corpus(60))
-    corpus.push_back(ByWords("one opening shared by all twelve words of every entry right here " +
-                             doc.text));
+    corpus.push_back(
+        ByWords("one opening shared by all twelve words of every entry right here " + doc.text));
   const RetrievalTasks tasks = MakeBucketTasks(corpus, Options(RetrievalTaskKind::kNeedle));
   EXPECT_TRUE(tasks.buckets.empty());
   ASSERT_FALSE(tasks.unfilled.empty());

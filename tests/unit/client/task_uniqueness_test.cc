@@ -12,12 +12,12 @@ namespace {
 
 TEST(NormalizedText, FoldsWhatATokenizerWouldNotTellApart) {
   EXPECT_EQ(NormalizedText("  Error:\tConnection\n\nREFUSED  "), "error: connection refused");
-  EXPECT_EQ(NormalizedText("ﬁle"), "file");                      // NFKC: the ligature
-  EXPECT_EQ(NormalizedText("Café Straße"), "cafe strasse");       // accents; full case folding
-  EXPECT_EQ(NormalizedText("zero\u200Bwidth"), "zerowidth");       // default-ignorable
+  EXPECT_EQ(NormalizedText("ﬁle"), "file");                   // NFKC: the ligature
+  EXPECT_EQ(NormalizedText("Café Straße"), "cafe strasse");   // accents; full case folding
+  EXPECT_EQ(NormalizedText("zero\u200Bwidth"), "zerowidth");  // default-ignorable
   EXPECT_EQ(NormalizedText("no\u00A0break\u2028line"), "no break line");  // Zs, Zl
-  EXPECT_EQ(NormalizedText("e\u0301"), NormalizedText("\u00E9"));  // NFD and NFC agree
-  EXPECT_EQ(NormalizedText("bad \xff byte"), "bad \xff byte");     // not UTF-8: bytes kept
+  EXPECT_EQ(NormalizedText("e\u0301"), NormalizedText("\u00E9"));         // NFD and NFC agree
+  EXPECT_EQ(NormalizedText("bad \xff byte"), "bad \xff byte");            // not UTF-8: bytes kept
 }
 
 TEST(CountOccurrences, CountsOverlappingOnesAndNothingForAnEmptyNeedle) {
@@ -29,7 +29,8 @@ TEST(CountOccurrences, CountsOverlappingOnesAndNothingForAnEmptyNeedle) {
 
 TEST(UniquePool, RefusesEveryPairThatWouldGiveAQueryTwoAnswers) {
   UniquePool pool("the shared haystack text about rivers");
-  EXPECT_TRUE(pool.TryAdd("the shared haystack text about rivers. Alpha beta gamma.", "alpha beta"));
+  EXPECT_TRUE(
+      pool.TryAdd("the shared haystack text about rivers. Alpha beta gamma.", "alpha beta"));
   // Its own answer must hold the query.
   EXPECT_FALSE(pool.TryAdd("the shared haystack text about rivers. Delta.", "epsilon"));
   // A query the haystack holds is in every candidate.
