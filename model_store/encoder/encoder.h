@@ -15,6 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "model_store/formats/checkpoint.h"
 #include "model_store/formats/pooling.h"
+#include "model_store/kernels/compute_device.h"
 #include "model_store/spec/architecture.h"
 #include "model_store/spec/encoder_config.h"
 
@@ -35,6 +36,7 @@ struct EncoderOptions {
   ComputeDType dtype = ComputeDType::kFloat32;
   // torch intra-op threads; 0 leaves torch's setting alone.
   int intra_op_threads = 0;
+  ComputeDevice device;  // resolved by ResolveComputeDevice (the CPU until CUDA lands)
 };
 
 // Per-token outputs a sequence asks for, from bge-m3's heads (token_heads.h).
@@ -104,6 +106,7 @@ class Encoder {
 
   const EncoderConfig& config() const { return config_; }
   ComputeDType dtype() const { return options_.dtype; }
+  const ComputeDevice& device() const { return options_.device; }
   // Longest sequence the position table allows, special tokens included.
   int64_t max_sequence_length() const { return max_sequence_length_; }
 

@@ -22,7 +22,8 @@ void LogServing(const ServedModel& served) {
                          model.config().family, ", ", model.config().hidden_size, " dims, window ",
                          model.max_content_tokens(), " tokens (", model.max_input_length(),
                          " with special tokens, by ", model.window_source(), "), weights from ",
-                         model.weights_layout(), ", ",
+                         model.weights_layout(), ", on ",
+                         model_store::ComputeDeviceName(model.encoder().device()), ", ",
                          model_store::ComputeDTypeName(model.encoder().dtype()), ")",
                          model.is_demo() ? " -- DEMO model: random weights, vectors are "
                                            "not semantically meaningful"

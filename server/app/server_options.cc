@@ -18,6 +18,7 @@
 #include "model_store/formats/tempscale_schedule.h"
 #include "model_store/hub/hub_reference.h"
 #include "model_store/hub/hub_settings.h"
+#include "model_store/kernels/compute_device.h"
 #include "server/core/store_watcher.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC address (port 0 picks a free port).");
@@ -83,6 +84,10 @@ ABSL_FLAG(int, model_versions_kept, 2,
 ABSL_FLAG(std::string, dtype, "auto",
           "fp32 | bf16 | int8 | auto. bf16 needs avx512_bf16 or amx_bf16; int8 quantises the "
           "linear layers dynamically; auto picks the fastest that keeps its accuracy guard.");
+// auto: the CPU in this version (the encoder has no CUDA path yet; README, "On a GPU").
+ABSL_FLAG(std::string, device, "auto",
+          "cpu | cuda | cuda:N | auto. Where forward passes run; auto takes a CUDA device when "
+          "the build and the encoder support one and it is visible, else the CPU.");
 ABSL_FLAG(std::string, dtype_cache_dir, "",
           "Where --dtype=auto keeps its measured choice, per model content and CPU; default "
           "$XDG_CACHE_HOME/embedding-server, else $HOME/.cache/embedding-server. off: measure "
@@ -295,6 +300,9 @@ absl::Status ReadModelFlags(ModelOptions* models) {
         absl::StrCat("--dtype=", dtype, ": allowed ", model_store::ComputeDTypeNames()));
   }
   models->dtype = *known_dtype;
+  const auto device = model_store::ResolveComputeDevice(absl::GetFlag(FLAGS_device));
+  if (!device.ok()) return device.status();
+  models->device = *device;
   models->dtype_cache_dir = DTypeCacheDir(absl::GetFlag(FLAGS_dtype_cache_dir));
   const std::string reload_dtype = absl::GetFlag(FLAGS_reload_dtype);
   if (reload_dtype != "keep" && reload_dtype != "measure") {

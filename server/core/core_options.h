@@ -40,6 +40,7 @@ struct ModelOptions {
   // the admin call asks (POST /admin/reload?dtype=measure).
   bool reload_measures_dtype = false;
   int intra_op_threads = 0;  // 0: all cores
+  model_store::ComputeDevice device;  // --device, resolved at start
   // --max_input_length: lowers every model's window (0: each model's own); see model.h.
   int64_t max_input_length = 0;
   // Loaded versions per model after a reload: the current one and those before it, for

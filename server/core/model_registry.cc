@@ -77,6 +77,7 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::LoadVersion(
       keep_dtype_of != nullptr && options_.dtype == model_store::ComputeDType::kAuto;
   if (keep_dtype) load_options.encoder.dtype = keep_dtype_of->model->encoder().dtype();
   load_options.encoder.intra_op_threads = options_.intra_op_threads;
+  load_options.encoder.device = options_.device;
   load_options.max_input_length = options_.max_input_length;
   // The content hash names a flat directory's version, and keys auto's cached choice (a
   // versioned directory's name does not say what is in it).

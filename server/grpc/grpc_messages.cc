@@ -396,6 +396,7 @@ void FillModelInfo(const ServedModel& served, const RequestLimits& limits, v1::M
   info->set_max_window_tokens(static_cast<uint32_t>(model.max_content_tokens()));
   info->set_pooling(model_store::PoolingModeName(model.pooling()));
   info->set_causal(model.config().causal);
+  info->set_device(model_store::ComputeDeviceName(model.encoder().device()));
   const std::vector<int32_t>& appended = model.tokenizer().config().suffix_ids;
   if (model.pooling() == model_store::PoolingMode::kLastToken && !appended.empty()) {
     info->set_pooled_token(model.tokenizer().IdToToken(appended.back()));

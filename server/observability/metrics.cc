@@ -65,7 +65,8 @@ prometheus::Labels ModelInfoLabels(const ServedModel& model) {
   return {{"model", model.name},
           {"version", model.version},
           {"architecture", model.model->config().family},
-          {"dtype", model_store::ComputeDTypeName(model.model->encoder().dtype())}};
+          {"dtype", model_store::ComputeDTypeName(model.model->encoder().dtype())},
+          {"device", model_store::ComputeDeviceName(model.model->encoder().device())}};
 }
 
 }  // namespace

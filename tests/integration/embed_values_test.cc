@@ -378,6 +378,7 @@ TEST_F(EmbedValuesTest, ModelsAreDescribed) {
   EXPECT_EQ(info.max_window_tokens(), 510u);
   EXPECT_EQ(info.pooling(), "mean");
   EXPECT_EQ(info.dtype(), "fp32");
+  EXPECT_EQ(info.device(), "cpu");
   EXPECT_FLOAT_EQ(info.default_temperature(), 1.0f);
   EXPECT_EQ(info.strategies_size(), 7);
   EXPECT_TRUE(info.demo());

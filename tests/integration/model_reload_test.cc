@@ -108,7 +108,7 @@ TEST(ModelReload, PollerSwitchesToANewVersionAndKeepsTheOldOneSelectable) {
   EXPECT_THAT(missing.status().message(), HasSubstr("loaded: 10, 1"));
 
   const std::string http = server.http_address();
-  EXPECT_EQ(testing::ScrapeMetric(http, R"(embedding_model_info\{.*model="m".*version="10"\})"), 1);
+  EXPECT_EQ(testing::ScrapeMetric(http, R"(embedding_model_info\{.*device="cpu".*model="m".*version="10"\})"), 1);
   EXPECT_EQ(testing::ScrapeMetric(http, R"(embedding_model_info\{.*model="m".*version="1"\})"), 0);
   EXPECT_EQ(
       testing::ScrapeMetric(http, R"(embedding_model_reloads_total\{model="m",result="loaded"\})"),

@@ -228,6 +228,12 @@ TEST(ServerLifecycle, BadFlagsAndModelsExitNonZeroNamingTheProblem) {
   EXPECT_FALSE(bad_flag.ok());
   EXPECT_EQ(bad_flag.Wait(), 2);
   EXPECT_THAT(bad_flag.Log(), HasSubstr("--dtype=fp64"));
+  // A CUDA device this build or encoder cannot use: refused at start, not served on the CPU.
+  testing::ServerProcess no_cuda({"--model=tiny=" + testing::TinyModelDir(), "--device=cuda"},
+                                 absl::Seconds(20));
+  EXPECT_FALSE(no_cuda.ok());
+  EXPECT_EQ(no_cuda.Wait(), 2);
+  EXPECT_THAT(no_cuda.Log(), HasSubstr("--device=cuda: "));
   testing::ServerProcess missing({"--model=gone=/nonexistent/model"}, absl::Seconds(20));
   EXPECT_FALSE(missing.ok());
   EXPECT_EQ(missing.Wait(), 1);

@@ -38,6 +38,15 @@ TEST(ServerOptions, DefaultsAndRepeatedModels) {
   EXPECT_EQ(options->limits.default_strategy, Strategy::kChunkMean);
   EXPECT_EQ(options->limits.max_concurrent_requests, 256);
   EXPECT_EQ(options->drain_timeout, absl::Seconds(30));
+  EXPECT_FALSE(options->models.device.cuda);  // --device=auto: the CPU in this version
+}
+
+// A CUDA device is refused at start, naming the flag (model_store's compute_device_test says
+// what is missing on each kind of build).
+TEST(ServerOptions, ACudaDeviceIsRefusedAtStart) {
+  auto options = Parse({"--model=a=/m", "--device=cuda:0"});
+  EXPECT_EQ(options.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(options.status().message()), ::testing::StartsWith("--device=cuda:0: "));
 }
 
 // auto is the default dtype; its choice is kept in the user's cache directory unless the flag
@@ -139,6 +148,7 @@ TEST(ServerOptions, BadValuesNameTheirFlag) {
       {{"--model=a=/m", "--collapse-window=1"}, "--collapse_window: must be >= 2"},
       {{"--model=a=/m", "--drain-timeout-s=0"}, "--drain_timeout_s=0: must be > 0"},
       {{"--model-store=/nonexistent/store"}, "--model_store=/nonexistent/store"},
+      {{"--model=a=/m", "--device=gpu"}, "--device=gpu: allowed cpu, cuda, cuda:N (N >= 0), auto"},
   };
   for (const auto& [args, message] : cases) {
     auto options = Parse(args);

@@ -225,6 +225,7 @@ TEST_F(TeiAnswerTest, InfoNamesTheModelAndTheServer) {
   EXPECT_EQ(info["model_id"], "tiny");  // no Hub origin: the served name
   EXPECT_EQ(info["model_sha"], "v7");   // and its version
   EXPECT_EQ(info["model_dtype"], "float32");
+  EXPECT_EQ(info["device"], "cpu");
   EXPECT_EQ(info["max_input_length"], model_->model->encoder().max_sequence_length());
   EXPECT_EQ(info["max_batch_tokens"], 4096);
   EXPECT_EQ(info["max_batch_requests"], 32);
