@@ -52,6 +52,12 @@ ABSL_FLAG(std::string, log_format, "text", "text | json: the request log's line 
 // without a line per success on a busy server.
 ABSL_FLAG(std::string, log_requests, "errors",
           "off | errors | all: which finished RPCs get a log line (with their request id).");
+// Declared so that --help and docs/cli.md list it; its values never reach absl: TakeModelFlags
+// takes every --model (it repeats, which absl flags do not) before absl parses the rest.
+ABSL_FLAG(std::vector<std::string>, model, {},
+          "[NAME=]DIR or [NAME=]ORG/REPO[@REVISION], repeatable: a model directory (or its "
+          "versions' parent) or a Hugging Face repository served from the cache; NAME defaults "
+          "to the directory's or repository's name. env EMBEDDING_MODELS, comma-separated.");
 ABSL_FLAG(std::string, model_store, "",
           "Directory whose subdirectories are models, each served under its directory name.");
 ABSL_FLAG(std::string, default_model, "", "Model used when a request names none.");
