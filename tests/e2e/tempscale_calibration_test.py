@@ -349,7 +349,7 @@ class CalibrationTest(unittest.TestCase):
                                        for n in ("tasks", "report"))
             run = self.embedctl("calibrate", f"--corpus={path}", f"--task={kind}",
                                 "--docs-per-bucket=16", "--temperatures=1", "--state-file=",
-                                "--max-bucket=256-511", f"--tasks-json={tasks_path}",
+                                "--max-bucket=128-255", f"--tasks-json={tasks_path}",
                                 f"--json={report_path}")
             self.assertEqual(run.returncode, 0, run.stderr)
             print(kind, run.stderr.splitlines()[0])
