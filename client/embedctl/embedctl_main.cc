@@ -89,7 +89,7 @@ ABSL_FLAG(double, min_gain_se, 2,
           "calibrate: standard errors of its paired gain over tau = 1 (calibration half) a tau "
           "below 1 must exceed in its bucket to be chosen.");
 ABSL_FLAG(std::string, task, "passkey",
-          "calibrate, eval: passkey|needle|lexical (see README: which retrieval task).");
+          "calibrate, eval: passkey|needle|lexical (see docs/long-documents.md).");
 ABSL_FLAG(uint32_t, docs_per_bucket, 200,
           "calibrate, eval: documents per length bucket, one query each (whole pools).");
 ABSL_FLAG(uint32_t, pool_size, 8, "calibrate, eval: candidates each query is ranked among.");

@@ -14,7 +14,7 @@ namespace embedding::model_store {
 namespace {
 
 // The encoder's layers, kernels (oneDNN matmuls, blocked attention) and weights are CPU code
-// today; the fused-attention CUDA path is the open GPU work (README, "On a GPU"). Until it
+// today; the fused-attention CUDA path is the open GPU work (docs/deploying.md, "On a GPU"). Until it
 // lands a CUDA device is refused rather than served from the CPU under its name.
 constexpr bool kEncoderRunsOnCuda = false;
 

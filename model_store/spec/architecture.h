@@ -56,7 +56,7 @@ struct ArchitectureSpec {
   std::vector<std::string> variant_values;
   bool variant_default = true;
   ConfigMapping map_config = nullptr;
-  // Hub checkpoints of the family, ", "-separated (the README's table lists each).
+  // Hub checkpoints of the family, ", "-separated (docs/models.md's table lists each).
   std::string known_checkpoints;
   ConfigFieldNames fields;
   PositionKind positions = PositionKind::kAbsolute;
@@ -101,7 +101,7 @@ absl::StatusOr<const ArchitectureSpec*> FindFamily(const std::string& name);
 // Comma-separated supported model types, for messages and ListModels.
 std::string SupportedArchitectures();
 
-// Every spec, in registry order (the README's table is checked against it).
+// Every spec, in registry order (docs/models.md's table is checked against it).
 const std::vector<ArchitectureSpec>& AllArchitectures();
 
 }  // namespace embedding::model_store

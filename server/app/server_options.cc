@@ -23,7 +23,7 @@
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC address (port 0 picks a free port).");
 // Off by default: a listener of its own, so large bodies and slow API clients never share
-// workers or a body limit with the probes and /metrics (README, "OpenAI-compatible endpoint").
+// workers or a body limit with the probes and /metrics (docs/apis.md, "The OpenAI-compatible endpoint").
 ABSL_FLAG(std::string, openai_listen, "",
           "host:port for the OpenAI-compatible POST /v1/embeddings and GET /v1/models "
           "(empty: off).");
@@ -90,7 +90,7 @@ ABSL_FLAG(int, model_versions_kept, 2,
 ABSL_FLAG(std::string, dtype, "auto",
           "fp32 | bf16 | int8 | auto. bf16 needs avx512_bf16 or amx_bf16; int8 quantises the "
           "linear layers dynamically; auto picks the fastest that keeps its accuracy guard.");
-// auto: the CPU in this version (the encoder has no CUDA path yet; README, "On a GPU").
+// auto: the CPU in this version (the encoder has no CUDA path yet; docs/deploying.md, "On a GPU").
 ABSL_FLAG(std::string, device, "auto",
           "cpu | cuda | cuda:N | auto. Where forward passes run; auto takes a CUDA device when "
           "the build and the encoder support one and it is visible, else the CPU.");

@@ -334,9 +334,9 @@ TEST(ModelLoad, ABertConfigWithAnotherPositionTypeIsNeverLoadedAsBert) {
                     HasSubstr("absolute"), HasSubstr("alibi")));
 }
 
-// The README's architecture table is the registry's: every model_type with its checkpoints.
-TEST(ModelLoad, ReadmeListsEveryArchitectureAndItsCheckpoints) {
-  const std::string readme = testing::ReadFile(std::string(EMB_SOURCE_DIR) + "/README.md");
+// docs/models.md's architecture table is the registry's: every model_type with its checkpoints.
+TEST(ModelLoad, ModelsPageListsEveryArchitectureAndItsCheckpoints) {
+  const std::string readme = testing::ReadFile(std::string(EMB_SOURCE_DIR) + "/docs/models.md");
   for (const ArchitectureSpec& spec : AllArchitectures()) {
     EXPECT_THAT(readme, HasSubstr("`model_type: " + spec.model_type + "`"));
     for (absl::string_view name : absl::StrSplit(spec.known_checkpoints, ", "))
