@@ -18,24 +18,17 @@ bool IsSpace(utf8proc_int32_t cp) {
          category == UTF8PROC_CATEGORY_ZP;
 }
 
-// Every run of whitespace as one space, none at either end.
-std::string CollapseSpaces(std::string_view text) {
+// The text without its whitespace.
+std::string DropSpaces(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  bool pending_space = false;
   const auto* bytes = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
   for (size_t at = 0; at < text.size();) {
     utf8proc_int32_t cp = 0;
     utf8proc_ssize_t n =
         utf8proc_iterate(bytes + at, static_cast<utf8proc_ssize_t>(text.size() - at), &cp);
     if (n <= 0) n = 1, cp = static_cast<unsigned char>(text[at]);  // not UTF-8: a byte as it is
-    if (IsSpace(cp)) {
-      pending_space = !out.empty();
-    } else {
-      if (pending_space) out += ' ';
-      pending_space = false;
-      out.append(text.substr(at, static_cast<size_t>(n)));
-    }
+    if (!IsSpace(cp)) out.append(text.substr(at, static_cast<size_t>(n)));
     at += static_cast<size_t>(n);
   }
   return out;
@@ -53,8 +46,8 @@ std::string NormalizedText(std::string_view text) {
                                      UTF8PROC_LUMP | UTF8PROC_STRIPCC));
   const std::unique_ptr<utf8proc_uint8_t, decltype(&std::free)> owned(mapped, &std::free);
   if (length < 0)
-    return CollapseSpaces(absl::AsciiStrToLower(absl::string_view(text.data(), text.size())));
-  return CollapseSpaces(
+    return DropSpaces(absl::AsciiStrToLower(absl::string_view(text.data(), text.size())));
+  return DropSpaces(
       std::string_view(reinterpret_cast<const char*>(mapped), static_cast<size_t>(length)));
 }
 

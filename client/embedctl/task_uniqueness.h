@@ -1,9 +1,10 @@
 // The rule every retrieval task keeps, so that a query has one right answer: within a pool the
 // candidates are pairwise distinct, and a query's text occurs in its own candidate and in no
 // other one, nor in the shared haystack. Texts compare after normalisation (NFKC, case
-// folding, marks and default-ignorable code points stripped, every run of whitespace or control
-// characters one space): at least as coarse as any tokenizer's normaliser, so a span that
-// cannot be found here cannot be found among the model's tokens either.
+// folding, marks, default-ignorable code points, whitespace and control characters all
+// dropped): at least as coarse as any tokenizer's normaliser and pre-tokenizer ("disk : full"
+// and "disk: full" are the same WordPiece tokens), so a span that cannot be found here cannot be
+// found among the model's tokens either. Coarser only costs a rare needless redraw.
 #pragma once
 
 #include <cstdint>

@@ -58,10 +58,10 @@ def reciprocal_ranks(queries, documents, pool):
 
 def normalized(text):
     """The uniqueness rule's text, from Python's own Unicode tables: NFKC, case folded, marks
-    stripped, whitespace runs as one space."""
+    stripped, whitespace dropped."""
     folded = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text).casefold())
     kept = "".join(c for c in folded if not unicodedata.category(c).startswith("M"))
-    return " ".join(unicodedata.normalize("NFC", kept).split())
+    return "".join(unicodedata.normalize("NFC", kept).split())
 
 
 def count(text, span):

@@ -230,7 +230,9 @@ TEST(MakeBucketTasks, EveryQueryOfAHostileCorpusHasExactlyOneAnswer) {
     size_t redrawn = 0;
     for (const BucketTask& task : tasks.buckets) {
       redrawn += task.redrawn;
-      if (kind != RetrievalTaskKind::kLexical) ASSERT_EQ(task.pools(), 10u) << task.bucket;
+      if (kind != RetrievalTaskKind::kLexical) {
+        ASSERT_EQ(task.pools(), 10u) << task.bucket;
+      }
       for (size_t i = 0; i < task.queries.size(); ++i) {
         const size_t first = i / task.pool_size * task.pool_size;
         EXPECT_GE(Count(task.documents[i], task.queries[i]), 1u) << task.queries[i];
@@ -245,8 +247,12 @@ TEST(MakeBucketTasks, EveryQueryOfAHostileCorpusHasExactlyOneAnswer) {
     }
     // Needles meet the copies, shared openings and fragments; passkey haystacks never hold a
     // pass key's sentence, so nothing there is redrawn.
-    if (kind == RetrievalTaskKind::kNeedle) EXPECT_GT(redrawn, 0u);
-    if (kind == RetrievalTaskKind::kPasskey) EXPECT_EQ(redrawn, 0u);
+    if (kind == RetrievalTaskKind::kNeedle) {
+      EXPECT_GT(redrawn, 0u);
+    }
+    if (kind == RetrievalTaskKind::kPasskey) {
+      EXPECT_EQ(redrawn, 0u);
+    }
   }
 }
 
@@ -270,8 +276,8 @@ TEST(MakeBucketTasks, ABucketWhoseNeedlesCannotBeUniqueSaysSo) {
 
 TEST(DropDuplicateDocuments, KeepsTheFirstOfEachNormalisedText) {
   std::vector<std::string> corpus = {"Error: disk full", "error:  DISK full ", "Error: disk fuller",
-                                     "Error: disk full"};
-  EXPECT_EQ(DropDuplicateDocuments(&corpus), 2u);
+                                     "Error: disk full", "Error : disk full"};
+  EXPECT_EQ(DropDuplicateDocuments(&corpus), 3u);
   EXPECT_THAT(corpus, ::testing::ElementsAre("Error: disk full", "Error: disk fuller"));
 }
 
