@@ -129,7 +129,7 @@ class Overlay(unittest.TestCase):
         self.assertIn(flags["data"]["EMBEDDING_DTYPE"], {"fp32", "bf16", "int8"})
         self.assertIn("EMBEDDING_DTYPE=", read(os.path.join(ROOT, "deploy", "k8s", "overlays",
                                                             overlay, "kustomization.yaml")))
-        if flags["data"]["EMBEDDING_DTYPE"] == "bf16":
+        if flags["data"]["EMBEDDING_DTYPE"] == "bf16" and "EMBEDDING_DEVICE" not in flags["data"]:
             self.assertEqual(pod["spec"]["nodeSelector"]
                              ["feature.node.kubernetes.io/cpu-cpuid.AVX512BF16"], "true")
         threads = next(e for e in container["env"] if e["name"] == "EMBEDDING_THREADS")
@@ -202,8 +202,23 @@ class Overlay(unittest.TestCase):
         self.assertIn({"name": "HF_HUB_CACHE", "value": "$(EMBEDDING_HUB_CACHE_DIR)"}, init["env"])
         self.assertEqual(data["EMBEDDING_HUB_OFFLINE"], "true")
 
+    def test_gpu(self):
+        # One whole GPU per pod, on GPU nodes only, through their taint; the device named (a
+        # pod without its GPU fails at start) with bf16, which the GPU multiplies natively.
+        objects = self.check("gpu")
+        pod = one(objects, "Deployment")["spec"]["template"]["spec"]
+        server = pod["containers"][0]
+        self.assertEqual(server["resources"]["limits"]["nvidia.com/gpu"], 1)
+        self.assertNotIn("nvidia.com/gpu", server["resources"].get("requests", {}))
+        self.assertEqual(pod["nodeSelector"], {"nvidia.com/gpu.present": "true"})
+        self.assertIn({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+                      pod["tolerations"])
+        self.assertIn("-cuda", server["image"])
+        flags = one(objects, "ConfigMap", server["envFrom"][0]["configMapRef"]["name"])["data"]
+        self.assertEqual((flags["EMBEDDING_DEVICE"], flags["EMBEDDING_DTYPE"]), ("cuda", "bf16"))
+
     def test_every_overlay_is_checked(self):
-        self.assertEqual(OVERLAYS, ["dev", "init-container-models", "production"])
+        self.assertEqual(OVERLAYS, ["dev", "gpu", "init-container-models", "production"])
 
     def test_generated_files_are_current(self):
         subprocess.run(["/usr/bin/python3", os.path.join(K8S, "generate.py"), "--check"], check=True)
