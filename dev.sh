@@ -37,6 +37,7 @@ TEST_PACKAGES=(
   docker.io mmdebstrap               # the container smoke test (local base image, no registry)
   clang libclang-rt-dev              # the sanitizer build and libFuzzer (tests/fuzz)
   docker-compose python3-yaml        # docker/compose.yaml and deploy/k8s checks
+  python3-jsonschema                 # answers against docs/openapi.json (draft 2020-12)
 )
 
 # Runs "$@" and says how long it took: the CI budget is spent by stage, and this shows where.
@@ -76,9 +77,9 @@ npm_setup() {
 
 # Node (Debian's nodejs unless a node exists) and the npm packages the tests use: the Node
 # client, the offline Kubernetes schema checks, Hugging Face's tokenizers as a peer, the
-# official openai SDK against /v1/embeddings, and the official Hub client (@huggingface/hub)
-# to compare caches with. kubectl (for `kubectl kustomize`) from
-# Debian's kubernetes-client unless one is on PATH.
+# official openai SDK against /v1/embeddings, the official Hub client (@huggingface/hub)
+# to compare caches with, and a client generated from /openapi.json (openapi-typescript).
+# kubectl (for `kubectl kustomize`) from Debian's kubernetes-client unless one is on PATH.
 node_setup() {
   if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     install_packages nodejs npm
@@ -90,6 +91,7 @@ node_setup() {
   npm_setup tests/e2e/openai
   npm_setup tests/e2e/hub
   npm_setup tests/e2e/tei
+  npm_setup tests/e2e/openapi
 }
 
 # Extra arguments are CMake cache settings, applied on every call (a re-configure).

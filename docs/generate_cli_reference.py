@@ -51,6 +51,7 @@ def page(server, embedctl):
              "(`build/server/embedding_server` and `build/client/embedctl`); the suite fails "
              "when a flag changes without this page (`ctest -R cli_reference`). Regenerate "
              "with:", "",
+             "<!-- not runnable: rewrites docs/cli.md; the suite runs it with --check -->",
              "```sh",
              "docs/generate_cli_reference.py build/server/embedding_server build/client/embedctl"
              " > docs/cli.md",

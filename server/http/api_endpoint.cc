@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/http/openai_api.h"
+#include "server/http/openapi_document.h"
 
 namespace embedding::server {
 namespace {
@@ -35,8 +36,9 @@ HttpResponse Refusal(size_t max_body, int status, const HttpExchange& request) {
     error = absl::NotFoundError(absl::StrCat("no route ", request.method(), " ",
                                              request.path().substr(0, 128),
                                              "; this listener serves POST /v1/embeddings and "
-                                             "GET /v1/models, and TEI's POST /embed, /, "
-                                             "/embed_sparse, /embed_all, /tokenize and GET /info"));
+                                             "GET /v1/models, TEI's POST /embed, /, "
+                                             "/embed_sparse, /embed_all, /tokenize and GET /info, "
+                                             "and GET /openapi.json"));
   }
   return ErrorAnswer(status, "application/json", OpenAiErrorBody(error));
 }
@@ -60,6 +62,10 @@ void AddRoutes(HttpListener& listener, std::shared_ptr<const ApiContext> context
   listener.Route("POST", "/tokenize", [context](std::shared_ptr<HttpExchange> ex) {
     ServeTokenize(*context, kTeiErrors, "TEI/Tokenize", ParseTeiTokenizeRequest, TeiTokenizeBody,
                   std::move(ex));
+  });
+  // Without the bearer check: a description of the routes, not data (as TEI's /docs).
+  listener.Route("GET", "/openapi.json", [](std::shared_ptr<HttpExchange> ex) {
+    ex->Respond({200, "application/json", OpenApiDocument(), {}});
   });
   const Embedder* embedder = context->embedder;
   listener.Route("GET", "/v1/models", [context, embedder](std::shared_ptr<HttpExchange> ex) {

@@ -5,6 +5,7 @@
 //   POST /embed, /, /embed_sparse, /embed_all  ServeEmbed, TeiEmbedParser(route)
 //   POST /tokenize                            ServeTokenize, ParseTeiTokenizeRequest
 //   GET  /v1/models, /info                    ServeRead
+//   GET  /openapi.json                        this table as OpenAPI 3.1 (openapi_document.h)
 // Each family answers errors in its own shape (ApiErrors); the listener's own refusals (404,
 // 413, 400) are OpenAI error objects.
 #pragma once

@@ -1,7 +1,8 @@
 // The operations side of the HTTP door: /metrics (Prometheus text format), /healthz (the
-// process is up), /readyz (serving, with consistent admission books) and POST /admin/reload
-// (models, behind bearer auth). prometheus-cpp's own exposer cannot start its threads once
-// libtorch and OpenBLAS are loaded, so the text format is served here.
+// process is up), /readyz (serving, with consistent admission books), POST /admin/reload
+// (models, behind bearer auth) and GET /openapi.json (every route of both listeners).
+// prometheus-cpp's own exposer cannot start its threads once libtorch and OpenBLAS are
+// loaded, so the text format is served here.
 #pragma once
 
 #include <atomic>

@@ -1,0 +1,213 @@
+#!/usr/bin/python3
+"""docs/openapi.json describes what the server really answers: GET /openapi.json on both
+listeners is that file, every documented operation is called, and each request and each answer
+(success and every error reached, per status) validates against the document's schema for its
+route, status and media type (python3-jsonschema, draft 2020-12, as OpenAPI 3.1 uses). Then a
+client generated from the served document (openapi-typescript, type-checked by tsc, sent by
+openapi-fetch) calls the server, and its vectors equal gRPC's.
+
+usage: openapi_answers_test.py SERVER_BINARY WRITE_DEMO_MODEL OPENAPI_JSON NPM_DIR
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+import urllib.error
+import urllib.request
+
+import jsonschema
+
+HERE = os.path.dirname(__file__)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "client", "python"))
+sys.path.insert(0, HERE)
+from bge_m3_model import add_heads, make_heads, write_base_model  # noqa: E402
+from embedding_client import EmbeddingClient, sparse_weights  # noqa: E402
+from server_runner import ServerRunner  # noqa: E402
+
+BINARY, WRITER, DOCUMENT, NPM_DIR = sys.argv[1:5]
+TOKEN = "openapi-test-token-5e21"
+TEXTS = ["interest rates at the bank", "owls hunt mice at night"]
+LONG = " ".join(["owls and foxes in the moonlit forest"] * 30)  # past the 64-token window
+
+# (listener, method, path, body, with the token, status expected). Bodies are dicts (sent as
+# JSON), bytes (sent as they are) or None.
+CASES = [
+    ("api", "POST", "/v1/embeddings", {"input": TEXTS[0]}, True, 200),
+    ("api", "POST", "/v1/embeddings", {"model": "m3", "input": TEXTS, "encoding_format": "base64",
+                                       "outputs": ["dense", "sparse", "multi_vector"],
+                                       "multi_vector_encoding": "float16", "max_vectors": 4,
+                                       "temperature": 0.7}, True, 200),
+    ("api", "POST", "/v1/embeddings", {"input": LONG, "strategy": "chunk_all",
+                                       "chunk_tokens": 32, "temperature_mode": "auto"}, True, 200),
+    ("api", "POST", "/v1/embeddings", {"input": [[5, 6, 7], [8, 9]], "dimensions": 16}, True, 200),
+    ("api", "POST", "/v1/embeddings", {"input": TEXTS[0], "temperature": 7}, True, 400),
+    ("api", "POST", "/v1/embeddings", b"{not json", True, 400),
+    ("api", "POST", "/v1/embeddings", {"input": TEXTS[0]}, False, 401),
+    ("api", "POST", "/v1/embeddings", {"model": "absent", "input": TEXTS[0]}, True, 404),
+    ("api", "POST", "/v1/embeddings", {"input": LONG, "strategy": "reject"}, True, 400),
+    # Past the listener's body limit (3 x --max-request-bytes + 64 KiB), before any parsing.
+    ("api", "POST", "/v1/embeddings", b'{"input": "' + b"a" * (300 << 10) + b'"}', True, 413),
+    ("api", "GET", "/v1/models", None, True, 200),
+    ("api", "GET", "/v1/models", None, False, 401),
+    ("api", "POST", "/embed", {"inputs": TEXTS[0]}, True, 200),
+    ("api", "POST", "/embed", {"inputs": TEXTS, "normalize": False, "dimensions": 32}, True, 200),
+    ("api", "POST", "/embed", {"inputs": LONG}, True, 413),
+    ("api", "POST", "/embed", {"inputs": []}, True, 422),
+    ("api", "POST", "/embed", {"inputs": TEXTS[0]}, False, 401),
+    ("api", "POST", "/", {"inputs": TEXTS}, True, 200),
+    ("api", "POST", "/embed_sparse", {"inputs": TEXTS}, True, 200),
+    ("api", "POST", "/embed_all", {"inputs": TEXTS[0]}, True, 200),
+    ("api", "POST", "/tokenize", {"inputs": TEXTS, "add_special_tokens": False}, True, 200),
+    ("api", "POST", "/tokenize", {"inputs": 7}, True, 422),
+    ("api", "GET", "/info", None, True, 200),
+    ("api", "GET", "/info", None, False, 401),
+    ("api", "GET", "/openapi.json", None, False, 200),
+    ("ops", "GET", "/openapi.json", None, False, 200),
+    ("ops", "GET", "/metrics", None, False, 200),
+    ("ops", "GET", "/healthz", None, False, 200),
+    ("ops", "GET", "/readyz", None, False, 200),
+    ("ops", "POST", "/admin/reload", None, True, 200),
+    ("ops", "POST", "/admin/reload?dtype=sometimes", None, True, 400),
+    ("ops", "POST", "/admin/reload", None, False, 401),
+    ("ops", "POST", "/admin/reload?model=absent", None, True, 404),
+]
+
+
+def call(base, method, path, body, token):
+    """(status, media type, body bytes) of one HTTP call."""
+    data = body if isinstance(body, bytes) else None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(base + path, data=data, method=method)
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    if token:
+        request.add_header("Authorization", f"Bearer {TOKEN}")
+    try:
+        with urllib.request.urlopen(request, timeout=60) as r:
+            return r.status, r.headers.get("Content-Type", ""), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("Content-Type", ""), e.read()
+
+
+class OpenApiAnswersTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        with open(DOCUMENT) as f:
+            cls.document = json.load(f)
+        cls.tmp = tempfile.mkdtemp(prefix="openapi-")
+        base = os.path.join(cls.tmp, "base")
+        write_base_model(WRITER, base)
+        sparse, colbert = make_heads(64)
+        model = add_heads(base, os.path.join(cls.tmp, "m3"), sparse, colbert, "pt")
+        token_file = os.path.join(cls.tmp, "tokens")
+        with open(token_file, "w") as f:
+            f.write(TOKEN + "\n")
+        # The routes on a server with bearer auth (401s, and /admin needs it); gRPC's own
+        # answers, to compare with, from a second server on the same files.
+        cls.server = ServerRunner(BINARY, [f"--model=m3={model}", "--openai-listen=127.0.0.1:0",
+                                           f"--auth-token-file={token_file}",
+                                           "--max-request-bytes=65536"])
+        cls.open_server = ServerRunner(BINARY, [f"--model=m3={model}"])
+        cls.bases = {"api": f"http://{cls.server.openai_address}",
+                     "ops": f"http://{cls.server.http_address}"}
+        cls.client = EmbeddingClient(cls.open_server.grpc_address)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+        cls.open_server.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def validate(self, schema, instance, where):
+        """Validates against a schema of the document, its $refs resolved in the document."""
+        resolver = jsonschema.RefResolver.from_schema(self.document)
+        errors = list(jsonschema.Draft202012Validator(schema, resolver=resolver)
+                      .iter_errors(instance))
+        self.assertEqual(errors, [], f"{where}: " + "; ".join(
+            f"{'/'.join(map(str, e.absolute_path))}: {e.message[:300]}" for e in errors))
+
+    def test_served_document_is_the_file(self):
+        for listener in ("api", "ops"):
+            status, media, body = call(self.bases[listener], "GET", "/openapi.json", None, False)
+            self.assertEqual((status, media), (200, "application/json"), listener)
+            served = json.loads(body)
+            self.assertNotEqual(served["info"]["version"], "source")
+            served["info"]["version"] = self.document["info"]["version"]
+            self.assertEqual(served, self.document, listener)
+
+    def test_every_answer_matches_its_schema(self):
+        called = set()
+        for listener, method, path, body, token, expected in CASES:
+            where = f"{method} {path.split('?')[0]} -> {expected}"
+            with self.subTest(where):
+                route = path.split("?")[0]
+                operation = self.document["paths"][route][method.lower()]
+                if expected < 300 and isinstance(body, dict):
+                    self.validate(operation["requestBody"]["content"]["application/json"]
+                                  ["schema"], body, where + " request")
+                status, media, raw = call(self.bases[listener], method, path, body, token)
+                self.assertEqual(status, expected, raw[:300])
+                responses = operation["responses"]
+                self.assertIn(str(status), responses, f"{where}: status not documented")
+                content = responses[str(status)]["content"]
+                media_type = media.split(";")[0].strip()
+                self.assertIn(media_type, content, f"{where}: media type not documented")
+                answer = json.loads(raw) if media_type == "application/json" else raw.decode()
+                self.validate(content[media_type]["schema"], answer, where)
+                called.add((route, method.lower()))
+        documented = {(p, m) for p, ops in self.document["paths"].items() for m in ops}
+        self.assertEqual(documented - called, set(), "documented operations never called")
+
+    def test_a_schema_violation_is_caught(self):
+        # The check can fail: a documented answer with a field the schema does not have.
+        status, _, raw = call(self.bases["api"], "GET", "/info", None, True)
+        answer = json.loads(raw)
+        answer["undocumented"] = 1
+        schema = self.document["paths"]["/info"]["get"]["responses"]["200"]["content"][
+            "application/json"]["schema"]
+        resolver = jsonschema.RefResolver.from_schema(self.document)
+        with self.assertRaisesRegex(jsonschema.ValidationError, "undocumented"):
+            jsonschema.Draft202012Validator(schema, resolver=resolver).validate(answer)
+
+    def test_generated_client_calls_the_server(self):
+        work = tempfile.mkdtemp(dir=self.tmp)
+        status, _, served = call(self.bases["api"], "GET", "/openapi.json", None, False)
+        with open(os.path.join(work, "openapi.json"), "wb") as f:
+            f.write(served)
+        with open(os.path.join(work, "package.json"), "w") as f:
+            f.write('{"type": "module"}\n')
+        os.symlink(os.path.abspath(os.path.join(NPM_DIR, "node_modules")),
+                   os.path.join(work, "node_modules"))
+        shutil.copy(os.path.join(NPM_DIR, "client.ts"), work)
+        bin_dir = os.path.join(NPM_DIR, "node_modules", ".bin")
+
+        def run(*args):
+            done = subprocess.run(args, cwd=work, capture_output=True, text=True, timeout=120)
+            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+            return done.stdout
+
+        run(os.path.join(bin_dir, "openapi-typescript"), "openapi.json", "-o", "schema.d.ts")
+        run(os.path.join(bin_dir, "tsc"), "--strict", "--module", "nodenext", "--moduleResolution",
+            "nodenext", "--target", "es2022", "--types", "node", "--outDir", "out", "client.ts")
+        got = json.loads(run("node", "out/client.js", self.bases["api"], TOKEN))
+
+        want = self.client.embed(TEXTS, outputs=["dense", "sparse"], temperature=0.8).documents
+        for item, doc in zip(got["openai"], want):
+            self.assertTrue(all(abs(a - b) <= 1e-6 for a, b in zip(item["embedding"], doc.vector)))
+            got_sparse = dict(zip(item["sparse"]["token_ids"], item["sparse"]["weights"]))
+            want_sparse = sparse_weights(doc.sparse)
+            self.assertEqual(set(got_sparse), set(want_sparse))
+            self.assertTrue(all(abs(got_sparse[t] - w) <= 1e-6 for t, w in want_sparse.items()))
+        plain = self.client.embed(TEXTS).documents
+        for vector, doc in zip(got["tei"], plain):
+            self.assertTrue(all(abs(a - b) <= 1e-6 for a, b in zip(vector, doc.vector)))
+        tokens = self.client.tokenize([TEXTS[0]]).inputs[0].tokens
+        self.assertEqual(got["token_ids"], [t.id for t in tokens])
+        self.assertEqual(got["refusal"]["status"], 400)
+        self.assertTrue(got["refusal"]["message"].startswith("temperature"), got["refusal"])
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
