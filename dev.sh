@@ -78,7 +78,8 @@ npm_setup() {
 # Node (Debian's nodejs unless a node exists) and the npm packages the tests use: the Node
 # client, the offline Kubernetes schema checks, Hugging Face's tokenizers as a peer, the
 # official openai SDK against /v1/embeddings, the official Hub client (@huggingface/hub)
-# to compare caches with, and a client generated from /openapi.json (openapi-typescript).
+# to compare caches with, a client generated from /openapi.json (openapi-typescript), and
+# Swagger UI for the image's GET /docs.
 # kubectl (for `kubectl kustomize`) from Debian's kubernetes-client unless one is on PATH.
 node_setup() {
   if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
@@ -92,6 +93,7 @@ node_setup() {
   npm_setup tests/e2e/hub
   npm_setup tests/e2e/tei
   npm_setup tests/e2e/openapi
+  npm_setup docker/swagger-ui
 }
 
 # Extra arguments are CMake cache settings, applied on every call (a re-configure).
@@ -126,7 +128,11 @@ shift || true
 case "$cmd" in
   deps) install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}" ;;
   build-deps) install_packages "${BUILD_PACKAGES[@]}" ;;
-  docker) exec bash docker/smoke_test.sh "$@" ;;
+  docker)
+    command -v npm >/dev/null || install_packages nodejs npm
+    npm_setup docker/swagger-ui  # the image's GET /docs (docker/stage_runtime.sh)
+    exec bash docker/smoke_test.sh "$@"
+    ;;
   build) install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"; build ;;
   run)
     install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"

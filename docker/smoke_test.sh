@@ -37,6 +37,9 @@ for _ in $(seq 120); do
   sleep 1
 done
 docker exec "$name" embedctl health --timeout-s=5
+# GET /docs: the image's Swagger UI files, which the server read at start (it refuses to start
+# when EMBEDDING_API_DOCS_DIR lacks them).
+docker exec "$name" sh -c 'test -s "$EMBEDDING_API_DOCS_DIR/swagger-ui-bundle.js"'
 out=$(docker exec "$name" embedctl embed --temperature=0.8 "hello from the container")
 echo "$out" | grep -q '"length_bucket":"0-63"'
 echo "$out" | grep -q '"temperature":0.8'

@@ -71,6 +71,7 @@ absl::Status Server::Start() {
 }
 
 absl::Status Server::StartListeners() {
+  ASSIGN_OR_RETURN(const ApiDocs docs, ApiDocs::Load(options_.api_docs_dir));
   service_ = std::make_unique<EmbeddingService>(embedder_.get(), auth_.get());
   GrpcListenerOptions grpc_options{options_.grpc_listen, options_.limits.max_request_bytes,
                                    options_.reflection, grpc_credentials_};
@@ -85,6 +86,7 @@ absl::Status Server::StartListeners() {
     http_options.auth = auth_.get();
     http_options.auth_metrics = options_.auth_metrics;
     http_options.tls = http_tls_.get();
+    http_options.docs = docs;
     ASSIGN_OR_RETURN(http_, HttpEndpoint::Start(std::move(http_options)));
     LogListening("http", options_.http_listen, http_->port());
   }
@@ -93,6 +95,7 @@ absl::Status Server::StartListeners() {
     api_options.address = options_.openai_listen;
     api_options.context = {embedder_.get(), auth_.get(), options_.openai_timeout};
     api_options.tls = http_tls_.get();
+    api_options.docs = docs;
     api_options.tei_info = {options_.batching.max_batch_tokens,
                             options_.batching.max_batch_sequences, options_.tokenizer_threads};
     ASSIGN_OR_RETURN(api_, ApiEndpoint::Start(std::move(api_options)));

@@ -23,13 +23,19 @@
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC address (port 0 picks a free port).");
 // Off by default: a listener of its own, so large bodies and slow API clients never share
-// workers or a body limit with the probes and /metrics (docs/apis.md, "The OpenAI-compatible endpoint").
+// workers or a body limit with the probes and /metrics (docs/apis.md, "The OpenAI-compatible
+// endpoint").
 ABSL_FLAG(std::string, openai_listen, "",
           "host:port for the OpenAI-compatible POST /v1/embeddings and GET /v1/models "
           "(empty: off).");
 // 5 minutes: a 131,072-token document at fp32 on BERT-base takes about a minute here.
 ABSL_FLAG(double, openai_timeout_s, 300,
           "Deadline of an OpenAI-endpoint request that sends no X-Request-Timeout header.");
+// The page is off unless its files are there: they come from npm, not from Debian (the image
+// carries them; docs/apis.md).
+ABSL_FLAG(std::string, api_docs_dir, "",
+          "Folder of npm's swagger-ui-dist: serve GET /docs, Swagger UI rendering "
+          "/openapi.json, on both HTTP listeners (empty: /openapi.json only).");
 ABSL_FLAG(std::string, http_listen, "0.0.0.0:8080",
           "HTTP address for /metrics, /healthz and /readyz; empty disables.");
 ABSL_FLAG(std::string, tls_cert_file, "", "PEM certificate chain for TLS on the gRPC listener.");
@@ -232,6 +238,7 @@ absl::Status ReadListenerFlags(ServerOptions* options) {
   options->grpc_listen = absl::GetFlag(FLAGS_listen);
   options->http_listen = absl::GetFlag(FLAGS_http_listen);
   options->openai_listen = absl::GetFlag(FLAGS_openai_listen);
+  options->api_docs_dir = absl::GetFlag(FLAGS_api_docs_dir);
   const double openai_timeout = absl::GetFlag(FLAGS_openai_timeout_s);
   RETURN_IF_ERROR(Positive("openai_timeout_s", openai_timeout));
   options->openai_timeout = absl::Milliseconds(static_cast<int64_t>(openai_timeout * 1000));

@@ -17,6 +17,7 @@ namespace embedding::server {
 struct ServerOptions {
   std::string grpc_listen = "0.0.0.0:50051";
   std::string http_listen = "0.0.0.0:8080";  // /metrics, /healthz, /readyz; empty disables
+  std::string api_docs_dir;                  // swagger-ui-dist: GET /docs; empty: no page
   std::string openai_listen;                 // POST /v1/embeddings, GET /v1/models; empty disables
   absl::Duration openai_timeout = absl::Minutes(5);  // without an X-Request-Timeout header
   ModelOptions models;

@@ -5,7 +5,6 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/http/openai_api.h"
-#include "server/http/openapi_document.h"
 
 namespace embedding::server {
 namespace {
@@ -38,7 +37,7 @@ HttpResponse Refusal(size_t max_body, int status, const HttpExchange& request) {
                                              "; this listener serves POST /v1/embeddings and "
                                              "GET /v1/models, TEI's POST /embed, /, "
                                              "/embed_sparse, /embed_all, /tokenize and GET /info, "
-                                             "and GET /openapi.json"));
+                                             "and GET /openapi.json and /docs"));
   }
   return ErrorAnswer(status, "application/json", OpenAiErrorBody(error));
 }
@@ -62,10 +61,6 @@ void AddRoutes(HttpListener& listener, std::shared_ptr<const ApiContext> context
   listener.Route("POST", "/tokenize", [context](std::shared_ptr<HttpExchange> ex) {
     ServeTokenize(*context, kTeiErrors, "TEI/Tokenize", ParseTeiTokenizeRequest, TeiTokenizeBody,
                   std::move(ex));
-  });
-  // Without the bearer check: a description of the routes, not data (as TEI's /docs).
-  listener.Route("GET", "/openapi.json", [](std::shared_ptr<HttpExchange> ex) {
-    ex->Respond({200, "application/json", OpenApiDocument(), {}});
   });
   const Embedder* embedder = context->embedder;
   listener.Route("GET", "/v1/models", [context, embedder](std::shared_ptr<HttpExchange> ex) {
@@ -95,6 +90,7 @@ absl::StatusOr<std::unique_ptr<ApiEndpoint>> ApiEndpoint::Start(ApiEndpointOptio
                                    MaxBodyBytes(options.context.embedder->limits()), options.tls};
   ASSIGN_OR_RETURN(std::unique_ptr<HttpListener> listener, HttpListener::Create(listen));
   AddRoutes(*listener, std::make_shared<const ApiContext>(options.context), options.tei_info);
+  options.docs.AddRoutes(*listener);
   listener->SetErrorResponder(
       [max_body = listen.max_body_bytes](int status, const HttpExchange& r) {
         return Refusal(max_body, status, r);

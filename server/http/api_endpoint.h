@@ -5,7 +5,7 @@
 //   POST /embed, /, /embed_sparse, /embed_all  ServeEmbed, TeiEmbedParser(route)
 //   POST /tokenize                            ServeTokenize, ParseTeiTokenizeRequest
 //   GET  /v1/models, /info                    ServeRead
-//   GET  /openapi.json                        this table as OpenAPI 3.1 (openapi_document.h)
+//   GET  /openapi.json, /docs                 this table as OpenAPI 3.1, and its page (api_docs.h)
 // Each family answers errors in its own shape (ApiErrors); the listener's own refusals (404,
 // 413, 400) are OpenAI error objects.
 #pragma once
@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/http/api_call.h"
+#include "server/http/api_docs.h"
 #include "server/http/http_listener.h"
 #include "server/http/tei_api.h"
 
@@ -25,6 +26,7 @@ struct ApiEndpointOptions {
   ApiContext context;
   HttpTlsCertificate* tls = nullptr;  // set (--http-tls): HTTPS
   TeiServerInfo tei_info;             // what TEI's GET /info reports of the server
+  ApiDocs docs;                       // GET /openapi.json and /docs
 };
 
 class ApiEndpoint {

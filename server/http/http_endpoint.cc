@@ -6,7 +6,6 @@
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "server/http/api_call.h"
-#include "server/http/openapi_document.h"
 
 namespace embedding::server {
 namespace {
@@ -97,9 +96,7 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(HttpEndpointOp
         });
       });
   // Both listeners describe every route: the API listener is optional, this one is not.
-  server.Route("GET", "/openapi.json", [](std::shared_ptr<HttpExchange> ex) {
-    ex->Respond({200, "application/json", OpenApiDocument(), {}});
-  });
+  options.docs.AddRoutes(server);
   server.Route("GET", "/healthz",
                [](std::shared_ptr<HttpExchange> ex) { ex->Respond(Text(200, "ok\n")); });
   server.Route("GET", "/readyz",

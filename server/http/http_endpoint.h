@@ -1,6 +1,6 @@
 // The operations side of the HTTP door: /metrics (Prometheus text format), /healthz (the
 // process is up), /readyz (serving, with consistent admission books), POST /admin/reload
-// (models, behind bearer auth) and GET /openapi.json (every route of both listeners).
+// (models, behind bearer auth), and GET /openapi.json and /docs (api_docs.h).
 // prometheus-cpp's own exposer cannot start its threads once libtorch and OpenBLAS are
 // loaded, so the text format is served here.
 #pragma once
@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "server/core/model_reloader.h"
 #include "server/core/worker_pool.h"
+#include "server/http/api_docs.h"
 #include "server/http/http_listener.h"
 #include "server/http/http_tls.h"
 #include "server/observability/metrics.h"
@@ -30,6 +31,7 @@ struct HttpEndpointOptions {
   bool auth_metrics = false;
   // Set (--http-tls): HTTPS with this certificate, which must outlive the endpoint.
   HttpTlsCertificate* tls = nullptr;
+  ApiDocs docs;  // GET /openapi.json and /docs
 };
 
 class HttpEndpoint {

@@ -4,9 +4,10 @@ listeners is that file, every documented operation is called, and each request a
 (success and every error reached, per status) validates against the document's schema for its
 route, status and media type (python3-jsonschema, draft 2020-12, as OpenAPI 3.1 uses). Then a
 client generated from the served document (openapi-typescript, type-checked by tsc, sent by
-openapi-fetch) calls the server, and its vectors equal gRPC's.
+openapi-fetch) calls the server, and its vectors equal gRPC's. GET /docs serves Swagger UI's
+files as --api-docs-dir holds them, and a folder without them is refused at start.
 
-usage: openapi_answers_test.py SERVER_BINARY WRITE_DEMO_MODEL OPENAPI_JSON NPM_DIR
+usage: openapi_answers_test.py SERVER_BINARY WRITE_DEMO_MODEL OPENAPI_JSON NPM_DIR SWAGGER_UI_DIR
 """
 import json
 import os
@@ -27,7 +28,7 @@ from bge_m3_model import add_heads, make_heads, write_base_model  # noqa: E402
 from embedding_client import EmbeddingClient, sparse_weights  # noqa: E402
 from server_runner import ServerRunner  # noqa: E402
 
-BINARY, WRITER, DOCUMENT, NPM_DIR = sys.argv[1:5]
+BINARY, WRITER, DOCUMENT, NPM_DIR, SWAGGER_UI = sys.argv[1:6]
 TOKEN = "openapi-test-token-5e21"
 TEXTS = ["interest rates at the bank", "owls hunt mice at night"]
 LONG = " ".join(["owls and foxes in the moonlit forest"] * 30)  # past the 64-token window
@@ -66,6 +67,9 @@ CASES = [
     ("api", "GET", "/info", None, False, 401),
     ("api", "GET", "/openapi.json", None, False, 200),
     ("ops", "GET", "/openapi.json", None, False, 200),
+    ("api", "GET", "/docs", None, False, 200),
+    ("ops", "GET", "/docs/swagger-ui-bundle.js", None, False, 200),
+    ("api", "GET", "/docs/swagger-ui.css", None, False, 200),
     ("ops", "GET", "/metrics", None, False, 200),
     ("ops", "GET", "/healthz", None, False, 200),
     ("ops", "GET", "/readyz", None, False, 200),
@@ -108,7 +112,8 @@ class OpenApiAnswersTest(unittest.TestCase):
         # answers, to compare with, from a second server on the same files.
         cls.server = ServerRunner(BINARY, [f"--model=m3={model}", "--openai-listen=127.0.0.1:0",
                                            f"--auth-token-file={token_file}",
-                                           "--max-request-bytes=65536"])
+                                           "--max-request-bytes=65536",
+                                           f"--api-docs-dir={SWAGGER_UI}"])
         cls.open_server = ServerRunner(BINARY, [f"--model=m3={model}"])
         cls.bases = {"api": f"http://{cls.server.openai_address}",
                      "ops": f"http://{cls.server.http_address}"}
@@ -159,6 +164,35 @@ class OpenApiAnswersTest(unittest.TestCase):
                 called.add((route, method.lower()))
         documented = {(p, m) for p, ops in self.document["paths"].items() for m in ops}
         self.assertEqual(documented - called, set(), "documented operations never called")
+
+    def test_docs_page_serves_swagger_ui_as_installed(self):
+        _, media, page = call(self.bases["api"], "GET", "/docs", None, False)
+        self.assertEqual(media, "text/html; charset=utf-8")
+        for reference in (b'"/docs/swagger-ui-bundle.js"', b'"/docs/swagger-ui.css"',
+                          b'url: "/openapi.json"'):
+            self.assertIn(reference, page)
+        for name in ("swagger-ui-bundle.js", "swagger-ui.css"):
+            with open(os.path.join(SWAGGER_UI, name), "rb") as f:
+                want = f.read()
+            for listener in ("api", "ops"):
+                status, _, got = call(self.bases[listener], "GET", "/docs/" + name, None, False)
+                self.assertEqual((status, got == want), (200, True), f"{listener} {name}")
+        # Without --api-docs-dir there is no page: the listener's own 404, as documented.
+        status, media, body = call(f"http://{self.open_server.http_address}", "GET", "/docs",
+                                   None, False)
+        self.assertEqual((status, media), (404, "text/plain"))
+        content = self.document["paths"]["/docs"]["get"]["responses"]["404"]["content"]
+        self.validate(content["text/plain"]["schema"], body.decode(), "GET /docs -> 404")
+
+    def test_a_folder_without_swagger_ui_is_refused_at_start(self):
+        empty = tempfile.mkdtemp(dir=self.tmp)
+        done = subprocess.run([BINARY, "--listen=127.0.0.1:0", "--http-listen=127.0.0.1:0",
+                               f"--model=m3={os.path.join(self.tmp, 'm3')}",
+                               f"--api-docs-dir={empty}"],
+                              capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn(f"--api-docs-dir={empty}: cannot read {empty}/swagger-ui-bundle.js",
+                      done.stdout + done.stderr)
 
     def test_a_schema_violation_is_caught(self):
         # The check can fail: a documented answer with a field the schema does not have.
