@@ -11,6 +11,7 @@
 #include "model_store/encoder/encoder_layers.h"
 #include "model_store/encoder/encoder_outputs.h"
 #include "model_store/encoder/encoder_weights.h"
+#include "model_store/encoder/forward_failure.h"
 #include "model_store/encoder/linear_layer.h"
 #include "model_store/encoder/rotary.h"
 #include "model_store/encoder/token_heads.h"
@@ -219,11 +220,8 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
     }
     x = Norm(x, w.final_norm, config_.layer_norm_eps);
     return PoolAndMeasure(x, packed.offsets, batch, heads_.get());
-  } catch (const c10::Error& e) {
-    return absl::InternalError(
-        absl::StrCat("encoder forward failed: ", e.what_without_backtrace()));
-  } catch (const std::exception& e) {  // oneDNN's own errors (dnnl::error)
-    return absl::InternalError(absl::StrCat("encoder forward failed: ", e.what()));
+  } catch (const std::exception& e) {  // c10::Error, oneDNN's dnnl::error, std::bad_alloc
+    return ForwardFailure("encoder forward failed", e);
   }
 }
 

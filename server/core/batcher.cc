@@ -1,6 +1,7 @@
 #include "server/core/batcher.h"
 
 #include <algorithm>
+#include <iterator>
 #include <memory>
 #include <set>
 
@@ -209,7 +210,19 @@ void Batcher::Run(std::vector<BatchTask> batch) {
   const absl::Time start = absl::Now();
   auto result = std::make_shared<absl::StatusOr<model_store::EncodeResult>>(encode_(input));
   stats.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  stats.out_of_memory = absl::IsResourceExhausted(result->status());
   if (observer_) observer_(stats);
+  // Out of memory is a fact of the batch's size, not of its sequences: its halves are tried
+  // in turn, until a sequence that fails alone gets RESOURCE_EXHAUSTED with the reason.
+  if (stats.out_of_memory && batch.size() > 1) {
+    const auto middle = batch.begin() + static_cast<std::ptrdiff_t>(batch.size() / 2);
+    std::vector<BatchTask> second(std::make_move_iterator(middle),
+                                  std::make_move_iterator(batch.end()));
+    batch.erase(middle, batch.end());
+    Run(std::move(batch));
+    Run(std::move(second));
+    return;
+  }
 
   // Moved, not copied, into the completion: see Loop.
   completions_->Schedule([tasks = std::make_shared<std::vector<BatchTask>>(std::move(batch)),

@@ -4,7 +4,8 @@
 // so a huge document never holds the machine; tasks whose caller is gone are dropped before
 // they reach the model. The batcher knows nothing of requests, jobs or protobuf: a task is
 // token ids, a temperature, a liveness check and a completion callback, and completions run
-// on the executor the owner passes in, never on the batcher thread.
+// on the executor the owner passes in, never on the batcher thread. A batch the model has no
+// memory for (RESOURCE_EXHAUSTED) is split and retried; nothing accepted is lost to it.
 #pragma once
 
 #include <condition_variable>
@@ -61,8 +62,8 @@ struct BatchTask {
   // OK while the caller still wants the result; otherwise why not (cancelled, deadline
   // passed), and the task is dropped without reaching the model.
   std::function<absl::Status()> liveness;
-  // Runs exactly once, on the completion executor: with the output, the model's error, the
-  // drop reason, or UNAVAILABLE when the batcher shuts down.
+  // Runs exactly once, on the completion executor: with the output, the model's error (after
+  // out-of-memory retries), the drop reason, or UNAVAILABLE when the batcher shuts down.
   std::function<void(absl::StatusOr<SequenceOutput>)> done;
 };
 
@@ -72,6 +73,7 @@ struct BatchStats {
   int64_t real_tokens = 0;
   int64_t padded_tokens = 0;
   double seconds = 0;
+  bool out_of_memory = false;  // the model ran out of memory: the batch is retried in halves
 };
 
 class Batcher {

@@ -89,6 +89,10 @@ struct BatchMetrics {
   MetricFamily<Histogram>& padding_ratio =
       Declare<Histogram>(registry, "embedding_batch_padding_ratio",
                          "Share of a forward pass's padded tokens that are padding");
+  MetricFamily<Counter>& out_of_memory = Declare<Counter>(
+      registry, "embedding_batch_out_of_memory_total",
+      "Forward passes the model had no memory for (each retried in halves; a single "
+      "sequence is refused with RESOURCE_EXHAUSTED)");
 };
 
 // The server's state: loaded models and reloads, admission's books and bounds, the build.

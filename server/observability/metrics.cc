@@ -137,7 +137,7 @@ void Metrics::ObserveCollapse(const ServedModel& model, const std::string& temps
 void Metrics::ObserveEmbedded(const ServedModel& model, const EmbedParams& params,
                               const EmbedResult& result) {
   const std::string& name = model.name;
-  const std::string tempscale = params.auto_temperature        ? "auto"
+  const std::string tempscale = params.auto_temperature      ? "auto"
                                 : params.temperature == 1.0f ? "off"
                                                              : "on";
   const std::string strategy = StrategyName(params.strategy);
@@ -185,6 +185,7 @@ void Metrics::ObserveBatch(const std::string& model, const BatchStats& stats) {
                              ? 1.0 - static_cast<double>(stats.real_tokens) / stats.padded_tokens
                              : 0.0;
   batches_.padding_ratio.Add({{"model", model}}, RatioBuckets()).Observe(padding);
+  if (stats.out_of_memory) batches_.out_of_memory.Add({{"model", model}}).Increment();
 }
 
 std::string Metrics::Render() {

@@ -1,12 +1,16 @@
 // The batcher with a fake encoder: completions on a worker, fairness between a huge and a
-// short submission, the padding bound, dropping dead work, and shutdown with work queued.
+// short submission, the padding bound, dropping dead work, retrying in halves after running
+// out of memory, and shutdown with work queued.
 #include "server/core/batcher.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <future>
 
+#include "absl/strings/str_cat.h"
 #include "server/core/worker_pool.h"
 #include "tests/unit/server/core/fake_encoder.h"
 
@@ -45,15 +49,29 @@ std::vector<int32_t> Ids(int length, int32_t first) {
   return ids;
 }
 
+// With `memory_tokens` set, a batch of more padded tokens than that runs out of memory, as
+// the encoder reports it (model_store/encoder/forward_failure.h), without reaching the fake.
 struct Fixture {
   explicit Fixture(BatcherOptions options, absl::Duration per_batch = absl::ZeroDuration(),
-                   Batcher::BatchObserver observer = nullptr)
+                   Batcher::BatchObserver observer = nullptr, int64_t memory_tokens = 0)
       : encoder(4, per_batch),
         batcher(std::make_unique<Batcher>(
-            [this](const model_store::EncodeBatch& b) { return encoder.Encode(b); },
+            [this, memory_tokens](
+                const model_store::EncodeBatch& b) -> absl::StatusOr<model_store::EncodeResult> {
+              size_t longest = 0;
+              for (const auto& ids : b.sequences) longest = std::max(longest, ids.size());
+              const int64_t padded = static_cast<int64_t>(longest * b.sequences.size());
+              if (memory_tokens > 0 && padded > memory_tokens) {
+                ++out_of_memory;
+                return absl::ResourceExhaustedError(absl::StrCat(
+                    "out of memory: encoder forward failed: ", padded, " padded tokens"));
+              }
+              return encoder.Encode(b);
+            },
             model_store::PoolingMode::kCls, options, &pool, std::move(observer))) {}
   WorkerPool pool{2};
   testing::FakeEncoder encoder;
+  std::atomic<int> out_of_memory{0};
   std::unique_ptr<Batcher> batcher;
 };
 
@@ -161,6 +179,49 @@ TEST(Batcher, DeadTasksNeverReachTheModelAndCompleteWithTheirReason) {
   for (const auto& batch : f.encoder.batches()) {
     for (const auto& seq : batch) EXPECT_NE(seq[0], 900) << "an expired task reached the model";
   }
+  EXPECT_EQ(f.batcher->queued_tasks(), 0);
+}
+
+TEST(Batcher, OutOfMemorySplitsTheBatchUntilItFitsAndLosesNothing) {
+  BatcherOptions options;
+  options.max_batch_tokens = 1024;
+  options.max_padding_share = 1.0;
+  std::mutex mu;
+  std::vector<BatchStats> stats;
+  Fixture f(
+      options, absl::Milliseconds(5),
+      [&](const BatchStats& s) {
+        std::lock_guard<std::mutex> lock(mu);
+        stats.push_back(s);
+      },
+      /*memory_tokens=*/100);
+  Recorder r;
+  std::vector<BatchTask> tasks;
+  for (int i = 0; i < 16; ++i) tasks.push_back(r.Task(Ids(20, 300 + i)));  // 320 padded
+  tasks.push_back(r.Task(Ids(150, 999)));  // more than the memory holds, even alone
+  f.batcher->Submit(std::move(tasks));
+  r.all_done.get_future().wait();
+  for (int i = 0; i < 16; ++i) {
+    ASSERT_TRUE(r.results[i].ok()) << i << ": " << r.results[i].status();
+    EXPECT_EQ(r.results[i]->pooled[0], 20);
+    EXPECT_EQ(r.results[i]->pooled[2], 300 + i) << "a retried task got another's output";
+  }
+  EXPECT_EQ(r.results[16].status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(r.results[16].status().message()),
+              ::testing::HasSubstr("out of memory: encoder forward failed: 150 padded tokens"));
+  std::lock_guard<std::mutex> lock(mu);
+  int64_t served = 0, failed = 0;
+  for (const auto& s : stats) {
+    if (s.out_of_memory) {
+      ++failed;
+    } else {
+      EXPECT_LE(s.padded_tokens, 100);
+      served += s.sequences;
+    }
+  }
+  EXPECT_EQ(served, 16) << "every sequence ran exactly once in a batch that fit";
+  EXPECT_EQ(failed, f.out_of_memory.load());
+  EXPECT_GE(failed, 3);  // the first cut, at least one half, and the long sequence alone
   EXPECT_EQ(f.batcher->queued_tasks(), 0);
 }
 
