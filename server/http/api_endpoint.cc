@@ -32,12 +32,12 @@ HttpResponse Refusal(size_t max_body, int status, const HttpExchange& request) {
     error = absl::InvalidArgumentError(
         absl::StrCat("body: larger than ", max_body, " bytes (3 x --max-request-bytes + 64 KiB)"));
   } else if (status == 404) {
-    error = absl::NotFoundError(absl::StrCat("no route ", request.method(), " ",
-                                             request.path().substr(0, 128),
-                                             "; this listener serves POST /v1/embeddings and "
-                                             "GET /v1/models, TEI's POST /embed, /, "
-                                             "/embed_sparse, /embed_all, /tokenize and GET /info, "
-                                             "and GET /openapi.json and /docs"));
+    error = absl::NotFoundError(
+        absl::StrCat("no route ", request.method(), " ", request.path().substr(0, 128),
+                     "; this listener serves POST /v1/embeddings and "
+                     "GET /v1/models, TEI's POST /embed, /, "
+                     "/embed_sparse, /embed_all, /tokenize and GET /info, "
+                     "and GET /openapi.json (and /docs with --api-docs-dir)"));
   }
   return ErrorAnswer(status, "application/json", OpenAiErrorBody(error));
 }
