@@ -156,14 +156,23 @@ Json ConfigJson(const DemoModelSpec& spec, const ArchitectureSpec& arch, int64_t
     config["architectures"] = {"JinaBertModel"};
     config["position_embedding_type"] = "alibi";
     config["feed_forward_type"] = "geglu";
-  } else if (arch.family == "xlm-roberta") {  // <pad> is 1, positions start at 2
-    config["architectures"] = {"XLMRobertaModel"};
+  } else if (arch.positions == PositionKind::kAbsoluteAfterPadding) {  // <pad> 1, positions from 2
+    const std::map<std::string, std::string> classes = {{"xlm-roberta", "XLMRobertaModel"},
+                                                        {"roberta", "RobertaModel"},
+                                                        {"camembert", "CamembertModel"}};
+    config["architectures"] = {classes.at(arch.family)};
     config["pad_token_id"] = 1;
     config["bos_token_id"] = 0;
     config["eos_token_id"] = 2;
     config[f.max_positions] = spec.max_positions + 2;
     config["type_vocab_size"] = 1;
     config[f.layer_norm_eps] = 1e-5;
+  } else if (arch.family == "distilbert") {  // msmarco-distilbert-base-v4's keys
+    config["architectures"] = {"DistilBertModel"};
+    config.erase("type_vocab_size");
+    config.erase(f.layer_norm_eps);  // fixed at 1e-12 in DistilBERT
+    config["sinusoidal_pos_embds"] = false;
+    config["tie_weights_"] = true;
   } else if (arch.family == "nomic_bert") {  // nomic-embed-text-v1.5's, NTK past 2,048
     config["architectures"] = {"NomicBertModel"};
     config[f.activation] = "swiglu";
@@ -221,10 +230,15 @@ Json ConfigJson(const DemoModelSpec& spec, const ArchitectureSpec& arch, int64_t
   return config;
 }
 
-// XLM-R's family tokenizes with SentencePiece Unigram; BERT, NomicBert and GTE with BERT's
-// WordPiece.
-bool UsesUnigram(const ArchitectureSpec& arch) {
-  return arch.positions == PositionKind::kAbsoluteAfterPadding;
+// The whole words of the WordPiece vocabulary (not its specials, characters or "##" pieces):
+// the byte-level BPE vocabularies are built from them.
+absl::StatusOr<std::vector<std::string>> DemoWords(const DemoModelSpec& spec) {
+  ASSIGN_OR_RETURN(auto pieces, BuildDemoVocabulary(spec.word_list, spec.vocab_size));
+  std::vector<std::string> words;
+  for (const std::string& piece : pieces) {
+    if (piece.size() > 1 && piece[0] != '[' && piece.rfind("##", 0) != 0) words.push_back(piece);
+  }
+  return words;
 }
 
 // Returns the vocabulary size.
@@ -232,26 +246,29 @@ absl::StatusOr<int64_t> WriteTokenizerFiles(const fs::path& root, const DemoMode
                                             const ArchitectureSpec& arch) {
   Json tokenizer, settings;
   int64_t vocab_size = 0;
+  const Json roberta_specials = {
+      {"bos_token", "<s>"},  {"eos_token", "</s>"},  {"unk_token", "<unk>"},  {"cls_token", "<s>"},
+      {"sep_token", "</s>"}, {"pad_token", "<pad>"}, {"mask_token", "<mask>"}};
+  // As each family's Hub checkpoints tokenize: the decoders and RoBERTa with byte-level BPE,
+  // XLM-R and CamemBERT with SentencePiece Unigram, BERT's kin with WordPiece.
   if (arch.decoder) {
-    // The WordPiece vocabulary's whole words (not its specials, characters or "##" pieces).
-    ASSIGN_OR_RETURN(auto pieces, BuildDemoVocabulary(spec.word_list, spec.vocab_size));
-    std::vector<std::string> words;
-    for (const std::string& piece : pieces) {
-      if (piece.size() > 1 && piece[0] != '[' && piece.rfind("##", 0) != 0) words.push_back(piece);
-    }
+    ASSIGN_OR_RETURN(auto words, DemoWords(spec));
     tokenizer = ByteLevelBpeTokenizerJson(words, spec.vocab_size - 1);
     vocab_size = spec.vocab_size;
     settings = {{"eos_token", "<|endoftext|>"},
                 {"pad_token", "<|endoftext|>"},
                 {"padding_side", "left"},
                 {"add_eos_token", true}};
-  } else if (UsesUnigram(arch)) {
+  } else if (arch.family == "roberta") {
+    ASSIGN_OR_RETURN(auto words, DemoWords(spec));
+    tokenizer = RobertaBpeTokenizerJson(words, spec.vocab_size);
+    vocab_size = spec.vocab_size;
+    settings = roberta_specials;
+  } else if (arch.positions == PositionKind::kAbsoluteAfterPadding) {
     ASSIGN_OR_RETURN(auto pieces, BuildDemoUnigramVocabulary(spec.word_list, spec.vocab_size));
     tokenizer = UnigramTokenizerJson(pieces);
     vocab_size = static_cast<int64_t>(pieces.size());
-    settings = {{"bos_token", "<s>"},    {"eos_token", "</s>"}, {"unk_token", "<unk>"},
-                {"cls_token", "<s>"},    {"sep_token", "</s>"}, {"pad_token", "<pad>"},
-                {"mask_token", "<mask>"}};
+    settings = roberta_specials;
   } else {
     ASSIGN_OR_RETURN(auto vocab, BuildDemoVocabulary(spec.word_list, spec.vocab_size));
     tokenizer = WordPieceTokenizerJson(vocab);

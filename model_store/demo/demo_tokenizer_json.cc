@@ -29,6 +29,51 @@ Json Template(const std::string& cls, int cls_id, const std::string& sep, int se
             {sep, {{"id", sep}, {"ids", {sep_id}}, {"tokens", {sep}}}}}}};
 }
 
+// GPT-2's 256 byte characters, then each word of `words` (after a space: "Ġword") built by
+// merges of its prefixes, numbered after what `vocab` holds, until `vocab_size` tokens.
+// Returns the next free id.
+int AddByteLevelPieces(const std::vector<std::string>& words, int64_t vocab_size, Json* vocab,
+                       Json* merges) {
+  const std::array<char32_t, 256> bytes = ByteCharacters();
+  int64_t next = static_cast<int64_t>(vocab->size());
+  auto add = [&](const std::string& piece) { (*vocab)[piece] = next++; };
+  for (int b = 0; b < 256; ++b) {
+    std::string c;
+    AppendUtf8(bytes[b], &c);
+    add(c);
+  }
+  for (const std::string& word : words) {
+    std::vector<std::string> symbols;
+    for (unsigned char b : " " + word) {
+      symbols.emplace_back();
+      AppendUtf8(bytes[b], &symbols.back());
+    }
+    std::string prefix = symbols[0];
+    for (size_t i = 1; i < symbols.size() && next < vocab_size; ++i) {
+      const std::string merged = prefix + symbols[i];
+      if (!vocab->contains(merged)) {
+        merges->push_back(Json::array({prefix, symbols[i]}));
+        add(merged);
+      }
+      prefix = merged;
+    }
+  }
+  return static_cast<int>(next);
+}
+
+Json BpeModel(const Json& vocab, const Json& merges) {
+  return {{"type", "BPE"},
+          {"dropout", nullptr},
+          {"unk_token", nullptr},
+          {"continuing_subword_prefix", ""},
+          {"end_of_word_suffix", ""},
+          {"fuse_unk", false},
+          {"byte_fallback", false},
+          {"ignore_merges", false},
+          {"vocab", vocab},
+          {"merges", merges}};
+}
+
 }  // namespace
 
 Json WordPieceTokenizerJson(const std::vector<std::string>& vocab) {
@@ -81,39 +126,9 @@ Json UnigramTokenizerJson(const std::vector<std::pair<std::string, double>>& pie
 }
 
 Json ByteLevelBpeTokenizerJson(const std::vector<std::string>& words, int64_t vocab_size) {
-  const std::array<char32_t, 256> bytes = ByteCharacters();
-  auto as_bytes = [&](const std::string& text) {
-    std::vector<std::string> symbols;
-    for (unsigned char b : text) {
-      symbols.emplace_back();
-      AppendUtf8(bytes[b], &symbols.back());
-    }
-    return symbols;
-  };
   Json vocab = Json::object();
-  std::vector<std::string> tokens;
-  for (int b = 0; b < 256; ++b) {
-    std::string c;
-    AppendUtf8(bytes[b], &c);
-    vocab[c] = tokens.size();
-    tokens.push_back(c);
-  }
   Json merges = Json::array();
-  for (const std::string& word : words) {
-    std::vector<std::string> symbols = as_bytes(" " + word);
-    std::string prefix = symbols[0];
-    for (size_t i = 1; i < symbols.size(); ++i) {
-      if (static_cast<int64_t>(tokens.size()) >= vocab_size) break;
-      const std::string merged = prefix + symbols[i];
-      if (!vocab.contains(merged)) {
-        merges.push_back(Json::array({prefix, symbols[i]}));
-        vocab[merged] = tokens.size();
-        tokens.push_back(merged);
-      }
-      prefix = merged;
-    }
-  }
-  const int eos = static_cast<int>(tokens.size());
+  const int eos = AddByteLevelPieces(words, vocab_size, &vocab, &merges);
   const char* kEos = "<|endoftext|>";
   // Qwen2's pre-tokenizer pattern (contractions, letters, single digits, punctuation runs,
   // newlines, spaces).
@@ -149,17 +164,39 @@ Json ByteLevelBpeTokenizerJson(const std::vector<std::string>& words, int64_t vo
               {{"SpecialToken", {{"id", kEos}, {"type_id", 1}}}}}},
             {"special_tokens", {{kEos, {{"id", kEos}, {"ids", {eos}}, {"tokens", {kEos}}}}}}}},
           {"decoder", byte_level},
-          {"model",
-           {{"type", "BPE"},
-            {"dropout", nullptr},
-            {"unk_token", nullptr},
-            {"continuing_subword_prefix", ""},
-            {"end_of_word_suffix", ""},
-            {"fuse_unk", false},
-            {"byte_fallback", false},
-            {"ignore_merges", false},
-            {"vocab", vocab},
-            {"merges", merges}}}};
+          {"model", BpeModel(vocab, merges)}};
+}
+
+Json RobertaBpeTokenizerJson(const std::vector<std::string>& words, int64_t vocab_size) {
+  Json vocab = Json::object();
+  const char* kSpecials[] = {"<s>", "<pad>", "</s>", "<unk>"};
+  Json added = Json::array();
+  for (int i = 0; i < 4; ++i) {
+    vocab[kSpecials[i]] = i;
+    added.push_back(AddedToken(i, kSpecials[i]));
+  }
+  Json merges = Json::array();
+  const int mask = AddByteLevelPieces(words, vocab_size - 1, &vocab, &merges);
+  vocab["<mask>"] = mask;
+  added.push_back(AddedToken(mask, "<mask>"));
+  const Json byte_level = {{"type", "ByteLevel"},
+                           {"add_prefix_space", false},
+                           {"trim_offsets", true},
+                           {"use_regex", true}};
+  return {{"version", "1.0"},
+          {"truncation", nullptr},
+          {"padding", nullptr},
+          {"added_tokens", added},
+          {"normalizer", nullptr},
+          {"pre_tokenizer", byte_level},
+          {"post_processor",
+           {{"type", "RobertaProcessing"},
+            {"sep", {"</s>", 2}},
+            {"cls", {"<s>", 0}},
+            {"trim_offsets", true},
+            {"add_prefix_space", false}}},
+          {"decoder", byte_level},
+          {"model", BpeModel(vocab, merges)}};
 }
 
 }  // namespace embedding::model_store

@@ -1,5 +1,6 @@
 // The demo models' `tokenizer.json` files, in the layout Hugging Face tokenizers writes:
-// BERT's WordPiece, XLM-R's Unigram with the Metaspace pre-tokenizer, Qwen's byte-level BPE.
+// BERT's WordPiece, XLM-R's Unigram with the Metaspace pre-tokenizer, Qwen's and RoBERTa's
+// byte-level BPE.
 #pragma once
 
 #include <cstdint>
@@ -24,5 +25,10 @@ nlohmann::json UnigramTokenizerJson(const std::vector<std::pair<std::string, dou
 // is GPT-2's 256 byte characters, then each word of `words` (after a space: "Ġword") built by
 // merges of its prefixes, until `vocab_size` tokens; <|endoftext|> takes the next id.
 nlohmann::json ByteLevelBpeTokenizerJson(const std::vector<std::string>& words, int64_t vocab_size);
+
+// RoBERTa's layout (roberta-base's tokenizer.json): <s> <pad> </s> <unk>, the same byte-level
+// pieces, <mask> last (id vocab_size - 1); ByteLevel pre-tokenizer with GPT-2's regex, no
+// normalizer, RobertaProcessing (<s> $A </s>).
+nlohmann::json RobertaBpeTokenizerJson(const std::vector<std::string>& words, int64_t vocab_size);
 
 }  // namespace embedding::model_store

@@ -54,6 +54,46 @@ ArchitectureSpec XlmRobertaSpec() {
   return spec;
 }
 
+// RoBERTa (FacebookAI/roberta-base, DistilRoBERTa) and CamemBERT: XLM-R's layout and
+// positions under their own model_type; their weights keep the "roberta." prefix.
+ArchitectureSpec RobertaSpec(std::string model_type, std::string known_checkpoints) {
+  ArchitectureSpec spec = BertLayout(std::move(model_type), "roberta.");
+  spec.known_checkpoints = std::move(known_checkpoints);
+  spec.positions = PositionKind::kAbsoluteAfterPadding;
+  return spec;
+}
+
+// DistilBERT (transformers' modeling_distilbert.py): BERT's post-norm blocks under its own
+// names and config keys, no token types, LayerNorm eps fixed at 1e-12 (no config field).
+ArchitectureSpec DistilBertSpec() {
+  ArchitectureSpec spec;
+  spec.family = spec.model_type = "distilbert";
+  spec.known_checkpoints =
+      "sentence-transformers/msmarco-distilbert-base-v4, "
+      "sentence-transformers/msmarco-distilbert-base-tas-b, "
+      "sentence-transformers/distiluse-base-multilingual-cased-v2 (its Dense layer aside)";
+  spec.fields.hidden_size = "dim";
+  spec.fields.num_layers = "n_layers";
+  spec.fields.num_heads = "n_heads";
+  spec.fields.intermediate_size = "hidden_dim";
+  spec.fields.activation = "activation";
+  spec.map_config = MapDistilBertConfig;
+  spec.weight_prefixes = {"distilbert.", ""};
+  spec.word_embeddings = "embeddings.word_embeddings";
+  spec.position_embeddings = "embeddings.position_embeddings";
+  spec.embeddings_norm = "embeddings.LayerNorm";
+  spec.layer_prefix = "transformer.layer.";
+  spec.query = "attention.q_lin";
+  spec.key = "attention.k_lin";
+  spec.value = "attention.v_lin";
+  spec.attention_output = "attention.out_lin";
+  spec.attention_norm = "sa_layer_norm";
+  spec.mlp_in = "ffn.lin1";
+  spec.mlp_out = "ffn.lin2";
+  spec.output_norm = "output_layer_norm";
+  return spec;
+}
+
 // nomic-embed-text's layout: GPT-2 config names, a fused QKV, a gated MLP, rotary positions.
 ArchitectureSpec NomicBertSpec() {
   ArchitectureSpec spec;
@@ -232,11 +272,21 @@ absl::Status Unsupported(const std::string& model_type) {
 
 const std::vector<ArchitectureSpec>& AllArchitectures() {
   static const auto* const kSpecs = new std::vector<ArchitectureSpec>{
-      BertSpec(),      XlmRobertaSpec(),
-      NomicBertSpec(), GteSpec(),
-      JinaBertSpec(),  ModernBertSpec(),
-      Qwen3Spec(),     Qwen2Spec(),
-      MistralSpec(),   DecoderLayout("llama", "McGill-NLP/LLM2Vec-Meta-Llama-3-8B-Instruct-mntp")};
+      BertSpec(),
+      XlmRobertaSpec(),
+      RobertaSpec("roberta",
+                  "sentence-transformers/all-distilroberta-v1, FacebookAI/roberta-base, "
+                  "sentence-transformers/nli-roberta-base-v2"),
+      RobertaSpec("camembert", "dangvantuan/sentence-camembert-base, almanach/camembert-base"),
+      DistilBertSpec(),
+      NomicBertSpec(),
+      GteSpec(),
+      JinaBertSpec(),
+      ModernBertSpec(),
+      Qwen3Spec(),
+      Qwen2Spec(),
+      MistralSpec(),
+      DecoderLayout("llama", "McGill-NLP/LLM2Vec-Meta-Llama-3-8B-Instruct-mntp")};
   return *kSpecs;
 }
 

@@ -48,6 +48,14 @@ absl::Status MapBertConfig(const std::string& label, const Json& json, EncoderCo
   return MapActivation(label, json, "hidden_act", "gelu", &config->hidden_act);
 }
 
+absl::Status MapDistilBertConfig(const std::string& label, const Json& json,
+                                 EncoderConfig* config) {
+  // sinusoidal_pos_embds needs nothing: the sin/cos table is the position embedding's
+  // weight, saved in the checkpoint like a learned one.
+  config->type_vocab_size = 0;  // no token type embeddings
+  return MapActivation(label, json, "activation", "gelu", &config->hidden_act);
+}
+
 absl::Status MapNomicBertConfig(const std::string& label, const Json& json, EncoderConfig* config) {
   // nomic's MLP is gated: swiglu is SiLU, geglu GELU, on the gate.
   std::string activation = "swiglu";

@@ -14,6 +14,9 @@ namespace embedding::model_store {
 // BERT and XLM-RoBERTa: hidden_act.
 absl::Status MapBertConfig(const std::string& label, const nlohmann::json& json,
                            EncoderConfig* config);
+// DistilBERT: activation; no token types.
+absl::Status MapDistilBertConfig(const std::string& label, const nlohmann::json& json,
+                                 EncoderConfig* config);
 // NomicBert: activation_function (swiglu or geglu), rotary_emb_*, max_trained_positions,
 // prenorm, qkv_proj_bias, mlp_fc1_bias, mlp_fc2_bias.
 absl::Status MapNomicBertConfig(const std::string& label, const nlohmann::json& json,

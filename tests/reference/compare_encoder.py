@@ -2,9 +2,11 @@
 """Checks the C++ encoder against networks built from PyTorch's own modules and functional ops.
 
 One reference per architecture, written from the published model definitions, not from the C++:
-- bert and xlm-roberta: nn.Embedding, nn.LayerNorm and post-norm GELU nn.TransformerEncoderLayer
-  blocks; XLM-R's positions are Hugging Face's create_position_ids_from_input_ids (count the
-  non-padding tokens from padding_idx + 1; a padding token sits at padding_idx).
+- bert, roberta, xlm-roberta, camembert and distilbert: nn.Embedding, nn.LayerNorm and
+  post-norm GELU nn.TransformerEncoderLayer blocks, with each family's weight names; the
+  RoBERTa kind's positions are Hugging Face's create_position_ids_from_input_ids (count the
+  non-padding tokens from padding_idx + 1; a padding token sits at padding_idx); DistilBERT
+  has no token types.
 - nomic_bert: nn.Linear / nn.LayerNorm with a fused Wqkv, rotary positions on queries and keys
   (halves or interleaved pairs, dynamic NTK past max_trained_positions), a SwiGLU MLP
   fc2(fc11(x) * silu(fc12(x))), post-norm or pre-norm as config.json says.
@@ -69,55 +71,70 @@ def copy_layer(layer, names, weights, prefix):
             param.copy_(weights[f"{prefix}{name}.{param_name}"])
 
 
+# The BERT kind's config keys and weight names, per family, as transformers' modeling_bert.py
+# (RoBERTa, XLM-R and CamemBERT keep them) and modeling_distilbert.py spell them.
+BERT_NAMES = {
+    "hidden": "hidden_size", "layers": "num_hidden_layers", "heads": "num_attention_heads",
+    "inner": "intermediate_size", "act": "hidden_act", "layer": "encoder.layer.{}.",
+    "q": "attention.self.query", "k": "attention.self.key", "v": "attention.self.value",
+    "out": "attention.output.dense", "norm1": "attention.output.LayerNorm",
+    "in": "intermediate.dense", "ffn_out": "output.dense", "norm2": "output.LayerNorm"}
+DISTILBERT_NAMES = {
+    "hidden": "dim", "layers": "n_layers", "heads": "n_heads", "inner": "hidden_dim",
+    "act": "activation", "layer": "transformer.layer.{}.", "q": "attention.q_lin",
+    "k": "attention.k_lin", "v": "attention.v_lin", "out": "attention.out_lin",
+    "norm1": "sa_layer_norm", "in": "ffn.lin1", "ffn_out": "ffn.lin2",
+    "norm2": "output_layer_norm"}
+# Positions counted from padding_idx + 1 (create_position_ids_from_input_ids).
+ROBERTA_TYPES = ("xlm-roberta", "roberta", "camembert")
+
+
 class ReferenceBert(nn.Module):
-    """BERT and XLM-RoBERTa: the same blocks; XLM-R offsets its positions past the padding."""
+    """BERT, RoBERTa, XLM-RoBERTa, CamemBERT and DistilBERT: the same post-norm blocks; the
+    RoBERTa kind offsets its positions past the padding, DistilBERT has no token types and its
+    LayerNorm eps is fixed at 1e-12."""
 
     def __init__(self, config, weights, tau):
         super().__init__()
-        h, eps = config["hidden_size"], config.get("layer_norm_eps", 1e-12)
-        self.roberta = config["model_type"] == "xlm-roberta"
+        self.names = n = DISTILBERT_NAMES if config["model_type"] == "distilbert" else BERT_NAMES
+        h, eps = config[n["hidden"]], config.get("layer_norm_eps", 1e-12)
+        self.roberta = config["model_type"] in ROBERTA_TYPES
         self.pad = config.get("pad_token_id", 0)
         self.word = nn.Embedding(config["vocab_size"], h)
         self.position = nn.Embedding(config["max_position_embeddings"], h)
-        self.token_type = nn.Embedding(config.get("type_vocab_size", 2), h)
+        self.token_type = (nn.Embedding(config.get("type_vocab_size", 2), h)
+                           if "embeddings.token_type_embeddings.weight" in weights else None)
         self.norm = nn.LayerNorm(h, eps=eps)
+        activation = {"gelu": "gelu", "relu": "relu"}[config.get(n["act"], "gelu")]
         self.layers = nn.ModuleList([
             nn.TransformerEncoderLayer(
-                d_model=h, nhead=config["num_attention_heads"],
-                dim_feedforward=config["intermediate_size"], dropout=0.0, activation="gelu",
-                layer_norm_eps=eps, batch_first=True, norm_first=False)
-            for _ in range(config["num_hidden_layers"])])
+                d_model=h, nhead=config[n["heads"]], dim_feedforward=config[n["inner"]],
+                dropout=0.0, activation=activation, layer_norm_eps=eps, batch_first=True,
+                norm_first=False)
+            for _ in range(config[n["layers"]])])
         self._load(weights, tau)
         self.eval()
 
     @torch.no_grad()
     def _load(self, w, tau):
+        n = self.names
         self.word.weight.copy_(w["embeddings.word_embeddings.weight"])
         self.position.weight.copy_(w["embeddings.position_embeddings.weight"])
-        self.token_type.weight.copy_(w["embeddings.token_type_embeddings.weight"])
+        if self.token_type is not None:
+            self.token_type.weight.copy_(w["embeddings.token_type_embeddings.weight"])
         self.norm.weight.copy_(w["embeddings.LayerNorm.weight"])
         self.norm.bias.copy_(w["embeddings.LayerNorm.bias"])
         for i, layer in enumerate(self.layers):
-            p = f"encoder.layer.{i}."
-            attn = layer.self_attn
-            attn.in_proj_weight.copy_(torch.cat([
-                w[p + "attention.self.query.weight"] / tau,
-                w[p + "attention.self.key.weight"],
-                w[p + "attention.self.value.weight"]]))
-            attn.in_proj_bias.copy_(torch.cat([
-                w[p + "attention.self.query.bias"] / tau,
-                w[p + "attention.self.key.bias"],
-                w[p + "attention.self.value.bias"]]))
-            attn.out_proj.weight.copy_(w[p + "attention.output.dense.weight"])
-            attn.out_proj.bias.copy_(w[p + "attention.output.dense.bias"])
-            layer.norm1.weight.copy_(w[p + "attention.output.LayerNorm.weight"])
-            layer.norm1.bias.copy_(w[p + "attention.output.LayerNorm.bias"])
-            layer.linear1.weight.copy_(w[p + "intermediate.dense.weight"])
-            layer.linear1.bias.copy_(w[p + "intermediate.dense.bias"])
-            layer.linear2.weight.copy_(w[p + "output.dense.weight"])
-            layer.linear2.bias.copy_(w[p + "output.dense.bias"])
-            layer.norm2.weight.copy_(w[p + "output.LayerNorm.weight"])
-            layer.norm2.bias.copy_(w[p + "output.LayerNorm.bias"])
+            p = n["layer"].format(i)
+            for kind in ("weight", "bias"):
+                attn = layer.self_attn
+                getattr(attn, f"in_proj_{kind}").copy_(torch.cat([
+                    w[f"{p}{n['q']}.{kind}"] / tau, w[f"{p}{n['k']}.{kind}"],
+                    w[f"{p}{n['v']}.{kind}"]]))
+                for module, key in ((attn.out_proj, "out"), (layer.norm1, "norm1"),
+                                    (layer.linear1, "in"), (layer.linear2, "ffn_out"),
+                                    (layer.norm2, "norm2")):
+                    getattr(module, kind).copy_(w[f"{p}{n[key]}.{kind}"])
 
     @torch.no_grad()
     def forward(self, ids):
@@ -127,8 +144,10 @@ class ReferenceBert(nn.Module):
             positions = torch.cumsum(mask, dim=1) * mask + self.pad
         else:
             positions = torch.arange(ids.shape[1]).unsqueeze(0)
-        x = self.norm(self.word(ids) + self.position(positions) +
-                      self.token_type(torch.zeros_like(ids)))
+        x = self.word(ids) + self.position(positions)
+        if self.token_type is not None:
+            x = x + self.token_type(torch.zeros_like(ids))
+        x = self.norm(x)
         for layer in self.layers:
             x = layer(x)
         return x[0]
@@ -515,7 +534,8 @@ def v5_spelling(config):
     return config
 
 
-REFERENCES = {"bert": ReferenceBert, "xlm-roberta": ReferenceBert,
+REFERENCES = {"bert": ReferenceBert, "xlm-roberta": ReferenceBert, "roberta": ReferenceBert,
+              "camembert": ReferenceBert, "distilbert": ReferenceBert,
               "nomic_bert": ReferenceNomicBert, "new": ReferenceGte,
               "jina_bert": ReferenceJinaBert, "modernbert": ReferenceModernBert}
 
@@ -616,7 +636,7 @@ def main():
     reference = reference_class(config)
     max_len = config.get("n_positions") or (
         config["max_position_embeddings"] - (config.get("pad_token_id", 0) + 1
-                                              if arch == "xlm-roberta" else 0))
+                                              if arch in ROBERTA_TYPES else 0))
     rng = random.Random(20241031)
     sequences, taus = build_batch(config, max_len, rng)
     if "--head-by-head" in flags:

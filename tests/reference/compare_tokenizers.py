@@ -9,8 +9,10 @@ their scores are written into a tokenizer.json the way Hugging Face converts Sen
 models, plus variants (NFKC, Sequence, the Metaspace prepend schemes, no split). For every
 variant and text, ids and code-point offsets must equal Hugging Face's. SentencePiece's own ids
 are reported too: they differ, as documented, only where runs of whitespace end the text.
+The demo models' own tokenizer.json files (XLM-R's and CamemBERT's Unigram, RoBERTa's
+byte-level BPE, DistilBERT's WordPiece) are checked the same way.
 
-usage: compare_tokenizers.py TOKENIZE_TEXTS_BINARY PEER_JS DEMO_UNIGRAM_MODEL_DIR
+usage: compare_tokenizers.py TOKENIZE_TEXTS_BINARY PEER_JS DEMO_MODEL_DIR...
 """
 import base64
 import copy
@@ -95,13 +97,15 @@ def variants(base):
 
 
 def main():
-    binary, peer, demo_dir = sys.argv[1:4]
+    binary, peer, demo_dirs = sys.argv[1], sys.argv[2], sys.argv[3:]
     workdir = tempfile.mkdtemp(prefix="compare-tokenizers-")
     model_path, proto = train(workdir)
     charsmap_bytes = len(proto.normalizer_spec.precompiled_charsmap)
     texts = TEXTS + EXTRA_TEXTS
     cases = dict(variants(tokenizer_json(proto)))
-    cases["demo xlm-roberta (nfkc)"] = json.load(open(os.path.join(demo_dir, "tokenizer.json")))
+    for demo_dir in demo_dirs:  # the demo models' own files: Unigram, RoBERTa's BPE, WordPiece
+        model_type = json.load(open(os.path.join(demo_dir, "config.json")))["model_type"]
+        cases[f"demo {model_type}"] = json.load(open(os.path.join(demo_dir, "tokenizer.json")))
     checked, failures = compare_cases(binary, peer, workdir, cases, texts)
 
     # SentencePiece's own ids against the converted file (Hugging Face semantics are followed).

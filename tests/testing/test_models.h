@@ -36,6 +36,11 @@ std::string Qwen3ModelDir();
 std::string Qwen2ModelDir();
 // NomicBert again, 128 wide in two heads of 64: projections split by head in every kernel.
 std::string NomicBertHeadsOf64ModelDir();
+// The BERT kind under other names (2 layers, 64 wide, 512 positions): RoBERTa with byte-level
+// BPE, CamemBERT with Unigram, DistilBERT with its own keys and weight names.
+std::string RobertaModelDir();
+std::string CamembertModelDir();
+std::string DistilBertModelDir();
 
 // `n` words, seeded, that the demo models' vocabulary holds as one token each.
 std::string SingleTokenWords(int n, uint32_t seed);

@@ -93,6 +93,53 @@ TEST(ModelLoad, XlmRobertaAcceptsTheRobertaPrefixAndGivesTheSameVectors) {
   EXPECT_EQ(EmbedOne(**plain, "ein Text, un texte"), EmbedOne(**with_prefix, "ein Text, un texte"));
 }
 
+// RoBERTa, CamemBERT and DistilBERT as sentence-transformers and transformers save them: the
+// base model's prefix or none, the same vectors; RoBERTa's window is its table less the
+// padding offset, DistilBERT has no token types.
+TEST(ModelLoad, BertKindUnderOtherNamesAcceptsItsPrefixAndGivesTheSameVectors) {
+  const std::vector<std::pair<std::string, std::string>> families = {
+      {testing::RobertaModelDir(), "roberta."},
+      {testing::CamembertModelDir(), "roberta."},
+      {testing::DistilBertModelDir(), "distilbert."}};
+  for (const auto& [model_dir, prefix] : families) {
+    const std::string dir = CopyWithPrefix(model_dir, prefix);
+    auto plain = Model::Load(model_dir, {});
+    auto with_prefix = Model::Load(dir, {});
+    ASSERT_TRUE(plain.ok() && with_prefix.ok()) << model_dir << ": " << with_prefix.status();
+    EXPECT_EQ((*plain)->config().max_sequence_length(), 512) << model_dir;
+    EXPECT_EQ(EmbedOne(**plain, "a river bank in spring"),
+              EmbedOne(**with_prefix, "a river bank in spring"))
+        << model_dir;
+  }
+  auto distilbert = Model::Load(testing::DistilBertModelDir(), {});
+  ASSERT_TRUE(distilbert.ok()) << distilbert.status();
+  EXPECT_EQ((*distilbert)->config().type_vocab_size, 0);
+  EXPECT_EQ((*distilbert)->config().family, "distilbert");
+}
+
+TEST(ModelLoad, DistilBertConfigErrorsNameItsOwnFields) {
+  const std::string dir = testing::CopyModelDir(testing::DistilBertModelDir(), "distil_config");
+  auto expect_error = [&](const std::function<void(nlohmann::json&)>& edit,
+                          const std::vector<std::string>& words) {
+    const std::string original = testing::ReadFile(dir + "/config.json");
+    EditJson(dir + "/config.json", edit);
+    auto model = Model::Load(dir, {});
+    EXPECT_EQ(model.status().code(), absl::StatusCode::kDataLoss) << model.status();
+    for (const auto& word : words) EXPECT_THAT(model.status().message(), HasSubstr(word));
+    testing::WriteFile(dir + "/config.json", original);
+  };
+  expect_error([](nlohmann::json& j) { j.erase("dim"); }, {"config.json", "'dim'"});
+  expect_error([](nlohmann::json& j) { j["n_heads"] = 5; }, {"n_heads", "not divisible"});
+  expect_error([](nlohmann::json& j) { j["activation"] = "tanh"; }, {"'activation'", "relu"});
+  // ReLU, as some DistilBERT fine-tunes set it, is served: a different vector, not a refusal.
+  auto gelu = Model::Load(dir, {});
+  ASSERT_TRUE(gelu.ok()) << gelu.status();
+  EditJson(dir + "/config.json", [](nlohmann::json& j) { j["activation"] = "relu"; });
+  auto relu = Model::Load(dir, {});
+  ASSERT_TRUE(relu.ok()) << relu.status();
+  EXPECT_NE(EmbedOne(**gelu, "owls"), EmbedOne(**relu, "owls"));
+}
+
 TEST(ModelLoad, NomicBertConfigErrorsNameTheirGpt2Fields) {
   const std::string dir = testing::CopyModelDir(testing::NomicBertModelDir(), "nomic_config");
   auto expect_error = [&](const std::function<void(nlohmann::json&)>& edit,
