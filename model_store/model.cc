@@ -8,6 +8,7 @@
 #include "common/status_macros.h"
 #include "model_store/dtype/dtype_choice.h"
 #include "model_store/dtype/dtype_choice_cache.h"
+#include "model_store/encoder/dense_layers.h"
 #include "model_store/encoder/token_heads.h"
 #include "model_store/formats/checkpoint.h"
 #include "model_store/spec/architecture.h"
@@ -110,6 +111,8 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
                        ? TempScaleSchedule::Load(model_dir)
                        : TempScaleSchedule::LoadFile(options.tempscale_schedule_file));
   ASSIGN_OR_RETURN(TokenHeads heads, LoadTokenHeads(model_dir, config.hidden_size));
+  ASSIGN_OR_RETURN(std::vector<DenseLayer> dense,
+                   LoadDenseLayers(model->st_config_.dense, config.hidden_size));
   // The encoder copies the weights out, so the mapping is released when Load returns.
   ASSIGN_OR_RETURN(auto checkpoint, Checkpoint::Open(model_dir));
   model->pooling_ =
@@ -130,6 +133,10 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
   // after the dtype is chosen.
   if (heads.has_sparse() || heads.multi_vector_dim() > 0)
     model->encoder_->AttachTokenHeads(std::make_shared<const TokenHeads>(std::move(heads)));
+  if (!dense.empty()) {
+    model->encoder_->AttachDenseLayers(
+        std::make_shared<const std::vector<DenseLayer>>(std::move(dense)));
+  }
   if (model->max_content_tokens() < 1) {
     return absl::DataLossError(absl::StrCat(model_dir, ": a window of ", model->window_,
                                             " tokens (", model->window_source_,

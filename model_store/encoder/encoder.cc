@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/name_table.h"
 #include "common/status_macros.h"
+#include "model_store/encoder/dense_layers.h"
 #include "model_store/encoder/encoder_layers.h"
 #include "model_store/encoder/encoder_outputs.h"
 #include "model_store/encoder/encoder_weights.h"
@@ -48,6 +49,23 @@ void Encoder::AttachTokenHeads(std::shared_ptr<const TokenHeads> heads) {
 }
 
 bool Encoder::has_sparse_head() const { return heads_ != nullptr && heads_->has_sparse(); }
+
+void Encoder::AttachDenseLayers(std::shared_ptr<const std::vector<DenseLayer>> layers) {
+  dense_ = std::move(layers);
+}
+
+int64_t Encoder::embedding_dim() const {
+  return dense_ == nullptr || dense_->empty() ? config_.hidden_size : dense_->back().weight.size(0);
+}
+
+void Encoder::ProjectPooled(std::vector<float>* vector) const {
+  if (dense_ == nullptr || dense_->empty()) return;
+  torch::NoGradGuard no_grad;
+  const torch::Tensor row =
+      torch::from_blob(vector->data(), {1, static_cast<int64_t>(vector->size())}, torch::kFloat32);
+  const torch::Tensor out = ApplyDenseLayers(*dense_, row);
+  vector->assign(out.data_ptr<float>(), out.data_ptr<float>() + out.numel());
+}
 
 int64_t Encoder::multi_vector_dim() const {
   return heads_ != nullptr ? heads_->multi_vector_dim() : 0;
@@ -219,7 +237,7 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
       x = TransformerLayer(std::move(x), w.layers[i], packed, config_, attention);
     }
     x = Norm(x, w.final_norm, config_.layer_norm_eps);
-    return PoolAndMeasure(x, packed.offsets, batch, heads_.get());
+    return PoolAndMeasure(x, packed.offsets, batch, heads_.get(), dense_.get());
   } catch (const std::exception& e) {  // c10::Error, oneDNN's dnnl::error, std::bad_alloc
     return ForwardFailure("encoder forward failed", e);
   }

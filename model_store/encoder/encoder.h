@@ -46,6 +46,7 @@ struct TokenOutputs {
 };
 
 struct TokenHeads;  // token_heads.h: internal to model_store
+struct DenseLayer;  // dense_layers.h: internal to model_store
 
 struct EncodeBatch {
   // Token ids of each sequence, special tokens included. Lengths may differ.
@@ -104,6 +105,15 @@ class Encoder {
   // Width of the multi-vectors; 0 without the head.
   int64_t multi_vector_dim() const;
 
+  // sentence-transformers' Dense modules, applied to every pooled vector Encode returns.
+  // Attached like the token heads: before the encoder is shared.
+  void AttachDenseLayers(std::shared_ptr<const std::vector<DenseLayer>> layers);
+  // The width of the vectors Encode pools: the last Dense module's, else hidden_size.
+  int64_t embedding_dim() const;
+  // Runs `vector` (hidden_size values, pooled by the caller from hidden states, as late
+  // chunking does) through the Dense modules in place; nothing without them. Thread-safe.
+  void ProjectPooled(std::vector<float>* vector) const;
+
   const EncoderConfig& config() const { return config_; }
   ComputeDType dtype() const { return options_.dtype; }
   const ComputeDevice& device() const { return options_.device; }
@@ -121,6 +131,7 @@ class Encoder {
   int64_t max_sequence_length_ = 0;
   std::unique_ptr<Weights> weights_;
   std::shared_ptr<const TokenHeads> heads_;
+  std::shared_ptr<const std::vector<DenseLayer>> dense_;
 };
 
 }  // namespace embedding::model_store

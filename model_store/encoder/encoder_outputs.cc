@@ -27,7 +27,8 @@ void ApplyTokenHeads(const torch::Tensor& seq, const TokenOutputs& wants, const 
 }  // namespace
 
 EncodeResult PoolAndMeasure(const torch::Tensor& hidden, const std::vector<int64_t>& offsets,
-                            const EncodeBatch& batch, const TokenHeads* heads) {
+                            const EncodeBatch& batch, const TokenHeads* heads,
+                            const std::vector<DenseLayer>* dense) {
   const int64_t batch_size = static_cast<int64_t>(offsets.size()) - 1;
   const torch::Tensor x = hidden.slice(0, 0, offsets.back()).to(torch::kFloat32).contiguous();
   std::vector<torch::Tensor> pooled_rows, hf_rows;
@@ -52,6 +53,7 @@ EncodeResult PoolAndMeasure(const torch::Tensor& hidden, const std::vector<int64
     hf_rows.push_back((seq - mean).norm() / seq.norm());
   }
   torch::Tensor pooled = torch::stack(pooled_rows);
+  if (dense != nullptr) pooled = ApplyDenseLayers(*dense, pooled);
   if (batch.normalize) {
     // As torch.nn.functional.normalize(p=2, dim=1, eps=1e-12) computes it.
     pooled = pooled / pooled.norm(2, /*dim=*/1, /*keepdim=*/true).clamp_min(1e-12);
@@ -62,9 +64,10 @@ EncodeResult PoolAndMeasure(const torch::Tensor& hidden, const std::vector<int64
   EncodeResult result;
   result.dim = x.size(1);
   const float* pooled_data = pooled.data_ptr<float>();
+  const int64_t pooled_dim = pooled.size(1);  // hidden, or the last Dense module's width
   const float* hf_data = hf_ratio.data_ptr<float>();
   for (int64_t b = 0; b < batch_size; ++b) {
-    result.pooled.emplace_back(pooled_data + b * result.dim, pooled_data + (b + 1) * result.dim);
+    result.pooled.emplace_back(pooled_data + b * pooled_dim, pooled_data + (b + 1) * pooled_dim);
     result.high_frequency_ratio.push_back(hf_data[b]);
   }
   if (batch.return_hidden_states) {

@@ -63,6 +63,54 @@ absl::Status ReadMaxSeqLength(const fs::path& dir, SentenceTransformersConfig* c
   return absl::OkStatus();
 }
 
+// A module folder named in modules.json: relative, inside the model directory.
+absl::Status CheckModuleFolder(const std::string& model_dir, const std::string& folder) {
+  if (folder.empty() || folder[0] == '/' || folder.find("..") != std::string::npos) {
+    return absl::DataLossError(
+        absl::StrCat(model_dir, "/modules.json: bad module path '", folder.substr(0, 80), "'"));
+  }
+  return absl::OkStatus();
+}
+
+// The last part of a module's class ("sentence_transformers.models.Dense" -> "Dense").
+std::string ModuleKind(const Json& module) {
+  const std::string type = module.value("type", "");
+  return type.substr(type.rfind('.') == std::string::npos ? 0 : type.rfind('.') + 1);
+}
+
+absl::StatusOr<DenseModuleConfig> ReadDenseModule(const fs::path& dir, const std::string& folder) {
+  DenseModuleConfig dense;
+  dense.dir = (dir / folder).string();
+  const fs::path path = dir / folder / "config.json";
+  ASSIGN_OR_RETURN(Json json, ReadOptionalJson(path));
+  for (auto [field, out] : {std::pair{"in_features", &dense.in_features},
+                            std::pair{"out_features", &dense.out_features}}) {
+    auto it = json.find(field);
+    if (it == json.end() || !it->is_number_integer() || it->get<int64_t>() < 1 ||
+        it->get<int64_t>() > 65536) {
+      return absl::DataLossError(
+          absl::StrCat(path.string(), ": field '", field, "' must be an integer in [1, 65536]"));
+    }
+    *out = it->get<int64_t>();
+  }
+  if (auto it = json.find("bias"); it != json.end()) {
+    if (!it->is_boolean())
+      return absl::DataLossError(absl::StrCat(path.string(), ": field 'bias' must be a boolean"));
+    dense.bias = it->get<bool>();
+  }
+  // sentence-transformers saves the class ("torch.nn.modules.activation.Tanh"); Tanh is its
+  // default.
+  const std::string activation =
+      json.value("activation_function", "torch.nn.modules.activation.Tanh");
+  dense.activation = activation.substr(activation.rfind('.') + 1);
+  for (const char* known : {"Tanh", "Identity", "ReLU", "GELU", "Sigmoid"}) {
+    if (dense.activation == known) return dense;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(path.string(), ": activation_function '", activation.substr(0, 120),
+                   "' is not supported (Tanh, Identity, ReLU, GELU, Sigmoid from torch.nn)"));
+}
+
 }  // namespace
 
 absl::StatusOr<SentenceTransformersConfig> LoadSentenceTransformersConfig(
@@ -72,14 +120,23 @@ absl::StatusOr<SentenceTransformersConfig> LoadSentenceTransformersConfig(
   try {
     ASSIGN_OR_RETURN(Json modules, ReadOptionalJson(dir / "modules.json"));
     std::string pooling_dir = "1_Pooling";
-    if (modules.is_array()) {
-      for (const Json& module : modules) {
-        const std::string type = module.value("type", "");
-        if (type.find("Pooling") != std::string::npos) pooling_dir = module.value("path", "");
+    for (const Json& module : modules.is_array() ? modules : Json::array()) {
+      const std::string kind = ModuleKind(module);
+      const std::string folder = module.value("path", "");
+      if (kind == "Pooling") {
+        RETURN_IF_ERROR(CheckModuleFolder(model_dir, folder));
+        pooling_dir = folder;
+      } else if (kind == "Dense") {
+        RETURN_IF_ERROR(CheckModuleFolder(model_dir, folder));
+        ASSIGN_OR_RETURN(DenseModuleConfig dense, ReadDenseModule(dir, folder));
+        config.dense.push_back(std::move(dense));
+      } else if (kind != "Transformer" && kind != "Normalize") {
+        return absl::InvalidArgumentError(
+            absl::StrCat(model_dir, "/modules.json: module '", module.value("name", ""),
+                         "' of type '", module.value("type", "").substr(0, 120),
+                         "' is not supported (Transformer, Pooling, Dense, Normalize)"));
       }
     }
-    if (pooling_dir.find("..") != std::string::npos)
-      return absl::DataLossError(absl::StrCat(model_dir, "/modules.json: bad Pooling path"));
     const fs::path pooling_path = dir / pooling_dir / "config.json";
     ASSIGN_OR_RETURN(Json pooling, ReadOptionalJson(pooling_path));
     ASSIGN_OR_RETURN(config.pooling, ParsePooling(pooling_path, pooling));

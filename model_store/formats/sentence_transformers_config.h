@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "model_store/formats/pooling.h"
@@ -19,6 +20,18 @@ inline constexpr const char* kTransformerConfigFiles[] = {
     "sentence_albert_config.json",     "sentence_xlm-roberta_config.json",
     "sentence_xlnet_config.json"};
 
+// A sentence-transformers Dense module (`2_Dense/` ...): `activation(W x + b)` on each pooled
+// vector, in modules.json's order, before Normalize.
+struct DenseModuleConfig {
+  std::string dir;  // the module's folder: its config.json and weights
+  int64_t in_features = 0;
+  int64_t out_features = 0;
+  bool bias = true;
+  // The activation's class as sentence-transformers saves it, short: "Tanh", "Identity",
+  // "ReLU", "GELU" or "Sigmoid".
+  std::string activation = "Tanh";
+};
+
 struct SentenceTransformersConfig {
   // Unset when the directory declares no pooling (then the model's default applies).
   std::optional<PoolingMode> pooling;
@@ -28,12 +41,14 @@ struct SentenceTransformersConfig {
   std::string max_seq_length_file;  // the file that set it, for logs and refusals
   std::map<std::string, std::string> prompts;
   std::string default_prompt_name;
+  std::vector<DenseModuleConfig> dense;  // in order; empty for most models
 };
 
 // Reads whatever of these files exist; absent files are not an error. DATA_LOSS naming the
-// file for malformed JSON or a `max_seq_length` that is not an integer in [2, 2^31) (null is
-// unset, as sentence-transformers reads it); INVALID_ARGUMENT for a pooling mode we do not
-// implement.
+// file for malformed JSON, a `max_seq_length` that is not an integer in [2, 2^31) (null is
+// unset, as sentence-transformers reads it) or a Dense config out of range; INVALID_ARGUMENT
+// for a pooling mode, an activation or a module type we do not implement (a model served
+// without one of its modules would be wrong, not approximate).
 absl::StatusOr<SentenceTransformersConfig> LoadSentenceTransformersConfig(
     const std::string& model_dir);
 

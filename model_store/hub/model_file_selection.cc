@@ -42,18 +42,24 @@ absl::StatusOr<std::set<std::string>> IndexedShards(const MetadataReader& read,
   return shards;
 }
 
-// The folder of the sentence-transformers Pooling module, "1_Pooling" unless modules.json
-// names another.
-absl::StatusOr<std::string> PoolingFolder(const MetadataReader& read, const std::string& repo) {
+// The folders of the sentence-transformers modules the server reads: Pooling ("1_Pooling"
+// unless modules.json names another) and each Dense module's.
+struct ModuleFolders {
+  std::string pooling = "1_Pooling";
+  std::vector<std::string> dense;
+};
+
+absl::StatusOr<ModuleFolders> ReadModuleFolders(const MetadataReader& read,
+                                                const std::string& repo) {
   ASSIGN_OR_RETURN(Json modules, ReadJson(read, repo, "modules.json"));
-  std::string folder = "1_Pooling";
+  ModuleFolders folders;
   for (const Json& module : modules.is_array() ? modules : Json::array()) {
-    if (module.is_object() && absl::StrContains(module.value("type", ""), "Pooling") &&
-        module.contains("path") && module["path"].is_string()) {
-      folder = module["path"].get<std::string>();
-    }
+    if (!module.is_object() || !module.contains("path") || !module["path"].is_string()) continue;
+    const std::string type = module.value("type", "");
+    if (absl::StrContains(type, "Pooling")) folders.pooling = module["path"].get<std::string>();
+    if (absl::EndsWith(type, ".Dense")) folders.dense.push_back(module["path"].get<std::string>());
   }
-  return folder;
+  return folders;
 }
 
 }  // namespace
@@ -108,10 +114,17 @@ absl::StatusOr<std::vector<std::string>> SelectModelFiles(const std::string& rep
   }
   if (listed("modules.json")) {
     files.push_back("modules.json");
-    ASSIGN_OR_RETURN(std::string pooling, PoolingFolder(read, repo));
-    const std::string pooling_config = absl::StrCat(pooling, "/config.json");
+    ASSIGN_OR_RETURN(ModuleFolders folders, ReadModuleFolders(read, repo));
+    const std::string pooling_config = absl::StrCat(folders.pooling, "/config.json");
     RETURN_IF_ERROR(ValidateRepoPath(pooling_config));
     take_if_listed(pooling_config);
+    // A Dense module's config and weights: safetensors when the folder has them.
+    for (const std::string& folder : folders.dense) {
+      RETURN_IF_ERROR(ValidateRepoPath(absl::StrCat(folder, "/config.json")));
+      take_if_listed(absl::StrCat(folder, "/config.json"));
+      if (!take_if_listed(absl::StrCat(folder, "/model.safetensors")))
+        take_if_listed(absl::StrCat(folder, "/pytorch_model.bin"));
+    }
   }
 
   // The weights in Checkpoint's order: safetensors before pickles.

@@ -19,10 +19,14 @@ void LogServing(const ServedModel& served) {
                  : "";
   ServerLog(LogLevel::kInfo,
             absl::StrCat("model '", served.name, "' version ", served.version, origin, " (",
-                         model.config().family, ", ", model.config().hidden_size, " dims, window ",
-                         model.max_content_tokens(), " tokens (", model.max_input_length(),
-                         " with special tokens, by ", model.window_source(), "), weights from ",
-                         model.weights_layout(), ", on ",
+                         model.config().family, ", ", model.encoder().embedding_dim(), " dims",
+                         model.sentence_transformers().dense.empty()
+                             ? ""
+                             : absl::StrCat(" (", model.sentence_transformers().dense.size(),
+                                            " Dense modules after pooling)"),
+                         ", window ", model.max_content_tokens(), " tokens (",
+                         model.max_input_length(), " with special tokens, by ",
+                         model.window_source(), "), weights from ", model.weights_layout(), ", on ",
                          model_store::ComputeDeviceName(model.encoder().device()), ", ",
                          model_store::ComputeDTypeName(model.encoder().dtype()), ")",
                          model.is_demo() ? " -- DEMO model: random weights, vectors are "

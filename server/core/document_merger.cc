@@ -89,7 +89,8 @@ std::vector<float> LocalSequenceTemperatures(const ChunkPlan& plan, const EmbedP
   return taus;
 }
 
-DocumentResult MergeDocument(const EncodedDocument& doc, const EmbedParams& params, size_t dim) {
+DocumentResult MergeDocument(const EncodedDocument& doc, const EmbedParams& params, size_t dim,
+                             const PooledProjection& project) {
   DocumentResult out;
   out.token_count = static_cast<uint32_t>(doc.tokens.ids.size());
   out.chunk_count = static_cast<uint32_t>(doc.plan.chunks.size());
@@ -106,6 +107,7 @@ DocumentResult MergeDocument(const EncodedDocument& doc, const EmbedParams& para
   std::vector<uint32_t> weights;
   for (size_t c = 0; c < doc.plan.chunks.size(); ++c) {
     chunk_vectors.push_back(late ? LateChunkVector(doc, c, dim) : doc.pooled[c]);
+    if (late && project) project(&chunk_vectors.back());
     if (params.normalize) L2Normalize(&chunk_vectors.back());
     weights.push_back(doc.plan.chunks[c].size());
   }

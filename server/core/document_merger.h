@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -54,7 +55,13 @@ void PrepareSlots(EncodedDocument* doc, bool late_chunking, size_t dim);
 void AddLateChunkWindow(EncodedDocument* doc, size_t window, const std::vector<float>& states,
                         size_t dim, size_t prefix_tokens);
 
-// The document's result once every sequence has arrived. `dim` is the model's hidden size.
-DocumentResult MergeDocument(const EncodedDocument& doc, const EmbedParams& params, size_t dim);
+// What the model does to a vector it pooled, for one pooled here from token states (late
+// chunking): its Dense modules (model_store::Encoder::ProjectPooled), in place.
+using PooledProjection = std::function<void(std::vector<float>*)>;
+
+// The document's result once every sequence has arrived. `dim` is the model's hidden size;
+// `project` (may be empty: none) applies to late chunks' mean states.
+DocumentResult MergeDocument(const EncodedDocument& doc, const EmbedParams& params, size_t dim,
+                             const PooledProjection& project = nullptr);
 
 }  // namespace embedding::server

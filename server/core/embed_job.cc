@@ -98,8 +98,8 @@ void EmbedJob::Prepare() {
   // Before any token output is allocated or any forward pass runs.
   if (absl::Status size = CheckResponseSize(); !size.ok()) return Complete(size);
   for (EncodedDocument& doc : documents_) {
-    PrepareTokenOutputs(&doc.token_outputs, doc.plan, doc.tokens.ids.size(), late,
-                        request_.params, multi_vector_dim_);
+    PrepareTokenOutputs(&doc.token_outputs, doc.plan, doc.tokens.ids.size(), late, request_.params,
+                        multi_vector_dim_);
   }
 
   std::vector<BatchTask> tasks;
@@ -144,7 +144,7 @@ void EmbedJob::Prepare() {
 absl::Status EmbedJob::CheckResponseSize() const {
   const EmbedParams& params = request_.params;
   const bool chunks = params.traits.returns_chunks;
-  const int64_t dim = static_cast<int64_t>(request_.model->config().hidden_size);
+  const int64_t dim = request_.model->encoder().embedding_dim();
   // Bytes per multi-vector on the wire: values, a span, and a scale under INT8.
   const int64_t per_vector =
       static_cast<int64_t>(multi_vector_dim_) * BytesPerValue(params.multi_vector_encoding) + 8 +
@@ -236,7 +236,9 @@ EmbedResult EmbedJob::Merge() const {
   const int specials = model.tokenizer().num_special_tokens();
   EmbedResult result;
   for (const EncodedDocument& doc : documents_) {
-    result.documents.push_back(MergeDocument(doc, request_.params, dim));
+    result.documents.push_back(
+        MergeDocument(doc, request_.params, dim,
+                      [&model](std::vector<float>* v) { model.encoder().ProjectPooled(v); }));
     result.documents.back().token_states = doc.token_states;
     if (request_.params.sparse || request_.params.multi_vector) {
       MergeTokenOutputs(doc.token_outputs, doc.plan, doc.tokens.ids,

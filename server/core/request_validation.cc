@@ -192,11 +192,11 @@ absl::StatusOr<EmbedParams> ValidateEmbedCall(const EmbedCall& call,
     return Invalid("strategy: token states come from one window; allowed REJECT or TRUNCATE");
   }
   params.normalize = request.normalize.value_or(true);
-  const auto hidden = static_cast<uint32_t>(model.config().hidden_size);
+  const auto width = static_cast<uint32_t>(model.encoder().embedding_dim());
   if (request.dimensions.has_value()) {
-    if (*request.dimensions < 1 || *request.dimensions > hidden) {
+    if (*request.dimensions < 1 || *request.dimensions > width) {
       return Invalid(absl::StrCat("dimensions: ", *request.dimensions,
-                                  " is outside the model's size; allowed [1, ", hidden, "]"));
+                                  " is outside the model's size; allowed [1, ", width, "]"));
     }
     params.dimensions = *request.dimensions;
   }

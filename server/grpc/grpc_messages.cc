@@ -391,7 +391,7 @@ void FillModelInfo(const ServedModel& served, const RequestLimits& limits, v1::M
   info->set_name(served.name);
   info->set_version(served.version);
   info->set_architecture(model.config().family);
-  info->set_dimensions(static_cast<uint32_t>(model.config().hidden_size));
+  info->set_dimensions(static_cast<uint32_t>(model.encoder().embedding_dim()));
   info->set_max_positions(static_cast<uint32_t>(model.max_input_length()));
   info->set_max_window_tokens(static_cast<uint32_t>(model.max_content_tokens()));
   info->set_pooling(model_store::PoolingModeName(model.pooling()));

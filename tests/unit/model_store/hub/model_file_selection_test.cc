@@ -48,6 +48,27 @@ TEST(ModelFileSelectionTest, SentenceTransformersRepositoryTakesOnlyWhatTheServe
   EXPECT_THAT(repo.read, ElementsAre("modules.json"));
 }
 
+// distiluse-base-multilingual-cased-v2's layout: a Dense module after pooling, its weights a
+// pickle only; EmbeddingGemma's: two, as safetensors beside pickles.
+TEST(ModelFileSelectionTest, DenseModulesComeWithTheirConfigAndOneWeightsFile) {
+  FakeRepo repo{{"config.json", "tokenizer.json", "modules.json", "1_Pooling/config.json",
+                 "2_Dense/config.json", "2_Dense/pytorch_model.bin", "3_Dense/config.json",
+                 "3_Dense/model.safetensors", "3_Dense/pytorch_model.bin", "4_Normalize/.keep",
+                 "model.safetensors"}};
+  repo.texts["modules.json"] =
+      R"([{"idx":0,"path":"","type":"sentence_transformers.models.Transformer"},
+          {"idx":1,"path":"1_Pooling","type":"sentence_transformers.models.Pooling"},
+          {"idx":2,"path":"2_Dense","type":"sentence_transformers.models.Dense"},
+          {"idx":3,"path":"3_Dense","type":"sentence_transformers.models.Dense"},
+          {"idx":4,"path":"4_Normalize","type":"sentence_transformers.models.Normalize"}])";
+  auto files = SelectModelFiles("org/dense", repo.listing, repo.Reader());
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_THAT(*files, ElementsAre("config.json", "tokenizer.json", "modules.json",
+                                  "1_Pooling/config.json", "2_Dense/config.json",
+                                  "2_Dense/pytorch_model.bin", "3_Dense/config.json",
+                                  "3_Dense/model.safetensors", "model.safetensors"));
+}
+
 TEST(ModelFileSelectionTest, ACustomCodeRepositoryIsServedFromItsFilesNeverItsCode) {
   // GTE's and JinaBERT v2's layouts: config.json's auto_map names Python modelling code (in
   // the repository or another one) and ONNX exports sit beside the checkpoint. The config's

@@ -1,0 +1,80 @@
+#include "model_store/encoder/dense_layers.h"
+
+#include <torch/torch.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "model_store/encoder/encoder_weights.h"
+#include "model_store/formats/checkpoint.h"
+
+namespace embedding::model_store {
+namespace {
+
+// One module's tensor `name`, shaped `shape`, finite, as fp32.
+absl::StatusOr<torch::Tensor> DenseTensor(const Checkpoint& checkpoint, const std::string& dir,
+                                          const std::string& name, std::vector<int64_t> shape) {
+  const TensorView* view = checkpoint.Find(name);
+  const std::string where = absl::StrCat(dir, "/", checkpoint.layout());
+  if (view == nullptr) return absl::DataLossError(absl::StrCat(where, ": no tensor '", name, "'"));
+  ASSIGN_OR_RETURN(torch::Tensor tensor, FloatingTensor(*view));
+  if (tensor.sizes() != torch::IntArrayRef(shape)) {
+    return absl::DataLossError(absl::StrCat(where, ": tensor '", name, "' has shape [",
+                                            absl::StrJoin(tensor.sizes(), ", "), "]; expected [",
+                                            absl::StrJoin(shape, ", "),
+                                            "] (its config.json in_features, out_features)"));
+  }
+  tensor = tensor.to(torch::kFloat32).contiguous();
+  if (!torch::isfinite(tensor).all().item<bool>()) {
+    return absl::DataLossError(
+        absl::StrCat(where, ": tensor '", name, "' holds NaN or infinite values"));
+  }
+  return tensor;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<DenseLayer>> LoadDenseLayers(
+    const std::vector<DenseModuleConfig>& modules, int64_t hidden_size) {
+  std::vector<DenseLayer> layers;
+  int64_t inputs = hidden_size;
+  for (const DenseModuleConfig& module : modules) {
+    if (module.in_features != inputs) {
+      return absl::DataLossError(absl::StrCat(
+          module.dir, "/config.json: in_features ", module.in_features, " does not match the ",
+          layers.empty() ? "model's hidden_size " : "previous Dense module's out_features ",
+          inputs));
+    }
+    ASSIGN_OR_RETURN(auto checkpoint, Checkpoint::Open(module.dir));
+    DenseLayer layer;
+    layer.activation = module.activation;
+    ASSIGN_OR_RETURN(layer.weight, DenseTensor(*checkpoint, module.dir, "linear.weight",
+                                               {module.out_features, module.in_features}));
+    if (module.bias) {
+      ASSIGN_OR_RETURN(layer.bias,
+                       DenseTensor(*checkpoint, module.dir, "linear.bias", {module.out_features}));
+    }
+    layers.push_back(std::move(layer));
+    inputs = module.out_features;
+  }
+  return layers;
+}
+
+torch::Tensor ApplyDenseLayers(const std::vector<DenseLayer>& layers, torch::Tensor pooled) {
+  for (const DenseLayer& layer : layers) {
+    pooled = layer.bias.defined() ? torch::addmm(layer.bias, pooled, layer.weight.t())
+                                  : torch::mm(pooled, layer.weight.t());
+    if (layer.activation == "Tanh") {
+      pooled = torch::tanh(pooled);
+    } else if (layer.activation == "ReLU") {
+      pooled = torch::relu(pooled);
+    } else if (layer.activation == "GELU") {
+      pooled = torch::gelu(pooled);  // torch.nn.GELU's default: exact erf
+    } else if (layer.activation == "Sigmoid") {
+      pooled = torch::sigmoid(pooled);
+    }  // Identity
+  }
+  return pooled.contiguous();
+}
+
+}  // namespace embedding::model_store

@@ -1,0 +1,31 @@
+// Internal to model_store: sentence-transformers' Dense modules (`2_Dense/` ...), applied in
+// order to each pooled vector before any normalisation: activation(W x + b). EmbeddingGemma,
+// LaBSE, distiluse and the T5 encoders need them; a model served without them is wrong.
+#pragma once
+
+#include <torch/types.h>
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model_store/formats/sentence_transformers_config.h"
+
+namespace embedding::model_store {
+
+struct DenseLayer {
+  torch::Tensor weight;    // [out, in] fp32
+  torch::Tensor bias;      // [out] fp32; undefined without a bias
+  std::string activation;  // as DenseModuleConfig names it
+};
+
+// Reads each module's `linear.weight` (and `linear.bias`) from its folder's model.safetensors
+// or pytorch_model.bin (the reader that runs no pickle code). The first must take
+// `hidden_size` inputs and each the previous one's outputs. DATA_LOSS naming the file and
+// tensor for a missing, mis-shaped or non-finite weight.
+absl::StatusOr<std::vector<DenseLayer>> LoadDenseLayers(
+    const std::vector<DenseModuleConfig>& modules, int64_t hidden_size);
+
+// `pooled` [N, hidden] fp32 through every layer: [N, the last layer's out_features].
+torch::Tensor ApplyDenseLayers(const std::vector<DenseLayer>& layers, torch::Tensor pooled);
+
+}  // namespace embedding::model_store
