@@ -44,6 +44,18 @@ void EditJson(const std::string& path, const std::function<void(nlohmann::json&)
   testing::WriteFile(path, json.dump());
 }
 
+// `dir` with its config.json edited is refused with DATA_LOSS naming every one of `words`;
+// the file is put back afterwards.
+void ExpectConfigRefused(const std::string& dir, const std::function<void(nlohmann::json&)>& edit,
+                         const std::vector<std::string>& words) {
+  const std::string original = testing::ReadFile(dir + "/config.json");
+  EditJson(dir + "/config.json", edit);
+  auto model = Model::Load(dir, {});
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kDataLoss) << model.status();
+  for (const auto& word : words) EXPECT_THAT(model.status().message(), HasSubstr(word));
+  testing::WriteFile(dir + "/config.json", original);
+}
+
 TEST(ModelLoad, LoadsTheDemoModel) {
   auto model = Model::Load(testing::TinyModelDir(), {});
   ASSERT_TRUE(model.ok()) << model.status();
@@ -121,12 +133,7 @@ TEST(ModelLoad, DistilBertConfigErrorsNameItsOwnFields) {
   const std::string dir = testing::CopyModelDir(testing::DistilBertModelDir(), "distil_config");
   auto expect_error = [&](const std::function<void(nlohmann::json&)>& edit,
                           const std::vector<std::string>& words) {
-    const std::string original = testing::ReadFile(dir + "/config.json");
-    EditJson(dir + "/config.json", edit);
-    auto model = Model::Load(dir, {});
-    EXPECT_EQ(model.status().code(), absl::StatusCode::kDataLoss) << model.status();
-    for (const auto& word : words) EXPECT_THAT(model.status().message(), HasSubstr(word));
-    testing::WriteFile(dir + "/config.json", original);
+    ExpectConfigRefused(dir, edit, words);
   };
   expect_error([](nlohmann::json& j) { j.erase("dim"); }, {"config.json", "'dim'"});
   expect_error([](nlohmann::json& j) { j["n_heads"] = 5; }, {"n_heads", "not divisible"});
@@ -144,12 +151,7 @@ TEST(ModelLoad, NomicBertConfigErrorsNameTheirGpt2Fields) {
   const std::string dir = testing::CopyModelDir(testing::NomicBertModelDir(), "nomic_config");
   auto expect_error = [&](const std::function<void(nlohmann::json&)>& edit,
                           const std::vector<std::string>& words) {
-    const std::string original = testing::ReadFile(dir + "/config.json");
-    EditJson(dir + "/config.json", edit);
-    auto model = Model::Load(dir, {});
-    EXPECT_EQ(model.status().code(), absl::StatusCode::kDataLoss);
-    for (const auto& word : words) EXPECT_THAT(model.status().message(), HasSubstr(word));
-    testing::WriteFile(dir + "/config.json", original);
+    ExpectConfigRefused(dir, edit, words);
   };
   expect_error([](nlohmann::json& j) { j.erase("n_embd"); }, {"config.json", "n_embd"});
   expect_error([](nlohmann::json& j) { j["rotary_emb_fraction"] = 0.0; }, {"rotary_emb_fraction"});
@@ -179,12 +181,7 @@ TEST(ModelLoad, GteAcceptsTheNewPrefixAndItsConfigErrorsNameTheirFields) {
   const std::string dir = testing::CopyModelDir(testing::GteModelDir(), "gte_config");
   auto expect_error = [&](const std::function<void(nlohmann::json&)>& edit,
                           const std::vector<std::string>& words) {
-    const std::string original = testing::ReadFile(dir + "/config.json");
-    EditJson(dir + "/config.json", edit);
-    auto model = Model::Load(dir, {});
-    EXPECT_EQ(model.status().code(), absl::StatusCode::kDataLoss) << model.status();
-    for (const auto& word : words) EXPECT_THAT(model.status().message(), HasSubstr(word));
-    testing::WriteFile(dir + "/config.json", original);
+    ExpectConfigRefused(dir, edit, words);
   };
   expect_error([](Json& j) { j["rope_scaling"]["mixed_b"] = 0.5; }, {"rope_scaling.mixed_b"});
   expect_error([](Json& j) { j["rope_scaling"]["type"] = "dynamic"; },
