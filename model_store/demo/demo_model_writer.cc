@@ -104,6 +104,10 @@ std::map<std::string, F32Tensor> MakeWeights(uint64_t seed, const ArchitectureSp
     if (!config.norm_bias) w.erase(name + ".bias");
   };
   if (!arch.embeddings_norm.empty()) norm(arch.embeddings_norm, h);
+  if (!arch.relative_attention_bias.empty()) {
+    w[arch.relative_attention_bias + ".weight"] =
+        f.Normal({config.relative_attention_buckets, config.num_attention_heads}, 1.0);
+  }
   const int64_t queries = config.num_attention_heads * config.head_dim();
   const int64_t keys = config.key_value_heads() * config.head_dim();
   for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
@@ -159,7 +163,8 @@ Json ConfigJson(const DemoModelSpec& spec, const ArchitectureSpec& arch, int64_t
   } else if (arch.positions == PositionKind::kAbsoluteAfterPadding) {  // <pad> 1, positions from 2
     const std::map<std::string, std::string> classes = {{"xlm-roberta", "XLMRobertaModel"},
                                                         {"roberta", "RobertaModel"},
-                                                        {"camembert", "CamembertModel"}};
+                                                        {"camembert", "CamembertModel"},
+                                                        {"mpnet", "MPNetModel"}};
     config["architectures"] = {classes.at(arch.family)};
     config["pad_token_id"] = 1;
     config["bos_token_id"] = 0;
@@ -167,6 +172,10 @@ Json ConfigJson(const DemoModelSpec& spec, const ArchitectureSpec& arch, int64_t
     config[f.max_positions] = spec.max_positions + 2;
     config["type_vocab_size"] = 1;
     config[f.layer_norm_eps] = 1e-5;
+    if (arch.family == "mpnet") {  // all-mpnet-base-v2's: no token types, 32 buckets
+      config.erase("type_vocab_size");
+      config["relative_attention_num_buckets"] = 32;
+    }
   } else if (arch.family == "distilbert") {  // msmarco-distilbert-base-v4's keys
     config["architectures"] = {"DistilBertModel"};
     config.erase("type_vocab_size");
@@ -259,6 +268,17 @@ absl::StatusOr<int64_t> WriteTokenizerFiles(const fs::path& root, const DemoMode
                 {"pad_token", "<|endoftext|>"},
                 {"padding_side", "left"},
                 {"add_eos_token", true}};
+  } else if (arch.family == "mpnet") {  // MPNet's WordPiece: <s> <pad> </s> [UNK] <mask> first
+    ASSIGN_OR_RETURN(auto vocab, BuildDemoVocabulary(spec.word_list, spec.vocab_size));
+    for (auto [i, token] : {std::pair{0, "<s>"}, std::pair{1, "<pad>"}, std::pair{2, "</s>"},
+                            std::pair{3, "[UNK]"}, std::pair{4, "<mask>"}}) {
+      vocab[i] = token;
+    }
+    tokenizer = WordPieceTokenizerJson(vocab, "<s>", "</s>");
+    vocab_size = static_cast<int64_t>(vocab.size());
+    settings = roberta_specials;
+    settings["unk_token"] = "[UNK]";
+    settings["do_lower_case"] = true;
   } else if (arch.family == "roberta") {
     ASSIGN_OR_RETURN(auto words, DemoWords(spec));
     tokenizer = RobertaBpeTokenizerJson(words, spec.vocab_size);

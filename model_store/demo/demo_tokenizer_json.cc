@@ -76,7 +76,8 @@ Json BpeModel(const Json& vocab, const Json& merges) {
 
 }  // namespace
 
-Json WordPieceTokenizerJson(const std::vector<std::string>& vocab) {
+Json WordPieceTokenizerJson(const std::vector<std::string>& vocab, const std::string& cls,
+                            const std::string& sep) {
   Json vocab_map = Json::object();
   for (size_t i = 0; i < vocab.size(); ++i) vocab_map[vocab[i]] = i;
   Json added = Json::array();
@@ -92,7 +93,8 @@ Json WordPieceTokenizerJson(const std::vector<std::string>& vocab) {
             {"strip_accents", nullptr},
             {"lowercase", true}}},
           {"pre_tokenizer", {{"type", "BertPreTokenizer"}}},
-          {"post_processor", Template("[CLS]", 2, "[SEP]", 3)},
+          {"post_processor",
+           Template(cls, vocab_map.at(cls).get<int>(), sep, vocab_map.at(sep).get<int>())},
           {"decoder", {{"type", "WordPiece"}, {"prefix", "##"}, {"cleanup", true}}},
           {"model",
            {{"type", "WordPiece"},

@@ -12,9 +12,12 @@
 
 namespace embedding::model_store {
 
-// BertNormalizer (lowercasing), BertPreTokenizer, WordPiece, [CLS] $A [SEP]. `vocab` starts
-// [PAD] [UNK] [CLS] [SEP] [MASK].
-nlohmann::json WordPieceTokenizerJson(const std::vector<std::string>& vocab);
+// BertNormalizer (lowercasing), BertPreTokenizer, WordPiece, `cls` $A `sep`. `vocab`'s first
+// five entries are its special tokens ([PAD] [UNK] [CLS] [SEP] [MASK] for BERT; MPNet's
+// <s> <pad> </s> [UNK] <mask>), and it holds [UNK].
+nlohmann::json WordPieceTokenizerJson(const std::vector<std::string>& vocab,
+                                      const std::string& cls = "[CLS]",
+                                      const std::string& sep = "[SEP]");
 
 // NFKC, Metaspace ("▁", prepend always), Unigram with byte fallback, <s> $A </s>. `pieces`
 // starts <s> <pad> </s> <unk> and ends with <mask>.

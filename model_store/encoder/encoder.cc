@@ -225,7 +225,7 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
         torch::from_blob(position_data.data(), {packed.rows}, torch::kInt64);
     torch::Tensor x = Embeddings(w, ids, positions, config_.layer_norm_eps);
     for (size_t i = 0; i < w.layers.size(); ++i) {
-      LayerAttention attention{0, &packed.temperatures, rotary, &packed.angles};
+      LayerAttention attention{0, &packed.temperatures, rotary, &packed.angles, &w.relative_bias};
       if (!config_.layer_bands.empty() && config_.layer_bands[i] > 0) {
         attention.band = config_.layer_bands[i];
         attention.temperatures = &packed.local_temperatures;

@@ -135,6 +135,10 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
     for (int64_t h = 0; h < count * group && !config.alibi_slopes.empty(); ++h) {
       pattern.alibi.push_back(config.alibi_slopes[first * group + h] / tau);
     }
+    if (attention.relative_bias != nullptr && attention.relative_bias->defined()) {
+      pattern.relative_bias =
+          attention.relative_bias->slice(0, first * group, (first + count) * group) / tau;
+    }
     // A banded layer's block reads block + 2 x band keys: blocks of twice the band keep its
     // cost O(L x band).
     const int64_t block =

@@ -44,6 +44,7 @@ struct LayerAttention {
   const std::vector<float>* temperatures = nullptr;  // per sequence
   const RotaryEmbedding* rotary = nullptr;
   const std::vector<RotaryEmbedding::Angles>* angles = nullptr;  // per sequence, with `rotary`
+  const torch::Tensor* relative_bias = nullptr;  // [heads, buckets] (MPNet), shared by layers
 };
 
 // Multi-head self-attention per sequence with its own temperature (grouped key/value heads, a

@@ -157,6 +157,13 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
   if (!spec.embeddings_norm.empty()) {
     ASSIGN_OR_RETURN(w.embeddings_norm, bind.Norm(spec.embeddings_norm, h, config.norm_bias, rms));
   }
+  if (!spec.relative_attention_bias.empty()) {
+    ASSIGN_OR_RETURN(torch::Tensor table,
+                     bind.Take(spec.relative_attention_bias + ".weight",
+                               {config.relative_attention_buckets, config.num_attention_heads},
+                               torch::kFloat32));
+    w.relative_bias = table.t().contiguous();  // a head's row per call
+  }
   auto stack = [](const std::vector<LinearWeights>& parts) {
     LinearWeights out;
     std::vector<torch::Tensor> weights, biases;

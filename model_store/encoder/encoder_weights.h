@@ -54,6 +54,7 @@ struct EncoderWeights {
   torch::Tensor word_embeddings;       // [vocab, hidden]
   torch::Tensor position_embeddings;   // [positions, hidden]; undefined for rotary positions
   torch::Tensor token_type_embedding;  // [hidden], type 0 (single-segment input); may be undefined
+  torch::Tensor relative_bias;         // [heads, buckets] fp32 (MPNet); may be undefined
   NormWeights embeddings_norm;
   std::vector<LayerWeights> layers;
   NormWeights final_norm;  // undefined where the family has none

@@ -67,6 +67,12 @@ struct BlockMask {
             int64_t end_key)
       : begin(begin), end(end) {
     if (!pattern.alibi.empty()) distances = KeyOffsets(begin, end, first_key, end_key).abs_();
+    if (pattern.relative_bias.defined()) {
+      buckets =
+          RelativePositionBuckets(KeyOffsets(begin, end, first_key, end_key),
+                                  pattern.relative_bias.size(-1), pattern.relative_max_distance)
+              .flatten();
+    }
     if (pattern.band > 0) {
       const torch::Tensor offsets = KeyOffsets(begin, end, first_key, end_key);
       hidden = offsets.abs().gt(static_cast<double>(pattern.band));
@@ -77,14 +83,19 @@ struct BlockMask {
     }
   }
 
-  // Adds -slope |i - j| and hides the masked keys of `scores` ([..., block, keys]).
-  void Apply(const torch::Tensor& scores, const torch::Tensor& slopes) const {
+  // Adds -slope |i - j| or the relative bias (one head's [buckets], or every head's [heads,
+  // buckets] against scores [heads, block, keys]) and hides the masked keys of `scores`
+  // ([..., block, keys]).
+  void Apply(const torch::Tensor& scores, const torch::Tensor& slopes,
+             const torch::Tensor& bias) const {
     if (slopes.defined()) scores.sub_(slopes * distances);
+    if (bias.defined())
+      scores.add_(bias.index_select(bias.dim() - 1, buckets).view(scores.sizes()));
     if (hidden.defined()) scores.slice(-1, hidden_from).masked_fill_(hidden, -INFINITY);
   }
 
   int64_t begin, end;
-  torch::Tensor distances, hidden;
+  torch::Tensor distances, buckets, hidden;
   int64_t hidden_from = 0;
 };
 
@@ -98,9 +109,11 @@ class PlainAttention {
                  torch::ScalarType type)
       : length_(length), query_block_(query_block), pattern_(pattern), type_(type) {}
 
-  // One head: `q`, `k`, `v`, `out` [L, d]. `slope`: 0, or ALiBi's for this head.
+  // One head: `q`, `k`, `v`, `out` [L, d]. `slope`: 0, or ALiBi's for this head; `bias`:
+  // undefined, or this head's relative bias [buckets].
   void Block(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, int64_t begin,
-             int64_t end, double scale, double slope, const torch::Tensor& out) {
+             int64_t end, double scale, double slope, const torch::Tensor& bias,
+             const torch::Tensor& out) {
     const AttentionMatmuls& m = Matmuls(type_);
     if (!scores_.defined()) {  // on first use: beside FusedAttention it is seldom needed
       scores_ = torch::empty({std::min(length_, query_block_) * length_}, type_);
@@ -128,7 +141,7 @@ class PlainAttention {
       if (!mask_ || mask_->begin != begin || mask_->end != end) {
         mask_.emplace(pattern_, begin, end, first_key, end_key);
       }
-      mask_->Apply(scores, slope != 0 ? torch::scalar_tensor(slope) : torch::Tensor());
+      mask_->Apply(scores, slope != 0 ? torch::scalar_tensor(slope) : torch::Tensor(), bias);
     }
     const dnnl::memory::desc scores_desc = MatrixDesc(scores);
     const dnnl::memory scores_memory = AsMemory(scores_desc, scores);
@@ -190,7 +203,8 @@ void BatchedHeadsAttention(const torch::Tensor& q, const torch::Tensor& k, const
     torch::Tensor scores = torch::bmm(queries, keys_t);
     if (!pattern.plain()) {
       BlockMask(pattern, begin, end, first_key, end_key)
-          .Apply(scores.view({kv_heads * group, end - begin, end_key - first_key}), slopes);
+          .Apply(scores.view({kv_heads * group, end - begin, end_key - first_key}), slopes,
+                 pattern.relative_bias);
     }
     out.slice(2, begin, end)
         .copy_(torch::bmm(torch::softmax(scores, -1), v.slice(1, first_key, end_key))
@@ -206,6 +220,24 @@ std::pair<int64_t, int64_t> KeyRange(const AttentionPattern& pattern, int64_t be
   const int64_t first = band > 0 ? std::max<int64_t>(0, begin - band) : 0;
   if (pattern.causal) return {first, end};
   return {first, band > 0 ? std::min(length, end + band) : length};
+}
+
+torch::Tensor RelativePositionBuckets(const torch::Tensor& offsets, int64_t buckets,
+                                      int64_t max_distance) {
+  // transformers computes n = i - j; keys after the query take the upper half.
+  const int64_t half = buckets / 2, exact = half / 2;
+  const torch::Tensor n = -offsets;
+  const torch::Tensor upper = n.lt(0).to(torch::kLong) * half;
+  const torch::Tensor distance = n.abs();
+  // In fp32, as its torch.log(n.float() / max_exact) / math.log(...) is, then truncated.
+  const torch::Tensor large =
+      (torch::log(distance.clamp_min(1) / static_cast<double>(exact)) /
+       std::log(static_cast<double>(max_distance) / static_cast<double>(exact)) *
+       static_cast<double>(half - exact))
+          .to(torch::kLong)
+          .add_(exact)
+          .clamp_max_(half - 1);
+  return upper + torch::where(distance.lt(exact), distance.to(torch::kLong), large);
 }
 
 torch::Tensor KeyOffsets(int64_t begin, int64_t end, int64_t first_key, int64_t end_key) {
@@ -229,14 +261,21 @@ void BlockedSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const 
   auto slope = [&](int64_t kv, int64_t g) {
     return pattern.alibi.empty() ? 0.0 : pattern.alibi[kv * group + g];
   };
-  const bool fusable = pattern.alibi.empty() && pattern.band <= 0;  // causal or not
+  auto bias = [&](int64_t kv, int64_t g) {
+    return pattern.relative_bias.defined() ? pattern.relative_bias[kv * group + g]
+                                           : torch::Tensor();
+  };
+  // Causal or not; nothing added to the logits.
+  const bool fusable =
+      pattern.alibi.empty() && !pattern.relative_bias.defined() && pattern.band <= 0;
   if (bf16 || !fusable || length < kFusedAttentionFromKeys) {
     // Blocks outer, heads inner: a block's mask is built once for all heads.
     for (int64_t begin = 0; begin < length; begin += query_block) {
       const int64_t end = std::min(length, begin + query_block);
       for (int64_t kv = 0; kv < kv_heads; ++kv) {
         for (int64_t g = 0; g < group; ++g) {
-          plain.Block(q[kv][g], k[kv], v[kv], begin, end, scale, slope(kv, g), out[kv][g]);
+          plain.Block(q[kv][g], k[kv], v[kv], begin, end, scale, slope(kv, g), bias(kv, g),
+                      out[kv][g]);
         }
       }
     }
@@ -250,7 +289,7 @@ void BlockedSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const 
       for (int64_t begin = 0; begin < length; begin += query_block) {
         const int64_t end = std::min(length, begin + query_block);
         if (!fused.Block(q[kv][g], begin, end, scale, out[kv][g])) {
-          plain.Block(q[kv][g], k[kv], v[kv], begin, end, scale, 0.0, out[kv][g]);
+          plain.Block(q[kv][g], k[kv], v[kv], begin, end, scale, 0.0, torch::Tensor(), out[kv][g]);
         }
       }
     }

@@ -39,9 +39,21 @@ struct AttentionPattern {
   int64_t band = 0;
   // Query i attends only keys j <= i (a decoder). With a band, keys i - band <= j <= i.
   bool causal = false;
+  // Undefined, or a learned relative position bias (MPNet's): [query heads of the call,
+  // buckets] fp32, already divided by tau; head h's logit for query i and key j gets
+  // relative_bias[h][RelativePositionBuckets(j - i)] added after the scale.
+  torch::Tensor relative_bias;
+  int64_t relative_max_distance = 128;
   // Every key, nothing added.
-  bool plain() const { return alibi.empty() && band <= 0 && !causal; }
+  bool plain() const { return alibi.empty() && !relative_bias.defined() && band <= 0 && !causal; }
 };
+
+// The bidirectional relative-position buckets of MPNet (and T5's encoder), as transformers'
+// relative_position_bucket computes them: half the buckets for keys after the query; within a
+// half, exact distances below a quarter of the buckets, then logarithmic up to `max_distance`,
+// and the last bucket beyond. `offsets` (j - i, fp32, as KeyOffsets gives them) -> int64.
+torch::Tensor RelativePositionBuckets(const torch::Tensor& offsets, int64_t buckets,
+                                      int64_t max_distance);
 
 // The keys queries [begin, end) read: all of [0, length), or the ones a band reaches, and under
 // a causal mask none past the block's last query: a causal layer does about half the work.

@@ -63,6 +63,26 @@ ArchitectureSpec RobertaSpec(std::string model_type, std::string known_checkpoin
   return spec;
 }
 
+// MPNet (transformers' modeling_mpnet.py): positions counted from padding_idx + 1 as RoBERTa's,
+// no token types, q/k/v/o under attention.attn, and one relative position bias table the
+// encoder shares with every layer.
+ArchitectureSpec MpnetSpec() {
+  ArchitectureSpec spec = BertLayout("mpnet", "mpnet.");
+  spec.variant_field.clear();
+  spec.map_config = MapMpnetConfig;
+  spec.known_checkpoints =
+      "sentence-transformers/all-mpnet-base-v2, sentence-transformers/multi-qa-mpnet-base-dot-v1";
+  spec.positions = PositionKind::kAbsoluteAfterPadding;
+  spec.token_type_embeddings.clear();
+  spec.relative_attention_bias = "encoder.relative_attention_bias";
+  spec.query = "attention.attn.q";
+  spec.key = "attention.attn.k";
+  spec.value = "attention.attn.v";
+  spec.attention_output = "attention.attn.o";
+  spec.attention_norm = "attention.LayerNorm";
+  return spec;
+}
+
 // DistilBERT (transformers' modeling_distilbert.py): BERT's post-norm blocks under its own
 // names and config keys, no token types, LayerNorm eps fixed at 1e-12 (no config field).
 ArchitectureSpec DistilBertSpec() {
@@ -279,6 +299,7 @@ const std::vector<ArchitectureSpec>& AllArchitectures() {
                   "sentence-transformers/nli-roberta-base-v2"),
       RobertaSpec("camembert", "dangvantuan/sentence-camembert-base, almanach/camembert-base"),
       DistilBertSpec(),
+      MpnetSpec(),
       NomicBertSpec(),
       GteSpec(),
       JinaBertSpec(),

@@ -66,7 +66,10 @@ struct ArchitectureSpec {
   std::string word_embeddings;
   std::string position_embeddings;    // empty for rotary positions
   std::string token_type_embeddings;  // bound when config.type_vocab_size > 0
-  std::string embeddings_norm;        // empty: none (the decoders)
+  // MPNet: one learned relative position bias, [buckets, heads], shared by every layer (empty:
+  // none).
+  std::string relative_attention_bias;
+  std::string embeddings_norm;  // empty: none (the decoders)
   // Layer i's weights are `layer_prefix + i + "." + suffix`.
   std::string layer_prefix;
   // Either one fused [3 x hidden, hidden] projection, or three separate ones.

@@ -80,6 +80,8 @@ struct EncoderConfig {
   RotaryConfig rotary;
   // Per head, for ALiBi positions: head h adds -alibi_slopes[h] * |i - j| to its logits.
   std::vector<double> alibi_slopes;
+  // MPNet: rows of its learned relative position bias ([buckets, heads]); 0: none.
+  int64_t relative_attention_buckets = 0;
   LognScale logn_scale;
   // Per layer: 0 for global attention, or a local band's half-width (keys |i - j| <= band).
   // Empty: every layer global.

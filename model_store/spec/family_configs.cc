@@ -48,6 +48,22 @@ absl::Status MapBertConfig(const std::string& label, const Json& json, EncoderCo
   return MapActivation(label, json, "hidden_act", "gelu", &config->hidden_act);
 }
 
+absl::Status MapMpnetConfig(const std::string& label, const Json& json, EncoderConfig* config) {
+  int64_t buckets = 32;
+  RETURN_IF_ERROR(ReadPositive(label, json, "relative_attention_num_buckets", false, &buckets));
+  if (buckets != 32) {
+    return absl::DataLossError(absl::StrCat(
+        label, ": field 'relative_attention_num_buckets' is ", buckets,
+        "; supported: 32 (transformers' MPNet buckets by 32 whatever the table holds)"));
+  }
+  config->relative_attention_buckets = buckets;
+  config->type_vocab_size = 0;
+  // MPNetEmbeddings fixes padding_idx at 1; positions count from 2.
+  config->pad_token_id = 1;
+  config->position_offset = 2;
+  return MapActivation(label, json, "hidden_act", "gelu", &config->hidden_act);
+}
+
 absl::Status MapDistilBertConfig(const std::string& label, const Json& json,
                                  EncoderConfig* config) {
   // sinusoidal_pos_embds needs nothing: the sin/cos table is the position embedding's

@@ -14,6 +14,10 @@ namespace embedding::model_store {
 // BERT and XLM-RoBERTa: hidden_act.
 absl::Status MapBertConfig(const std::string& label, const nlohmann::json& json,
                            EncoderConfig* config);
+// MPNet: hidden_act; relative_attention_num_buckets must be 32 (the bucketing transformers
+// applies whatever the table's size); positions from padding index 1 whatever pad_token_id.
+absl::Status MapMpnetConfig(const std::string& label, const nlohmann::json& json,
+                            EncoderConfig* config);
 // DistilBERT: activation; no token types.
 absl::Status MapDistilBertConfig(const std::string& label, const nlohmann::json& json,
                                  EncoderConfig* config);

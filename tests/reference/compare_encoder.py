@@ -2,11 +2,13 @@
 """Checks the C++ encoder against networks built from PyTorch's own modules and functional ops.
 
 One reference per architecture, written from the published model definitions, not from the C++:
-- bert, roberta, xlm-roberta, camembert and distilbert: nn.Embedding, nn.LayerNorm and
+- bert, roberta, xlm-roberta, camembert, distilbert and mpnet: nn.Embedding, nn.LayerNorm and
   post-norm GELU nn.TransformerEncoderLayer blocks, with each family's weight names; the
-  RoBERTa kind's positions are Hugging Face's create_position_ids_from_input_ids (count the
-  non-padding tokens from padding_idx + 1; a padding token sits at padding_idx); DistilBERT
-  has no token types.
+  RoBERTa kind's positions (MPNet's too) are Hugging Face's create_position_ids_from_input_ids
+  (count the non-padding tokens from padding_idx + 1; a padding token sits at padding_idx);
+  DistilBERT and MPNet have no token types; MPNet adds its relative position bias
+  (modeling_mpnet.py's relative_position_bucket) to the logits as a float attention mask,
+  divided by tau with them.
 - nomic_bert: nn.Linear / nn.LayerNorm with a fused Wqkv, rotary positions on queries and keys
   (halves or interleaved pairs, dynamic NTK past max_trained_positions), a SwiGLU MLP
   fc2(fc11(x) * silu(fc12(x))), post-norm or pre-norm as config.json says.
@@ -85,8 +87,24 @@ DISTILBERT_NAMES = {
     "k": "attention.k_lin", "v": "attention.v_lin", "out": "attention.out_lin",
     "norm1": "sa_layer_norm", "in": "ffn.lin1", "ffn_out": "ffn.lin2",
     "norm2": "output_layer_norm"}
+MPNET_NAMES = dict(BERT_NAMES, q="attention.attn.q", k="attention.attn.k",
+                   v="attention.attn.v", out="attention.attn.o", norm1="attention.LayerNorm")
 # Positions counted from padding_idx + 1 (create_position_ids_from_input_ids).
-ROBERTA_TYPES = ("xlm-roberta", "roberta", "camembert")
+ROBERTA_TYPES = ("xlm-roberta", "roberta", "camembert", "mpnet")
+
+
+def relative_position_bucket(relative_position, num_buckets=32, max_distance=128):
+    """modeling_mpnet.py's MPNetEncoder.relative_position_bucket, for j - i."""
+    n = -relative_position
+    num_buckets //= 2
+    ret = (n < 0).to(torch.long) * num_buckets
+    n = torch.abs(n)
+    max_exact = num_buckets // 2
+    is_small = n < max_exact
+    val_if_large = max_exact + (torch.log(n.float() / max_exact) / math.log(
+        max_distance / max_exact) * (num_buckets - max_exact)).to(torch.long)
+    val_if_large = torch.min(val_if_large, torch.full_like(val_if_large, num_buckets - 1))
+    return ret + torch.where(is_small, n, val_if_large)
 
 
 class ReferenceBert(nn.Module):
@@ -96,7 +114,9 @@ class ReferenceBert(nn.Module):
 
     def __init__(self, config, weights, tau):
         super().__init__()
-        self.names = n = DISTILBERT_NAMES if config["model_type"] == "distilbert" else BERT_NAMES
+        self.names = n = {"distilbert": DISTILBERT_NAMES, "mpnet": MPNET_NAMES}.get(
+            config["model_type"], BERT_NAMES)
+        self.tau = tau
         h, eps = config[n["hidden"]], config.get("layer_norm_eps", 1e-12)
         self.roberta = config["model_type"] in ROBERTA_TYPES
         self.pad = config.get("pad_token_id", 0)
@@ -124,6 +144,8 @@ class ReferenceBert(nn.Module):
             self.token_type.weight.copy_(w["embeddings.token_type_embeddings.weight"])
         self.norm.weight.copy_(w["embeddings.LayerNorm.weight"])
         self.norm.bias.copy_(w["embeddings.LayerNorm.bias"])
+        # MPNet: one [buckets, heads] table for every layer, added to the scaled logits.
+        self.relative_bias = w.get("encoder.relative_attention_bias.weight")
         for i, layer in enumerate(self.layers):
             p = n["layer"].format(i)
             for kind in ("weight", "bias"):
@@ -148,8 +170,13 @@ class ReferenceBert(nn.Module):
         if self.token_type is not None:
             x = x + self.token_type(torch.zeros_like(ids))
         x = self.norm(x)
+        bias = None
+        if self.relative_bias is not None:  # compute_position_bias, then / tau with the logit
+            positions = torch.arange(ids.shape[1])
+            buckets = relative_position_bucket(positions[None, :] - positions[:, None])
+            bias = self.relative_bias[buckets].permute(2, 0, 1) / self.tau  # [heads, L, L]
         for layer in self.layers:
-            x = layer(x)
+            x = layer(x, src_mask=bias)
         return x[0]
 
 
@@ -535,7 +562,7 @@ def v5_spelling(config):
 
 
 REFERENCES = {"bert": ReferenceBert, "xlm-roberta": ReferenceBert, "roberta": ReferenceBert,
-              "camembert": ReferenceBert, "distilbert": ReferenceBert,
+              "camembert": ReferenceBert, "distilbert": ReferenceBert, "mpnet": ReferenceBert,
               "nomic_bert": ReferenceNomicBert, "new": ReferenceGte,
               "jina_bert": ReferenceJinaBert, "modernbert": ReferenceModernBert}
 

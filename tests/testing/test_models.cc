@@ -40,6 +40,7 @@ std::string Qwen2ModelDir() { return EMB_QWEN2_MODEL_DIR; }
 std::string RobertaModelDir() { return EMB_ROBERTA_MODEL_DIR; }
 std::string CamembertModelDir() { return EMB_CAMEMBERT_MODEL_DIR; }
 std::string DistilBertModelDir() { return EMB_DISTILBERT_MODEL_DIR; }
+std::string MpnetModelDir() { return EMB_MPNET_MODEL_DIR; }
 std::string NomicBertHeadsOf64ModelDir() { return EMB_NOMIC_HEADS64_MODEL_DIR; }
 
 std::string SingleTokenWords(int n, uint32_t seed) {

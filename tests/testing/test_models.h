@@ -41,6 +41,8 @@ std::string NomicBertHeadsOf64ModelDir();
 std::string RobertaModelDir();
 std::string CamembertModelDir();
 std::string DistilBertModelDir();
+// MPNet (2 layers, 64 wide, 512 positions): a relative position bias shared by its layers.
+std::string MpnetModelDir();
 
 // `n` words, seeded, that the demo models' vocabulary holds as one token each.
 std::string SingleTokenWords(int n, uint32_t seed);

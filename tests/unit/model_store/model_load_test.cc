@@ -112,7 +112,8 @@ TEST(ModelLoad, BertKindUnderOtherNamesAcceptsItsPrefixAndGivesTheSameVectors) {
   const std::vector<std::pair<std::string, std::string>> families = {
       {testing::RobertaModelDir(), "roberta."},
       {testing::CamembertModelDir(), "roberta."},
-      {testing::DistilBertModelDir(), "distilbert."}};
+      {testing::DistilBertModelDir(), "distilbert."},
+      {testing::MpnetModelDir(), "mpnet."}};
   for (const auto& [model_dir, prefix] : families) {
     const std::string dir = CopyWithPrefix(model_dir, prefix);
     auto plain = Model::Load(model_dir, {});

@@ -182,7 +182,7 @@ INSTANTIATE_TEST_SUITE_P(Families, FamilyBatchInvariance,
                                            testing::ModernBertModelDir(), testing::Qwen3ModelDir(),
                                            testing::Qwen2ModelDir(), testing::RobertaModelDir(),
                                            testing::CamembertModelDir(),
-                                           testing::DistilBertModelDir()),
+                                           testing::DistilBertModelDir(), testing::MpnetModelDir()),
                          [](const auto& info) {
                            const std::string& dir = info.param;
                            std::string name = dir.substr(dir.rfind('/') + 1);

@@ -110,6 +110,62 @@ TEST(BlockedSelfAttention, AlibiAddsEachHeadsSlopeTimesTheDistance) {
   }
 }
 
+// transformers' MPNet bucketing, one offset at a time in doubles: n = i - j; keys after the
+// query in the upper half; exact below 8, then 8 + floor(log(n / 8) / log(16) * 8), at most 15.
+int64_t MpnetBucket(int64_t offset) {
+  const int64_t n = -offset, upper = n < 0 ? 16 : 0, distance = std::abs(n);
+  if (distance < 8) return upper + distance;
+  const auto large = static_cast<int64_t>(std::log(distance / 8.0) / std::log(16.0) * 8.0);
+  return upper + std::min<int64_t>(8 + large, 15);
+}
+
+// MPNet's relative position bias: table[h][bucket(j - i)] on every logit, divided by tau with
+// it, against the formula on a full score matrix, in both dtypes and on both paths.
+TEST(BlockedSelfAttention, RelativeBiasAddsEachHeadsBucketValue) {
+  torch::manual_seed(6);
+  const int64_t heads = 4, d = 16;
+  const torch::Tensor table = torch::randn({heads, 32});
+  for (auto [dtype_case, tolerance] :
+       {std::pair{torch::kFloat32, 1e-5}, std::pair{torch::kBFloat16, 2e-1}}) {
+    const auto dtype = dtype_case;
+    for (int64_t length : {1, 9, 300, 700}) {
+      torch::Tensor buckets = torch::empty({length, length}, torch::kLong);
+      for (int64_t i = 0; i < length; ++i) {
+        for (int64_t j = 0; j < length; ++j) buckets[i][j] = MpnetBucket(j - i);
+      }
+      for (double tau : {1.0, 0.5}) {
+        const torch::Tensor packed =
+            torch::randn({length, 3, heads, d}).to(dtype).to(torch::kFloat32);
+        auto head_view = [&](const torch::Tensor& t, int64_t i) {
+          return t.select(1, i).transpose(0, 1);
+        };
+        const torch::Tensor bias =
+            table.index_select(1, buckets.flatten()).view({heads, length, length});
+        const torch::Tensor q = head_view(packed, 0), k = head_view(packed, 1);
+        const torch::Tensor logits =
+            torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(double(d)) + bias;
+        const torch::Tensor expected =
+            torch::matmul(torch::softmax(logits / tau, -1), head_view(packed, 2));
+        const torch::Tensor real = packed.to(dtype);
+        torch::Tensor context = torch::full({length, heads * d}, NAN, real.options());
+        torch::Tensor out = context.view({length, heads, d}).transpose(0, 1);
+        AttentionPattern pattern;
+        pattern.relative_bias = table / tau;
+        Attend(head_view(real, 0), head_view(real, 1), head_view(real, 2),
+               1.0 / (std::sqrt(double(d)) * tau), 256, pattern, out);
+        const torch::Tensor actual = context.view({length, heads, d}).transpose(0, 1);
+        EXPECT_LT((actual.to(torch::kFloat32) - expected).abs().max().item<float>(), tolerance)
+            << dtype << " length " << length << " tau " << tau;
+      }
+    }
+  }
+  // Far keys share the last bucket of their side; the first eight distances are exact.
+  const torch::Tensor offsets = torch::arange(-400, 401, torch::kFloat32);
+  const torch::Tensor got = RelativePositionBuckets(offsets, 32, 128);
+  for (int64_t o = -400; o <= 400; ++o)
+    EXPECT_EQ(got[o + 400].item<int64_t>(), MpnetBucket(o)) << o;
+}
+
 // A local layer's band (ModernBERT): query i attends keys |i - j| <= band only, key i + band
 // inside and i + band + 1 outside, whatever the block, tau and dtype, against the formula on a
 // full score matrix with the band's mask.
