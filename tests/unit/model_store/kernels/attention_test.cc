@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 
 #include <cmath>
+#include <functional>
 #include <tuple>
 
 #include "model_store/kernels/fused_attention.h"
@@ -69,45 +70,57 @@ TEST(BlockedSelfAttention, EqualsThePlainFormulaForEveryBlockSizeAndTemperature)
   }
 }
 
-// Symmetric ALiBi (JinaBERT v2): -m_h |i - j| on every logit, head by head, after the scale,
-// against the formula on a full score matrix, in both dtypes and on both paths (bf16 batches
-// the heads under 512 keys).
-TEST(BlockedSelfAttention, AlibiAddsEachHeadsSlopeTimesTheDistance) {
-  torch::manual_seed(5);
-  const int64_t heads = 4, d = 16;
-  const std::vector<double> slopes = {0.5, 0.25, 0.0625, 0.0078125};
+// Attention whose logits get an additive term per head: `bias(length)` [heads, L, L] added to
+// Q K^T / sqrt(d), all divided by tau, against the formula on a full score matrix; the kernel
+// gets `pattern(tau)`. Both dtypes and both paths (bf16 batches the heads under 512 keys).
+void ExpectAddsBias(int64_t heads, const std::function<torch::Tensor(int64_t)>& bias,
+                    const std::function<AttentionPattern(double)>& pattern) {
+  const int64_t d = 16;
   for (auto [dtype_case, tolerance] :
        {std::pair{torch::kFloat32, 1e-5}, std::pair{torch::kBFloat16, 2e-1}}) {
     const auto dtype = dtype_case;
     for (int64_t length : {1, 9, 300, 700}) {
+      const torch::Tensor added = bias(length);
       for (double tau : {1.0, 0.5}) {
         const torch::Tensor packed =
             torch::randn({length, 3, heads, d}).to(dtype).to(torch::kFloat32);
         auto head_view = [&](const torch::Tensor& t, int64_t i) {
           return t.select(1, i).transpose(0, 1);
         };
-        const torch::Tensor positions = torch::arange(length, torch::kFloat32);
-        const torch::Tensor distance = (positions.unsqueeze(1) - positions.unsqueeze(0)).abs();
-        const torch::Tensor bias =
-            -torch::tensor(slopes).to(torch::kFloat32).view({heads, 1, 1}) * distance;
         const torch::Tensor q = head_view(packed, 0), k = head_view(packed, 1);
         const torch::Tensor logits =
-            torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(double(d)) + bias;
+            torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(double(d)) + added;
         const torch::Tensor expected =
             torch::matmul(torch::softmax(logits / tau, -1), head_view(packed, 2));
         const torch::Tensor real = packed.to(dtype);
         torch::Tensor context = torch::full({length, heads * d}, NAN, real.options());
         torch::Tensor out = context.view({length, heads, d}).transpose(0, 1);
-        std::vector<double> scaled;
-        for (double m : slopes) scaled.push_back(m / tau);
         Attend(head_view(real, 0), head_view(real, 1), head_view(real, 2),
-               1.0 / (std::sqrt(double(d)) * tau), 256, AttentionPattern{scaled}, out);
+               1.0 / (std::sqrt(double(d)) * tau), 256, pattern(tau), out);
         const torch::Tensor actual = context.view({length, heads, d}).transpose(0, 1);
         EXPECT_LT((actual.to(torch::kFloat32) - expected).abs().max().item<float>(), tolerance)
             << dtype << " length " << length << " tau " << tau;
       }
     }
   }
+}
+
+// Symmetric ALiBi (JinaBERT v2): -m_h |i - j| on every logit, head by head, after the scale.
+TEST(BlockedSelfAttention, AlibiAddsEachHeadsSlopeTimesTheDistance) {
+  torch::manual_seed(5);
+  const std::vector<double> slopes = {0.5, 0.25, 0.0625, 0.0078125};
+  ExpectAddsBias(
+      4,
+      [&](int64_t length) {
+        const torch::Tensor positions = torch::arange(length, torch::kFloat32);
+        const torch::Tensor distance = (positions.unsqueeze(1) - positions.unsqueeze(0)).abs();
+        return -torch::tensor(slopes).to(torch::kFloat32).view({4, 1, 1}) * distance;
+      },
+      [&](double tau) {
+        std::vector<double> scaled;
+        for (double m : slopes) scaled.push_back(m / tau);
+        return AttentionPattern{scaled};
+      });
 }
 
 // transformers' MPNet bucketing, one offset at a time in doubles: n = i - j; keys after the
@@ -120,50 +133,30 @@ int64_t MpnetBucket(int64_t offset) {
 }
 
 // MPNet's relative position bias: table[h][bucket(j - i)] on every logit, divided by tau with
-// it, against the formula on a full score matrix, in both dtypes and on both paths.
+// it; and the buckets themselves, offset by offset.
 TEST(BlockedSelfAttention, RelativeBiasAddsEachHeadsBucketValue) {
   torch::manual_seed(6);
-  const int64_t heads = 4, d = 16;
-  const torch::Tensor table = torch::randn({heads, 32});
-  for (auto [dtype_case, tolerance] :
-       {std::pair{torch::kFloat32, 1e-5}, std::pair{torch::kBFloat16, 2e-1}}) {
-    const auto dtype = dtype_case;
-    for (int64_t length : {1, 9, 300, 700}) {
-      torch::Tensor buckets = torch::empty({length, length}, torch::kLong);
-      for (int64_t i = 0; i < length; ++i) {
-        for (int64_t j = 0; j < length; ++j) buckets[i][j] = MpnetBucket(j - i);
-      }
-      for (double tau : {1.0, 0.5}) {
-        const torch::Tensor packed =
-            torch::randn({length, 3, heads, d}).to(dtype).to(torch::kFloat32);
-        auto head_view = [&](const torch::Tensor& t, int64_t i) {
-          return t.select(1, i).transpose(0, 1);
-        };
-        const torch::Tensor bias =
-            table.index_select(1, buckets.flatten()).view({heads, length, length});
-        const torch::Tensor q = head_view(packed, 0), k = head_view(packed, 1);
-        const torch::Tensor logits =
-            torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(double(d)) + bias;
-        const torch::Tensor expected =
-            torch::matmul(torch::softmax(logits / tau, -1), head_view(packed, 2));
-        const torch::Tensor real = packed.to(dtype);
-        torch::Tensor context = torch::full({length, heads * d}, NAN, real.options());
-        torch::Tensor out = context.view({length, heads, d}).transpose(0, 1);
+  const torch::Tensor table = torch::randn({4, 32});
+  ExpectAddsBias(
+      4,
+      [&](int64_t length) {
+        torch::Tensor buckets = torch::empty({length, length}, torch::kLong);
+        for (int64_t i = 0; i < length; ++i) {
+          for (int64_t j = 0; j < length; ++j) buckets[i][j] = MpnetBucket(j - i);
+        }
+        return table.index_select(1, buckets.flatten()).view({4, length, length});
+      },
+      [&](double tau) {
         AttentionPattern pattern;
         pattern.relative_bias = table / tau;
-        Attend(head_view(real, 0), head_view(real, 1), head_view(real, 2),
-               1.0 / (std::sqrt(double(d)) * tau), 256, pattern, out);
-        const torch::Tensor actual = context.view({length, heads, d}).transpose(0, 1);
-        EXPECT_LT((actual.to(torch::kFloat32) - expected).abs().max().item<float>(), tolerance)
-            << dtype << " length " << length << " tau " << tau;
-      }
-    }
-  }
+        return pattern;
+      });
   // Far keys share the last bucket of their side; the first eight distances are exact.
   const torch::Tensor offsets = torch::arange(-400, 401, torch::kFloat32);
   const torch::Tensor got = RelativePositionBuckets(offsets, 32, 128);
-  for (int64_t o = -400; o <= 400; ++o)
+  for (int64_t o = -400; o <= 400; ++o) {
     EXPECT_EQ(got[o + 400].item<int64_t>(), MpnetBucket(o)) << o;
+  }
 }
 
 // A local layer's band (ModernBERT): query i attends keys |i - j| <= band only, key i + band
