@@ -141,8 +141,12 @@ case "$cmd" in
     echo "dev.sh: serving the demo model (a small BERT built from WordNet and the man pages: good enough to try" \
          "retrieval, TempScale and calibration, not for production). Serve a real checkpoint" \
          "with --model=NAME=/path/to/dir, or a Hub model with --model=ORG/NAME[@REVISION]." >&2
+    # Swagger UI at :8000/docs once npm has fetched it (./dev.sh test or docker does).
+    swagger_ui=docker/swagger-ui/node_modules/swagger-ui-dist
+    docs_flag=()
+    [ -f "$swagger_ui/swagger-ui-bundle.js" ] && docs_flag=(--api-docs-dir="$swagger_ui")
     exec "$BUILD_DIR/server/embedding_server" --model="demo=$DEMO_MODEL_DIR" \
-      --openai-listen=0.0.0.0:8000 "$@"
+      --openai-listen=0.0.0.0:8000 "${docs_flag[@]}" "$@"
     ;;
   test)
     timed install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
