@@ -91,7 +91,7 @@ ArchitectureSpec DistilBertSpec() {
   spec.known_checkpoints =
       "sentence-transformers/msmarco-distilbert-base-v4, "
       "sentence-transformers/msmarco-distilbert-base-tas-b, "
-      "sentence-transformers/distiluse-base-multilingual-cased-v2 (its Dense layer aside)";
+      "sentence-transformers/distiluse-base-multilingual-cased-v2 (with its Dense module)";
   spec.fields.hidden_size = "dim";
   spec.fields.num_layers = "n_layers";
   spec.fields.num_heads = "n_heads";
