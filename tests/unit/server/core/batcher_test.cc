@@ -51,6 +51,22 @@ std::vector<int32_t> Ids(int length, int32_t first) {
 
 // With `memory_tokens` set, a batch of more padded tokens than that runs out of memory, as
 // the encoder reports it (model_store/encoder/forward_failure.h), without reaching the fake.
+// Every forward pass's stats, as the batcher reports them (from its own thread).
+struct StatsLog {
+  Batcher::BatchObserver Observer() {
+    return [this](const BatchStats& s) {
+      std::lock_guard<std::mutex> lock(mu);
+      stats.push_back(s);
+    };
+  }
+  std::vector<BatchStats> Stats() {
+    std::lock_guard<std::mutex> lock(mu);
+    return stats;
+  }
+  std::mutex mu;
+  std::vector<BatchStats> stats;
+};
+
 struct Fixture {
   explicit Fixture(BatcherOptions options, absl::Duration per_batch = absl::ZeroDuration(),
                    Batcher::BatchObserver observer = nullptr, int64_t memory_tokens = 0)
@@ -122,20 +138,15 @@ TEST(Batcher, PaddingShareAndTokenBudgetBoundEveryBatch) {
   BatcherOptions options;
   options.max_batch_tokens = 256;
   options.max_padding_share = 0.2;
-  std::mutex mu;
-  std::vector<BatchStats> stats;
-  Fixture f(options, absl::ZeroDuration(), [&](const BatchStats& s) {
-    std::lock_guard<std::mutex> lock(mu);
-    stats.push_back(s);
-  });
+  StatsLog log;
+  Fixture f(options, absl::ZeroDuration(), log.Observer());
   Recorder r;
   std::vector<BatchTask> tasks;
   for (int i = 0; i < 60; ++i) tasks.push_back(r.Task(Ids(i % 2 ? 10 : 50, 1)));
   f.batcher->Submit(std::move(tasks));
   r.all_done.get_future().wait();
-  std::lock_guard<std::mutex> lock(mu);
   int64_t sequences = 0;
-  for (const auto& s : stats) {
+  for (const auto& s : log.Stats()) {
     EXPECT_LE(s.padded_tokens, 256);
     if (s.sequences > 1) {
       EXPECT_LE(s.padded_tokens - s.real_tokens, 0.2 * s.padded_tokens);
@@ -186,15 +197,8 @@ TEST(Batcher, OutOfMemorySplitsTheBatchUntilItFitsAndLosesNothing) {
   BatcherOptions options;
   options.max_batch_tokens = 1024;
   options.max_padding_share = 1.0;
-  std::mutex mu;
-  std::vector<BatchStats> stats;
-  Fixture f(
-      options, absl::Milliseconds(5),
-      [&](const BatchStats& s) {
-        std::lock_guard<std::mutex> lock(mu);
-        stats.push_back(s);
-      },
-      /*memory_tokens=*/100);
+  StatsLog log;
+  Fixture f(options, absl::Milliseconds(5), log.Observer(), /*memory_tokens=*/100);
   Recorder r;
   std::vector<BatchTask> tasks;
   for (int i = 0; i < 16; ++i) tasks.push_back(r.Task(Ids(20, 300 + i)));  // 320 padded
@@ -209,9 +213,8 @@ TEST(Batcher, OutOfMemorySplitsTheBatchUntilItFitsAndLosesNothing) {
   EXPECT_EQ(r.results[16].status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(r.results[16].status().message()),
               ::testing::HasSubstr("out of memory: encoder forward failed: 150 padded tokens"));
-  std::lock_guard<std::mutex> lock(mu);
   int64_t served = 0, failed = 0;
-  for (const auto& s : stats) {
+  for (const auto& s : log.Stats()) {
     if (s.out_of_memory) {
       ++failed;
     } else {
