@@ -8,6 +8,7 @@
 #include "common/status_macros.h"
 #include "model_store/dtype/dtype_choice.h"
 #include "model_store/dtype/dtype_choice_cache.h"
+#include "model_store/encoder/classifier_head_layers.h"
 #include "model_store/encoder/dense_layers.h"
 #include "model_store/encoder/token_heads.h"
 #include "model_store/formats/checkpoint.h"
@@ -117,6 +118,22 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
   ASSIGN_OR_RETURN(auto checkpoint, Checkpoint::Open(model_dir));
   model->pooling_ =
       options.pooling_override.value_or(model->st_config_.pooling.value_or(PoolingMode::kCls));
+  if (config.classifier.kind != ModelKind::kEmbedding) {
+    if (config.classifier.kind == ModelKind::kReranker && !model->tokenizer_->has_pair_template()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(model_dir, "/tokenizer.json: a reranker needs the post-processor's pair "
+                                  "template (post_processor.pair), and this tokenizer has none"));
+    }
+    if (!dense.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          model_dir, ": a ", config.classifier.architecture,
+          " checkpoint with sentence-transformers Dense modules is not a known layout"));
+    }
+    // The head reads the token its family pools (the first, or ModernBERT's choice), whatever
+    // sentence-transformers' files say, and is the last layer the vectors pass.
+    model->pooling_ = config.classifier.mean_pooling ? PoolingMode::kMean : PoolingMode::kCls;
+    ASSIGN_OR_RETURN(dense, LoadClassifierHead(*spec, config.classifier, config, *checkpoint));
+  }
   if (options.encoder.dtype == ComputeDType::kAuto) {
     ASSIGN_OR_RETURN(DTypeChoice choice, LoadAutoEncoder(config, *spec, *checkpoint, options,
                                                          model->pooling_, *model->tokenizer_));

@@ -51,6 +51,9 @@ class Model {
   const std::vector<int32_t>& special_prefix() const { return tokenizer_->config().prefix_ids; }
   const std::vector<int32_t>& special_suffix() const { return tokenizer_->config().suffix_ids; }
   const EncoderConfig& config() const { return encoder_->config(); }
+  // An embedder, or a *ForSequenceClassification checkpoint: a reranker (one label) or a
+  // classifier; its head and labels are config().classifier.
+  ModelKind kind() const { return config().classifier.kind; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const Encoder& encoder() const { return *encoder_; }
   const SentenceTransformersConfig& sentence_transformers() const { return st_config_; }

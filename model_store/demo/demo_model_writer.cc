@@ -44,6 +44,8 @@ absl::Status ValidateSpec(const DemoModelSpec& spec) {
   }
   if (spec.max_positions < 3)
     return absl::InvalidArgumentError("max_positions: must be >= 3 ([CLS] text [SEP])");
+  if (spec.num_labels < 0)
+    return absl::InvalidArgumentError("num_labels: must be >= 0 (0: an embedder)");
   if (spec.pooling != "cls" && spec.pooling != "mean" && spec.pooling != "max" &&
       spec.pooling != "last_token")
     return absl::InvalidArgumentError("pooling: must be one of cls, mean, max, last_token");
@@ -133,6 +135,34 @@ std::map<std::string, F32Tensor> MakeWeights(uint64_t seed, const ArchitectureSp
     norm(layer + arch.output_norm, h);
   }
   if (!arch.final_norm.empty()) norm(arch.final_norm, h);
+  return w;
+}
+
+// A *ForSequenceClassification checkpoint's tensors: the encoder's under the family's prefix,
+// the head's beside them (a step under_prefix inside it), as transformers saves them.
+std::map<std::string, F32Tensor> WithClassifierHead(uint64_t seed, const ArchitectureSpec& arch,
+                                                    const EncoderConfig& config,
+                                                    std::map<std::string, F32Tensor> encoder) {
+  const std::string& prefix = arch.weight_prefixes.front();
+  std::map<std::string, F32Tensor> w;
+  for (auto& [name, tensor] : encoder) w[prefix + name] = std::move(tensor);
+  WeightFactory f(seed + 1);
+  const int64_t h = config.hidden_size;
+  const ClassifierConfig& classifier = config.classifier;
+  for (size_t i = 0; i < arch.classifier.steps.size(); ++i) {
+    const ClassifierStep& step = arch.classifier.steps[i];
+    const bool last = i + 1 == arch.classifier.steps.size();
+    const std::string name = (step.under_prefix ? prefix : "") + step.linear;
+    f.Linear(&w, name, last ? static_cast<int64_t>(classifier.labels.size()) : h, h);
+    if (std::find(classifier.biases_absent.begin(), classifier.biases_absent.end(),
+                  step.bias_field) != classifier.biases_absent.end()) {
+      w.erase(name + ".bias");
+    }
+    if (!step.norm.empty()) {
+      f.Norm(&w, step.norm, h);
+      if (!config.norm_bias) w.erase(step.norm + ".bias");
+    }
+  }
   return w;
 }
 
@@ -235,6 +265,21 @@ Json ConfigJson(const DemoModelSpec& spec, const ArchitectureSpec& arch, int64_t
     config["type_vocab_size"] = 0;
     config["logn_attention_scale"] = false;
     config["logn_attention_clip1"] = false;
+  }
+  if (spec.num_labels > 0) {  // cross-encoder/ms-marco-MiniLM-L-6-v2's and bge-reranker's keys
+    config["architectures"] = {arch.classifier.architecture};
+    Json id2label = Json::object(), label2id = Json::object();
+    for (int i = 0; i < spec.num_labels; ++i) {
+      id2label[std::to_string(i)] = absl::StrCat("LABEL_", i);
+      label2id[absl::StrCat("LABEL_", i)] = i;
+    }
+    config["id2label"] = id2label;
+    config["label2id"] = label2id;
+    if (arch.family == "modernbert") {  // gte-reranker-modernbert-base's head
+      config["classifier_pooling"] = "mean";
+      config["classifier_activation"] = "gelu";
+      config["classifier_bias"] = false;
+    }
   }
   return config;
 }
@@ -340,8 +385,9 @@ absl::Status WriteDemoModel(const std::string& dir, const DemoModelSpec& spec) {
                    "-shaped model with seeded random weights, written by write_demo_model. Its "
                    "vectors are NOT semantically meaningful: use it to try, test and benchmark "
                    "the service, never for retrieval.\n")));
-  return WriteSafetensors((root / "model.safetensors").string(),
-                          MakeWeights(spec.seed, *arch, config));
+  auto weights = MakeWeights(spec.seed, *arch, config);
+  if (spec.num_labels > 0) weights = WithClassifierHead(spec.seed, *arch, config, weights);
+  return WriteSafetensors((root / "model.safetensors").string(), weights);
 }
 
 }  // namespace embedding::model_store

@@ -22,6 +22,9 @@ struct DemoModelSpec {
   int vocab_size = 12000;
   uint64_t seed = 20241031;
   std::string pooling = "mean";  // cls | mean | max | last_token
+  // > 0: a cross-encoder (1) or classifier checkpoint, <Family>ForSequenceClassification with
+  // this many labels, laid out as the Hub's: the encoder under its prefix, the head beside it.
+  int num_labels = 0;
   std::string word_list = "/usr/share/dict/words";
 };
 

@@ -12,7 +12,9 @@ Json AddedToken(int id, const std::string& content) {
           {"rstrip", false}, {"normalized", false}, {"special", true}};
 }
 
-// TemplateProcessing: `cls` $A `sep` for one sequence, `cls` $A `sep` $B `sep` for a pair.
+// TemplateProcessing: `cls` $A `sep` for one sequence; for a pair BERT's `cls` $A `sep` $B:1
+// `sep`:1, or (with `<s>` as cls: XLM-R, CamemBERT, MPNet) `cls` $A `sep` `sep` $B `sep`, all
+// typed 0, as their Hub tokenizer.json files have it.
 Json Template(const std::string& cls, int cls_id, const std::string& sep, int sep_id) {
   auto special = [](const std::string& name, int type) {
     return Json{{"SpecialToken", {{"id", name}, {"type_id", type}}}};
@@ -22,8 +24,10 @@ Json Template(const std::string& cls, int cls_id, const std::string& sep, int se
   };
   return {{"type", "TemplateProcessing"},
           {"single", {special(cls, 0), sequence("A", 0), special(sep, 0)}},
-          {"pair",
-           {special(cls, 0), sequence("A", 0), special(sep, 0), sequence("B", 1), special(sep, 1)}},
+          {"pair", cls == "<s>" ? Json{special(cls, 0), sequence("A", 0), special(sep, 0),
+                                       special(sep, 0), sequence("B", 0), special(sep, 0)}
+                                : Json{special(cls, 0), sequence("A", 0), special(sep, 0),
+                                       sequence("B", 1), special(sep, 1)}},
           {"special_tokens",
            {{cls, {{"id", cls}, {"ids", {cls_id}}, {"tokens", {cls}}}},
             {sep, {{"id", sep}, {"ids", {sep_id}}, {"tokens", {sep}}}}}}};

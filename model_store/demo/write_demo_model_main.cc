@@ -10,8 +10,8 @@
 
 ABSL_FLAG(std::string, out, "", "Directory to write (created if needed).");
 ABSL_FLAG(std::string, architecture, "bert",
-          "bert | xlm-roberta | nomic_bert | new (GTE) | jina_bert (JinaBERT v2) | modernbert | "
-          "qwen3 | qwen2 | mistral | llama.");
+          "bert | xlm-roberta | roberta | camembert | distilbert | mpnet | nomic_bert | new (GTE) | "
+          "jina_bert (JinaBERT v2) | modernbert | qwen3 | qwen2 | mistral | llama.");
 ABSL_FLAG(int, layers, 2, "Transformer layers.");
 ABSL_FLAG(int, hidden, 128, "Hidden size.");
 ABSL_FLAG(int, heads, 4, "Attention heads (must divide --hidden unless --head_dim is set).");
@@ -22,6 +22,9 @@ ABSL_FLAG(int, max_positions, 512, "Position-table size (window incl. [CLS]/[SEP
 ABSL_FLAG(int, vocab_size, 12000, "Vocabulary size (>= 8000).");
 ABSL_FLAG(uint64_t, seed, 20241031, "Weight seed.");
 ABSL_FLAG(std::string, pooling, "mean", "cls | mean | max | last_token.");
+ABSL_FLAG(int, num_labels, 0,
+          "> 0: a <Family>ForSequenceClassification checkpoint with this many labels (1: a "
+          "reranker); 0: an embedder.");
 ABSL_FLAG(std::string, word_list, "/usr/share/dict/words", "Word list for the vocabulary.");
 
 int main(int argc, char** argv) {
@@ -47,6 +50,7 @@ int main(int argc, char** argv) {
   spec.seed = absl::GetFlag(FLAGS_seed);
   spec.pooling = absl::GetFlag(FLAGS_pooling);
   spec.word_list = absl::GetFlag(FLAGS_word_list);
+  spec.num_labels = absl::GetFlag(FLAGS_num_labels);
   const absl::Status status =
       embedding::model_store::WriteDemoModel(absl::GetFlag(FLAGS_out), spec);
   if (!status.ok()) {

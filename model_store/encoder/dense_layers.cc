@@ -9,20 +9,16 @@
 #include "model_store/formats/checkpoint.h"
 
 namespace embedding::model_store {
-namespace {
-
-// One module's tensor `name`, shaped `shape`, finite, as fp32.
-absl::StatusOr<torch::Tensor> DenseTensor(const Checkpoint& checkpoint, const std::string& dir,
-                                          const std::string& name, std::vector<int64_t> shape) {
+absl::StatusOr<torch::Tensor> ReadFp32Tensor(const Checkpoint& checkpoint, const std::string& where,
+                                             const std::string& name, std::vector<int64_t> shape,
+                                             const std::string& shape_source) {
   const TensorView* view = checkpoint.Find(name);
-  const std::string where = absl::StrCat(dir, "/", checkpoint.layout());
   if (view == nullptr) return absl::DataLossError(absl::StrCat(where, ": no tensor '", name, "'"));
   ASSIGN_OR_RETURN(torch::Tensor tensor, FloatingTensor(*view));
   if (tensor.sizes() != torch::IntArrayRef(shape)) {
     return absl::DataLossError(absl::StrCat(where, ": tensor '", name, "' has shape [",
                                             absl::StrJoin(tensor.sizes(), ", "), "]; expected [",
-                                            absl::StrJoin(shape, ", "),
-                                            "] (its config.json in_features, out_features)"));
+                                            absl::StrJoin(shape, ", "), "] (", shape_source, ")"));
   }
   tensor = tensor.to(torch::kFloat32).contiguous();
   if (!torch::isfinite(tensor).all().item<bool>()) {
@@ -31,8 +27,6 @@ absl::StatusOr<torch::Tensor> DenseTensor(const Checkpoint& checkpoint, const st
   }
   return tensor;
 }
-
-}  // namespace
 
 absl::StatusOr<std::vector<DenseLayer>> LoadDenseLayers(
     const std::vector<DenseModuleConfig>& modules, int64_t hidden_size) {
@@ -48,11 +42,14 @@ absl::StatusOr<std::vector<DenseLayer>> LoadDenseLayers(
     ASSIGN_OR_RETURN(auto checkpoint, Checkpoint::Open(module.dir));
     DenseLayer layer;
     layer.activation = module.activation;
-    ASSIGN_OR_RETURN(layer.weight, DenseTensor(*checkpoint, module.dir, "linear.weight",
-                                               {module.out_features, module.in_features}));
+    const std::string where = absl::StrCat(module.dir, "/", checkpoint->layout());
+    constexpr char kSource[] = "its config.json in_features, out_features";
+    ASSIGN_OR_RETURN(layer.weight, ReadFp32Tensor(*checkpoint, where, "linear.weight",
+                                                  {module.out_features, module.in_features},
+                                                  kSource));
     if (module.bias) {
-      ASSIGN_OR_RETURN(layer.bias,
-                       DenseTensor(*checkpoint, module.dir, "linear.bias", {module.out_features}));
+      ASSIGN_OR_RETURN(layer.bias, ReadFp32Tensor(*checkpoint, where, "linear.bias",
+                                                  {module.out_features}, kSource));
     }
     layers.push_back(std::move(layer));
     inputs = module.out_features;
@@ -70,9 +67,17 @@ torch::Tensor ApplyDenseLayers(const std::vector<DenseLayer>& layers, torch::Ten
       pooled = torch::relu(pooled);
     } else if (layer.activation == "GELU") {
       pooled = torch::gelu(pooled);  // torch.nn.GELU's default: exact erf
+    } else if (layer.activation == "GELUTanh") {
+      pooled = torch::gelu(pooled, "tanh");
+    } else if (layer.activation == "SiLU") {
+      pooled = torch::silu(pooled);
     } else if (layer.activation == "Sigmoid") {
       pooled = torch::sigmoid(pooled);
     }  // Identity
+    if (layer.norm_weight.defined()) {
+      pooled = torch::layer_norm(pooled, {pooled.size(-1)}, layer.norm_weight, layer.norm_bias,
+                                 layer.norm_eps);
+    }
   }
   return pooled.contiguous();
 }

@@ -8,15 +8,26 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "model_store/formats/checkpoint.h"
 #include "model_store/formats/sentence_transformers_config.h"
 
 namespace embedding::model_store {
 
+// activation(W x + b), then a LayerNorm where `norm_weight` is defined (ModernBERT's
+// classifier head).
 struct DenseLayer {
   torch::Tensor weight;    // [out, in] fp32
   torch::Tensor bias;      // [out] fp32; undefined without a bias
-  std::string activation;  // as DenseModuleConfig names it
+  std::string activation;  // as DenseModuleConfig names it: Tanh, ReLU, GELU, GELUTanh, SiLU, ...
+  torch::Tensor norm_weight, norm_bias;  // [out] fp32; undefined without a norm (or its bias)
+  double norm_eps = 1e-5;
 };
+
+// `name` in `checkpoint`, shaped `shape`, finite, as contiguous fp32. DATA_LOSS naming
+// `where`, the tensor and (for a wrong shape) `shape_source`, the config that implies it.
+absl::StatusOr<torch::Tensor> ReadFp32Tensor(const Checkpoint& checkpoint, const std::string& where,
+                                             const std::string& name, std::vector<int64_t> shape,
+                                             const std::string& shape_source);
 
 // Reads each module's `linear.weight` (and `linear.bias`) from its folder's model.safetensors
 // or pytorch_model.bin (the reader that runs no pickle code). The first must take

@@ -141,6 +141,27 @@ absl::Status Encoder::ValidateBatch(const EncodeBatch& batch) const {
                                                    " values for ", batch.sequences.size(),
                                                    " sequences"));
   }
+  if (!batch.token_types.empty() && batch.token_types.size() != batch.sequences.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("token_types: ", batch.token_types.size(),
+                                                   " values for ", batch.sequences.size(),
+                                                   " sequences"));
+  }
+  // A family without a type table reads every token as type 0.
+  const int64_t types = std::max<int64_t>(config_.type_vocab_size, 1);
+  for (size_t b = 0; b < batch.token_types.size(); ++b) {
+    const auto& seq_types = batch.token_types[b];
+    if (!seq_types.empty() && seq_types.size() != batch.sequences[b].size()) {
+      return absl::InvalidArgumentError(absl::StrCat("token_types[", b, "]: ", seq_types.size(),
+                                                     " types for ", batch.sequences[b].size(),
+                                                     " tokens"));
+    }
+    for (int32_t type : seq_types) {
+      if (type < 0 || type >= types) {
+        return absl::InvalidArgumentError(absl::StrCat("token_types[", b, "]: type ", type,
+                                                       " outside [0, ", types, ")"));
+      }
+    }
+  }
   for (size_t b = 0; b < batch.sequences.size(); ++b) {
     const auto& seq = batch.sequences[b];
     if (seq.empty() || static_cast<int64_t>(seq.size()) > max_sequence_length_) {
@@ -199,6 +220,11 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
   const bool skip_padding = config_.positions == PositionKind::kAbsoluteAfterPadding;
   std::vector<int64_t> id_data(packed.rows, 0);
   std::vector<int64_t> position_data(packed.rows, config_.position_offset);
+  bool any_type = false;
+  for (const auto& seq_types : batch.token_types) {
+    for (int32_t type : seq_types) any_type |= type != 0;
+  }
+  std::vector<int64_t> type_data(any_type ? packed.rows : 0, 0);
   for (int64_t b = 0; b < batch_size; ++b) {
     const auto& seq = batch.sequences[b];
     int64_t position = config_.position_offset;
@@ -207,6 +233,7 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
       id_data[row] = seq[t];
       const bool padding = skip_padding && seq[t] == config_.pad_token_id;
       position_data[row] = padding ? config_.pad_token_id : position++;
+      if (any_type && !batch.token_types[b].empty()) type_data[row] = batch.token_types[b][t];
     }
   }
 
@@ -223,7 +250,10 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
     const torch::Tensor ids = torch::from_blob(id_data.data(), {packed.rows}, torch::kInt64);
     const torch::Tensor positions =
         torch::from_blob(position_data.data(), {packed.rows}, torch::kInt64);
-    torch::Tensor x = Embeddings(w, ids, positions, config_.layer_norm_eps);
+    const torch::Tensor types =
+        any_type ? torch::from_blob(type_data.data(), {packed.rows}, torch::kInt64)
+                 : torch::Tensor();
+    torch::Tensor x = Embeddings(w, ids, positions, types, config_.layer_norm_eps);
     for (size_t i = 0; i < w.layers.size(); ++i) {
       LayerAttention attention{0, &packed.temperatures, rotary, &packed.angles, &w.relative_bias};
       if (!config_.layer_bands.empty() && config_.layer_bands[i] > 0) {

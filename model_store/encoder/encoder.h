@@ -60,6 +60,9 @@ struct EncodeBatch {
   bool return_hidden_states = false;
   // Per sequence; empty asks none. A sequence may ask only for what the heads offer.
   std::vector<TokenOutputs> token_outputs;
+  // Token types per sequence (a cross-encoder's pair: 0 for the query, 1 for the document
+  // where the tokenizer says so); empty, or an empty entry: type 0 throughout.
+  std::vector<std::vector<int32_t>> token_types;
   // The temperature of each sequence's banded (local) attention layers; empty: `temperatures`.
   // AUTO sets it from the schedule at the keys a banded row sees (a row never sees more).
   std::vector<float> local_temperatures;

@@ -79,10 +79,14 @@ torch::Tensor Norm(const torch::Tensor& x, const NormWeights& w, double eps) {
 }
 
 torch::Tensor Embeddings(const EncoderWeights& w, const torch::Tensor& ids,
-                         const torch::Tensor& positions, double eps) {
+                         const torch::Tensor& positions, const torch::Tensor& types, double eps) {
   torch::Tensor x = w.word_embeddings.index_select(0, ids);
   if (w.position_embeddings.defined()) x = x + w.position_embeddings.index_select(0, positions);
-  if (w.token_type_embedding.defined()) x = x + w.token_type_embedding;
+  if (w.token_type_embeddings.defined()) {
+    // One segment (every embedding call): type 0's row for all, as before pairs existed.
+    x = types.defined() ? x + w.token_type_embeddings.index_select(0, types)
+                        : x + w.token_type_embeddings[0];
+  }
   return Norm(x, w.embeddings_norm, eps);
 }
 

@@ -152,7 +152,7 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
   if (!spec.token_type_embeddings.empty() && config.type_vocab_size > 0) {
     ASSIGN_OR_RETURN(torch::Tensor types, bind.Take(spec.token_type_embeddings + ".weight",
                                                     {config.type_vocab_size, h}));
-    w.token_type_embedding = types[0].contiguous();
+    w.token_type_embeddings = types.contiguous();
   }
   if (!spec.embeddings_norm.empty()) {
     ASSIGN_OR_RETURN(w.embeddings_norm, bind.Norm(spec.embeddings_norm, h, config.norm_bias, rms));

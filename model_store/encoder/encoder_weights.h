@@ -53,7 +53,7 @@ struct LayerWeights {
 struct EncoderWeights {
   torch::Tensor word_embeddings;       // [vocab, hidden]
   torch::Tensor position_embeddings;   // [positions, hidden]; undefined for rotary positions
-  torch::Tensor token_type_embedding;  // [hidden], type 0 (single-segment input); may be undefined
+  torch::Tensor token_type_embeddings;  // [types, hidden]; undefined where the family has none
   torch::Tensor relative_bias;         // [heads, buckets] fp32 (MPNet); may be undefined
   NormWeights embeddings_norm;
   std::vector<LayerWeights> layers;

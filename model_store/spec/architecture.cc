@@ -35,8 +35,28 @@ ArchitectureSpec BertLayout(std::string model_type, std::string prefix) {
   return spec;
 }
 
+// BERT's head (and GTE "new"'s): the pooler (dense + tanh on the first token) under the base
+// model's prefix, then `classifier`.
+ClassifierHeadSpec PoolerHead(std::string architecture) {
+  ClassifierHeadSpec head;
+  head.architecture = std::move(architecture);
+  head.steps = {{"pooler.dense", true, "tanh", "", ""}, {"classifier", false, "", "", ""}};
+  return head;
+}
+
+// RoBERTa's head (XLM-R, CamemBERT, MPNet): classifier.dense + tanh, then classifier.out_proj,
+// on the first token.
+ClassifierHeadSpec RobertaHead(std::string architecture) {
+  ClassifierHeadSpec head;
+  head.architecture = std::move(architecture);
+  head.steps = {{"classifier.dense", false, "tanh", "", ""},
+                {"classifier.out_proj", false, "", "", ""}};
+  return head;
+}
+
 ArchitectureSpec BertSpec() {
   ArchitectureSpec spec = BertLayout("bert", "bert.");
+  spec.classifier = PoolerHead("BertForSequenceClassification");
   spec.known_checkpoints =
       "BAAI/bge-small-en-v1.5, BAAI/bge-base-en-v1.5, BAAI/bge-large-en-v1.5, "
       "sentence-transformers/all-MiniLM-L6-v2, intfloat/e5-base-v2, thenlper/gte-base";
@@ -51,15 +71,18 @@ ArchitectureSpec XlmRobertaSpec() {
   // As Hugging Face's create_position_ids_from_input_ids: positions count the non-padding
   // tokens from padding_idx + 1.
   spec.positions = PositionKind::kAbsoluteAfterPadding;
+  spec.classifier = RobertaHead("XLMRobertaForSequenceClassification");
   return spec;
 }
 
 // RoBERTa (FacebookAI/roberta-base, DistilRoBERTa) and CamemBERT: XLM-R's layout and
 // positions under their own model_type; their weights keep the "roberta." prefix.
-ArchitectureSpec RobertaSpec(std::string model_type, std::string known_checkpoints) {
+ArchitectureSpec RobertaSpec(std::string model_type, std::string known_checkpoints,
+                             std::string classifier) {
   ArchitectureSpec spec = BertLayout(std::move(model_type), "roberta.");
   spec.known_checkpoints = std::move(known_checkpoints);
   spec.positions = PositionKind::kAbsoluteAfterPadding;
+  spec.classifier = RobertaHead(std::move(classifier));
   return spec;
 }
 
@@ -80,6 +103,7 @@ ArchitectureSpec MpnetSpec() {
   spec.value = "attention.attn.v";
   spec.attention_output = "attention.attn.o";
   spec.attention_norm = "attention.LayerNorm";
+  spec.classifier = RobertaHead("MPNetForSequenceClassification");
   return spec;
 }
 
@@ -111,6 +135,10 @@ ArchitectureSpec DistilBertSpec() {
   spec.mlp_in = "ffn.lin1";
   spec.mlp_out = "ffn.lin2";
   spec.output_norm = "output_layer_norm";
+  // pre_classifier + ReLU on the first token, then classifier.
+  spec.classifier.architecture = "DistilBertForSequenceClassification";
+  spec.classifier.steps = {{"pre_classifier", false, "relu", "", ""},
+                           {"classifier", false, "", "", ""}};
   return spec;
 }
 
@@ -189,6 +217,7 @@ ArchitectureSpec GteSpec() {
   spec.mlp_in = "mlp.up_gate_proj";
   spec.mlp_out = "mlp.down_proj";
   spec.output_norm = "mlp_ln";
+  spec.classifier = PoolerHead("NewForSequenceClassification");
   return spec;
 }
 
@@ -221,6 +250,13 @@ ArchitectureSpec ModernBertSpec() {
   spec.output_norm = "mlp_norm";
   spec.first_layer_attention_norm = false;
   spec.final_norm = "final_norm";
+  // head.dense (biased per classifier_bias) + classifier_activation + head.norm on the token
+  // classifier_pooling picks (cls, or the mean), then classifier.
+  spec.classifier.architecture = "ModernBertForSequenceClassification";
+  spec.classifier.steps = {{"head.dense", false, "config", "head.norm", "classifier_bias"},
+                           {"classifier", false, "", "", ""}};
+  spec.classifier.pooling_field = "classifier_pooling";
+  spec.classifier.activation_field = "classifier_activation";
   return spec;
 }
 
@@ -296,8 +332,10 @@ const std::vector<ArchitectureSpec>& AllArchitectures() {
       XlmRobertaSpec(),
       RobertaSpec("roberta",
                   "sentence-transformers/all-distilroberta-v1, FacebookAI/roberta-base, "
-                  "sentence-transformers/nli-roberta-base-v2"),
-      RobertaSpec("camembert", "dangvantuan/sentence-camembert-base, almanach/camembert-base"),
+                  "sentence-transformers/nli-roberta-base-v2",
+                  "RobertaForSequenceClassification"),
+      RobertaSpec("camembert", "dangvantuan/sentence-camembert-base, almanach/camembert-base",
+                  "CamembertForSequenceClassification"),
       DistilBertSpec(),
       MpnetSpec(),
       NomicBertSpec(),

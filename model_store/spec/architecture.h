@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "model_store/spec/classifier_head.h"
 #include "nlohmann/json_fwd.hpp"
 
 namespace embedding::model_store {
@@ -92,6 +93,8 @@ struct ArchitectureSpec {
   // ModernBERT: its first layer has no attention norm, and a final norm follows the layers.
   bool first_layer_attention_norm = true;
   std::string final_norm;  // empty: none
+  // transformers' <Family>ForSequenceClassification head; no steps where none is served.
+  ClassifierHeadSpec classifier;
 };
 
 // The spec a config.json describes, by its model_type and, where families share one, the

@@ -79,6 +79,8 @@ absl::StatusOr<EncoderConfig> ParseEncoderConfig(const std::string& label,
     config.position_offset = config.pad_token_id + 1;
   }
   RETURN_IF_ERROR(spec->map_config(label, json, &config));
+  ASSIGN_OR_RETURN(config.classifier,
+                   ReadClassifierConfig(label, json, spec->family, spec->classifier));
   // A head's width comes from hidden / heads only where the config does not state it.
   if (config.attention_head_dim == 0 && config.hidden_size % config.num_attention_heads != 0) {
     return absl::DataLossError(absl::StrCat(label, ": ", f.hidden_size, " ", config.hidden_size,

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "model_store/spec/architecture.h"
+#include "model_store/spec/classifier_head.h"
 
 namespace embedding::model_store {
 
@@ -90,6 +91,8 @@ struct EncoderConfig {
   double local_rotary_base = 0.0;
   // Written by write_demo_model: seeded random weights.
   bool demo_model = false;
+  // A *ForSequenceClassification checkpoint's head and labels; kind kEmbedding otherwise.
+  ClassifierConfig classifier;
 
   int64_t head_dim() const {
     return attention_head_dim > 0 ? attention_head_dim : hidden_size / num_attention_heads;

@@ -154,6 +154,26 @@ void Tokenizer::TrimOffsets(std::string_view text, TokenizedText* out) const {
   }
 }
 
+PairEncoding Tokenizer::EncodePair(const std::vector<int32_t>& first,
+                                   const std::vector<int32_t>& second) const {
+  PairEncoding out;
+  out.ids.reserve(first.size() + second.size() + num_pair_special_tokens());
+  for (const PairTemplatePiece& piece : config_.pair) {
+    const std::vector<int32_t>& ids = piece.kind == PairTemplatePiece::kFirst    ? first
+                                      : piece.kind == PairTemplatePiece::kSecond ? second
+                                                                                 : piece.ids;
+    out.ids.insert(out.ids.end(), ids.begin(), ids.end());
+    out.type_ids.insert(out.type_ids.end(), ids.size(), piece.type_id);
+  }
+  return out;
+}
+
+int Tokenizer::num_pair_special_tokens() const {
+  size_t count = 0;
+  for (const PairTemplatePiece& piece : config_.pair) count += piece.ids.size();
+  return static_cast<int>(count);
+}
+
 std::vector<int32_t> Tokenizer::AddSpecialTokens(const std::vector<int32_t>& content) const {
   std::vector<int32_t> ids;
   ids.reserve(content.size() + num_special_tokens());

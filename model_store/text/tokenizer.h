@@ -30,10 +30,28 @@ struct AddedToken {
   bool normalized = false;   // matched in the normalized text, not the raw one
 };
 
+// One piece of a post-processor's pair template: special ids, or where the first (A) or second
+// (B) sequence goes, each with its token type.
+struct PairTemplatePiece {
+  enum Kind { kSpecial, kFirst, kSecond };
+  Kind kind = kSpecial;
+  std::vector<int32_t> ids;  // kSpecial only
+  int32_t type_id = 0;
+};
+
+// A pair as the model reads it: ids and their token types.
+struct PairEncoding {
+  std::vector<int32_t> ids;
+  std::vector<int32_t> type_ids;
+};
+
 struct TokenizerConfig {
   // Post-processor for a single sequence: ids before and after the text.
   std::vector<int32_t> prefix_ids;
   std::vector<int32_t> suffix_ids;
+  // Post-processor for a pair (a query and a document for a cross-encoder): empty when the
+  // tokenizer defines none.
+  std::vector<PairTemplatePiece> pair;
   // Tokens matched in the text before the subword model (e.g. "[SEP]", "<s>", runs of spaces).
   std::vector<AddedToken> added_tokens;
   // A ByteLevel or RoBERTa post-processor's trim_offsets: a token's span leaves out the spaces
@@ -78,6 +96,13 @@ class Tokenizer {
   int num_special_tokens() const {
     return static_cast<int>(config_.prefix_ids.size() + config_.suffix_ids.size());
   }
+  // `first` and `second` (content ids) in the pair template, with their token types: what
+  // Hugging Face's tokenizer gives for encode(first, second). Requires has_pair_template().
+  PairEncoding EncodePair(const std::vector<int32_t>& first,
+                          const std::vector<int32_t>& second) const;
+  bool has_pair_template() const { return !config_.pair.empty(); }
+  // The special tokens the pair template adds.
+  int num_pair_special_tokens() const;
 
   // The token string for `id`, or "" when out of range.
   const std::string& IdToToken(int32_t id) const;

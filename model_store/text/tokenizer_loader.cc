@@ -70,6 +70,63 @@ absl::StatusOr<int32_t> IdOf(const Vocab& vocab, const std::string& token,
   return it->second;
 }
 
+// TemplateProcessing's `key` list ("single" or "pair"): special tokens by their
+// special_tokens entry (or vocabulary id) and the sequences A and B, each with its type_id.
+absl::StatusOr<std::vector<PairTemplatePiece>> ParseTemplate(const std::string& label,
+                                                             const std::string& key,
+                                                             const Json& post,
+                                                             const Json& specials,
+                                                             const Vocab& vocab) {
+  const Json& items = post.value(key, Json());
+  const std::string where = absl::StrCat(label, ": post_processor.", key);
+  if (!items.is_array()) return absl::DataLossError(absl::StrCat(where, " must be a list"));
+  std::vector<PairTemplatePiece> pieces;
+  for (const Json& item : items) {
+    PairTemplatePiece piece;
+    const bool sequence = item.is_object() && item.contains("Sequence");
+    const Json entry = sequence ? item["Sequence"]
+                       : item.is_object() ? item.value("SpecialToken", Json::object())
+                                          : Json::object();
+    const Json& type_id = entry.value("type_id", Json(0));
+    if (!type_id.is_number_integer() || type_id.get<int64_t>() < 0 ||
+        type_id.get<int64_t>() > 255) {
+      return absl::DataLossError(absl::StrCat(where, ": type_id ", type_id.dump(),
+                                              " is not an integer in [0, 255]"));
+    }
+    piece.type_id = static_cast<int32_t>(type_id.get<int64_t>());
+    const std::string name = entry.value("id", "");
+    if (sequence) {
+      if (name != "A" && name != "B")
+        return absl::DataLossError(absl::StrCat(where, ": Sequence id '", name, "' is not A or B"));
+      piece.kind = name == "A" ? PairTemplatePiece::kFirst : PairTemplatePiece::kSecond;
+    } else if (specials.contains(name) && specials[name].contains("ids")) {
+      for (const Json& id : specials[name]["ids"]) {
+        ASSIGN_OR_RETURN(int32_t value, ReadId(id, absl::StrCat(label, ": post_processor.",
+                                                                "special_tokens['", name, "']")));
+        piece.ids.push_back(value);
+      }
+    } else {
+      ASSIGN_OR_RETURN(int32_t id, IdOf(vocab, name, label + ": post_processor"));
+      piece.ids.push_back(id);
+    }
+    pieces.push_back(std::move(piece));
+  }
+  return pieces;
+}
+
+// BERT's pair: [CLS] A [SEP] B [SEP], the second part typed 1 (BertProcessing, vocab.txt).
+// RoBERTa's: <s> A </s></s> B </s>, every token typed 0 (RobertaProcessing).
+std::vector<PairTemplatePiece> ClassicPair(int32_t cls, int32_t sep, bool roberta) {
+  using Piece = PairTemplatePiece;
+  const int32_t second = roberta ? 0 : 1;
+  std::vector<Piece> pair = {{Piece::kSpecial, {cls}, 0}, {Piece::kFirst, {}, 0},
+                             {Piece::kSpecial, {sep}, 0}};
+  if (roberta) pair.push_back({Piece::kSpecial, {sep}, 0});
+  pair.push_back({Piece::kSecond, {}, second});
+  pair.push_back({Piece::kSpecial, {sep}, second});
+  return pair;
+}
+
 // TemplateProcessing ("single" list), BertProcessing/RobertaProcessing ("cls"/"sep" pairs),
 // ByteLevel (offsets only) or a Sequence of these; null adds nothing.
 absl::Status ParsePostProcessor(const std::string& label, const Json& post, const Vocab& vocab,
@@ -97,6 +154,8 @@ absl::Status ParsePostProcessor(const std::string& label, const Json& post, cons
       ASSIGN_OR_RETURN(int32_t id, ReadId(pair[1], absl::StrCat(label, ": post_processor.", key)));
       (std::string(key) == "cls" ? config->prefix_ids : config->suffix_ids).push_back(id);
     }
+    config->pair = ClassicPair(config->prefix_ids.back(), config->suffix_ids.back(),
+                               type == "RobertaProcessing");
     return absl::OkStatus();
   }
   if (type != "TemplateProcessing") {
@@ -106,30 +165,20 @@ absl::Status ParsePostProcessor(const std::string& label, const Json& post, cons
                                                    "RobertaProcessing, ByteLevel, Sequence, "
                                                    "null)"));
   }
-  const Json& single = post.value("single", Json());
   const Json& specials = post.value("special_tokens", Json::object());
-  if (!single.is_array())
-    return absl::DataLossError(absl::StrCat(label, ": post_processor.single must be a list"));
+  ASSIGN_OR_RETURN(std::vector<PairTemplatePiece> single,
+                   ParseTemplate(label, "single", post, specials, vocab));
   bool seen_sequence = false;
-  for (const Json& item : single) {
-    if (item.contains("Sequence")) {
+  for (const PairTemplatePiece& piece : single) {
+    if (piece.kind != PairTemplatePiece::kSpecial) {
       seen_sequence = true;
       continue;
     }
-    const std::string name = item.value("SpecialToken", Json::object()).value("id", "");
-    std::vector<int32_t> ids;
-    if (specials.contains(name) && specials[name].contains("ids")) {
-      for (const Json& id : specials[name]["ids"]) {
-        ASSIGN_OR_RETURN(int32_t value, ReadId(id, absl::StrCat(label, ": post_processor.",
-                                                                "special_tokens['", name, "']")));
-        ids.push_back(value);
-      }
-    } else {
-      ASSIGN_OR_RETURN(int32_t id, IdOf(vocab, name, label + ": post_processor"));
-      ids.push_back(id);
-    }
     auto& target = seen_sequence ? config->suffix_ids : config->prefix_ids;
-    target.insert(target.end(), ids.begin(), ids.end());
+    target.insert(target.end(), piece.ids.begin(), piece.ids.end());
+  }
+  if (post.contains("pair")) {
+    ASSIGN_OR_RETURN(config->pair, ParseTemplate(label, "pair", post, specials, vocab));
   }
   return absl::OkStatus();
 }
@@ -335,6 +384,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadVocabTxt(const fs::path& dir) {
   ASSIGN_OR_RETURN(int32_t sep, IdOf(vocab, TokenOr(settings, "sep_token", "[SEP]"), label));
   config.prefix_ids = {cls};
   config.suffix_ids = {sep};
+  config.pair = ClassicPair(cls, sep, /*roberta=*/false);
   for (const char* key : {"unk_token", "cls_token", "sep_token", "pad_token", "mask_token"}) {
     const std::string token = TokenOr(settings, key, "");
     if (auto it = vocab.find(token); !token.empty() && it != vocab.end())

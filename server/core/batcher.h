@@ -54,6 +54,7 @@ struct SequenceOutput {
 
 struct BatchTask {
   std::vector<int32_t> ids;  // special tokens included
+  std::vector<int32_t> token_types;  // per id (a pair's); empty: type 0 throughout
   float temperature = 1.0f;
   // Of banded attention layers (model_store::EncodeBatch); unset: `temperature`.
   std::optional<float> local_temperature;

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "server/core/embed_params.h"
 #include "server/core/embed_result.h"
+#include "server/core/score_call.h"
 
 namespace embedding::server {
 
@@ -29,6 +30,7 @@ struct CallObserver {
   std::function<void(const ServedModel& model, const EmbedParams& params,
                      const EmbedResult& result)>
       on_embedded;
+  std::function<void(const ServedModel& model, const ScoreAnswer& answer)> on_scored;
 };
 
 }  // namespace embedding::server

@@ -1,8 +1,10 @@
 #include "server/core/embed_job.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "server/core/vector_encoding.h"
 
 namespace embedding::server {
@@ -62,14 +64,81 @@ absl::StatusOr<model_store::TokenizedText> EmbedJob::DocumentTokens(size_t i,
   return model.tokenizer().Tokenize(documents_[i].text, field);
 }
 
+std::string EmbedJob::FirstField(size_t d) const {
+  if (request_.pair_firsts.size() == 1) return request_.pair_first_field;
+  return absl::StrCat(request_.pair_first_field, "[", d, "]");
+}
+
+absl::Status EmbedJob::TokenizePairFirsts() {
+  const model_store::Tokenizer& tokenizer = request_.model->tokenizer();
+  for (size_t i = 0; i < request_.pair_firsts.size(); ++i) {
+    ASSIGN_OR_RETURN(model_store::TokenizedText tokens,
+                     tokenizer.Tokenize(request_.pair_firsts[i], FirstField(i)));
+    first_ids_.push_back(std::move(tokens.ids));
+  }
+  return absl::OkStatus();
+}
+
+const std::vector<int32_t>& EmbedJob::FirstIds(size_t d) const {
+  return first_ids_[first_ids_.size() == 1 ? 0 : d];
+}
+
+absl::StatusOr<EmbedParams> EmbedJob::PairParams(size_t d, uint32_t* window) const {
+  const model_store::Model& model = *request_.model;
+  const int64_t specials = model.tokenizer().num_pair_special_tokens();
+  const auto first = static_cast<int64_t>(FirstIds(d).size());
+  const int64_t room = model.max_input_length() - specials - first;
+  if (room < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        FirstField(d), ": ", first, " tokens leave no room for the document in the model's window of ",
+        model.max_input_length(), " tokens (", specials, " of them special); allowed [0, ",
+        model.max_input_length() - specials - 1, "] tokens"));
+  }
+  EmbedParams params = request_.params;
+  params.chunk_tokens = std::min<uint32_t>(params.chunk_tokens, static_cast<uint32_t>(room));
+  if (params.overlap_tokens >= params.chunk_tokens) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "chunk_overlap_tokens: ", params.overlap_tokens, " must be less than the ",
+        params.chunk_tokens, " document tokens a chunk holds beside ", FirstField(d),
+        "; allowed [0, ", params.chunk_tokens - 1, "]"));
+  }
+  *window = static_cast<uint32_t>(room);
+  return params;
+}
+
+int64_t EmbedJob::SequenceOverhead(size_t d) const {
+  const model_store::Tokenizer& tokenizer = request_.model->tokenizer();
+  if (first_ids_.empty()) return tokenizer.num_special_tokens();
+  return tokenizer.num_pair_special_tokens() + static_cast<int64_t>(FirstIds(d).size());
+}
+
+BatchTask EmbedJob::SequenceTask(size_t d, size_t s) const {
+  const EncodedDocument& doc = documents_[d];
+  const Span& range = doc.plan.sequences[s];
+  const std::vector<int32_t> content(doc.tokens.ids.begin() + range.begin,
+                                     doc.tokens.ids.begin() + range.end);
+  BatchTask task;
+  if (first_ids_.empty()) {
+    task.ids = request_.model->tokenizer().AddSpecialTokens(content);
+  } else {
+    model_store::PairEncoding pair = request_.model->tokenizer().EncodePair(FirstIds(d), content);
+    task.ids = std::move(pair.ids);
+    task.token_types = std::move(pair.type_ids);
+  }
+  task.temperature = doc.sequence_tau[s];
+  if (!doc.sequence_local_tau.empty()) task.local_temperature = doc.sequence_local_tau[s];
+  task.want_hidden_states = request_.params.traits.needs_token_states || request_.params.token_states;
+  task.token_outputs = {request_.params.sparse, request_.params.multi_vector};
+  return task;
+}
+
 void EmbedJob::Prepare() {
   // Cancelled or expired while waiting for a worker: answer now, tokenise nothing.
   if (absl::Status alive = Liveness(); !alive.ok()) return Complete(alive);
   const absl::Time start = absl::Now();
   const model_store::Model& model = *request_.model;
-  const auto window = static_cast<uint32_t>(model.max_content_tokens());
-  const int specials = model.tokenizer().num_special_tokens();
   const bool late = request_.params.traits.needs_token_states;
+  if (absl::Status firsts = TokenizePairFirsts(); !firsts.ok()) return Complete(firsts);
   int64_t total_tokens = 0;
   size_t sequences = 0;
   for (size_t i = 0; i < documents_.size(); ++i) {
@@ -84,14 +153,18 @@ void EmbedJob::Prepare() {
           absl::StrCat(field, ": ", count, " tokens exceed the per-document bound; allowed [0, ",
                        request_.max_tokens_per_document, "] (--max-tokens-per-document)")));
     }
-    auto plan = PlanChunks(count, window, request_.params, field);
+    uint32_t window = static_cast<uint32_t>(model.max_content_tokens());
+    absl::StatusOr<EmbedParams> params = request_.params;
+    if (!first_ids_.empty()) params = PairParams(i, &window);
+    if (!params.ok()) return Complete(params.status());
+    auto plan = PlanChunks(count, window, *params, field);
     if (!plan.ok()) return Complete(plan.status());
     doc.plan = *std::move(plan);
     PrepareSlots(&doc, late, static_cast<size_t>(model.config().hidden_size));
     doc.sequence_tau = SequenceTemperatures(doc.plan, request_.params, model.tempscale());
     doc.sequence_local_tau = LocalSequenceTemperatures(doc.plan, request_.params, model.tempscale(),
                                                        model.config().local_attention_keys());
-    for (const auto& range : doc.plan.sequences) total_tokens += range.size() + specials;
+    for (const auto& range : doc.plan.sequences) total_tokens += range.size() + SequenceOverhead(i);
     sequences += doc.plan.sequences.size();
   }
 
@@ -106,17 +179,8 @@ void EmbedJob::Prepare() {
   tasks.reserve(sequences);
   auto self = shared_from_this();
   for (size_t d = 0; d < documents_.size(); ++d) {
-    const EncodedDocument& doc = documents_[d];
-    for (size_t s = 0; s < doc.plan.sequences.size(); ++s) {
-      const Span& range = doc.plan.sequences[s];
-      std::vector<int32_t> content(doc.tokens.ids.begin() + range.begin,
-                                   doc.tokens.ids.begin() + range.end);
-      BatchTask task;
-      task.ids = model.tokenizer().AddSpecialTokens(content);
-      task.temperature = doc.sequence_tau[s];
-      if (!doc.sequence_local_tau.empty()) task.local_temperature = doc.sequence_local_tau[s];
-      task.want_hidden_states = late || request_.params.token_states;
-      task.token_outputs = {request_.params.sparse, request_.params.multi_vector};
+    for (size_t s = 0; s < documents_[d].plan.sequences.size(); ++s) {
+      BatchTask task = SequenceTask(d, s);
       task.liveness = [self] { return self->Liveness(); };
       task.done = [self, d, s](absl::StatusOr<SequenceOutput> output) {
         self->OnSequenceDone(d, s, std::move(output));
@@ -198,8 +262,7 @@ void EmbedJob::OnSequenceDone(size_t document, size_t sequence,
   {
     std::lock_guard<std::mutex> lock(mu_);
     EncodedDocument& doc = documents_[document];
-    reserved_tokens_.Return(doc.plan.sequences[sequence].size() +
-                            request_.model->tokenizer().num_special_tokens());
+    reserved_tokens_.Return(doc.plan.sequences[sequence].size() + SequenceOverhead(document));
     if (done_) return;
     if (output.ok()) {
       if (request_.params.traits.needs_token_states) {
@@ -233,9 +296,9 @@ void EmbedJob::OnSequenceDone(size_t document, size_t sequence,
 EmbedResult EmbedJob::Merge() const {
   const model_store::Model& model = *request_.model;
   const auto dim = static_cast<size_t>(model.config().hidden_size);
-  const int specials = model.tokenizer().num_special_tokens();
   EmbedResult result;
-  for (const EncodedDocument& doc : documents_) {
+  for (size_t d = 0; d < documents_.size(); ++d) {
+    const EncodedDocument& doc = documents_[d];
     result.documents.push_back(
         MergeDocument(doc, request_.params, dim,
                       [&model](std::vector<float>* v) { model.encoder().ProjectPooled(v); }));
@@ -247,7 +310,8 @@ EmbedResult EmbedJob::Merge() const {
     }
     result.tokens += doc.tokens.ids.size();
     result.sequences += doc.plan.sequences.size();
-    for (const auto& range : doc.plan.sequences) result.sequence_tokens += range.size() + specials;
+    for (const auto& range : doc.plan.sequences)
+      result.sequence_tokens += range.size() + SequenceOverhead(d);
   }
   std::lock_guard<std::mutex> lock(mu_);
   result.tokenize_seconds = tokenize_seconds_;

@@ -42,6 +42,12 @@ class EmbedJob : public std::enable_shared_from_this<EmbedJob> {
     EmbedParams params;
     // Texts, or content token ids used instead of tokenising (checked against the vocabulary).
     EmbedInputs inputs;
+    // A cross-encoder's pairs: the first text of each input's pair (one shared by every input,
+    // as a rerank's query, or one per input); empty: single texts. Every sequence is then the
+    // pair template over this text and a chunk of the input, and the chunks shrink to fit.
+    std::vector<std::string> pair_firsts;
+    // How refusals name a pair's first text: "query", or "inputs" (then "inputs[i].text").
+    std::string pair_first_field = "query";
     absl::Time deadline = absl::InfiniteFuture();
     uint32_t max_tokens_per_document = 0;
     int64_t max_response_bytes = std::numeric_limits<int64_t>::max();
@@ -70,6 +76,21 @@ class EmbedJob : public std::enable_shared_from_this<EmbedJob> {
                                                          int64_t vocab_size);
   // The document's tokens: its text tokenised, or its given ids checked.
   absl::StatusOr<model_store::TokenizedText> DocumentTokens(size_t i, const std::string& field);
+  // How refusals name document `d`'s first text.
+  std::string FirstField(size_t d) const;
+  // Document `d`'s first text as content ids.
+  const std::vector<int32_t>& FirstIds(size_t d) const;
+  // Tokenises the pairs' first texts into first_ids_.
+  absl::Status TokenizePairFirsts();
+  // Document `d`'s planning under pairs: the content tokens a sequence has left beside its
+  // first text, and its params with chunks no larger. INVALID_ARGUMENT naming the first text
+  // when it leaves no room, or chunk_overlap_tokens when it no longer fits the chunk.
+  absl::StatusOr<EmbedParams> PairParams(size_t d, uint32_t* window) const;
+  // Tokens one sequence of document `d` adds beside its content: the special tokens, and under
+  // pairs the first text too.
+  int64_t SequenceOverhead(size_t d) const;
+  // Sequence `s` of document `d` as the model reads it.
+  BatchTask SequenceTask(size_t d, size_t s) const;
   // INVALID_ARGUMENT naming `outputs` when what the planned documents would return exceeds
   // --max-response-bytes.
   absl::Status CheckResponseSize() const;
@@ -84,6 +105,8 @@ class EmbedJob : public std::enable_shared_from_this<EmbedJob> {
   const absl::Time created_;
   std::vector<EncodedDocument> documents_;  // each (document, sequence) slot written once
   const std::set<int32_t> sparse_dropped_ids_;
+  // The pairs' first texts as content ids, one per entry of request_.pair_firsts.
+  std::vector<std::vector<int32_t>> first_ids_;
   const size_t multi_vector_dim_;
 
   mutable std::mutex mu_;  // guards everything below

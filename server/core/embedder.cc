@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/core/request_validation.h"
+#include "server/core/scoring.h"
 
 namespace embedding::server {
 
@@ -47,24 +48,57 @@ absl::StatusOr<std::string> Embedder::DefaultModelName() const {
   return models->default_name();
 }
 
-absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartEmbed(EmbedCall call, EmbedDone done) {
-  // The version this call runs on until it is answered, even if a reload replaces it.
-  ASSIGN_OR_RETURN(std::shared_ptr<const ServedModel> model, FindModel(call.options.model));
-  ASSIGN_OR_RETURN(EmbedParams params, ValidateEmbedCall(call, *model->model, limits_));
-  ASSIGN_OR_RETURN(AdmissionPermit permit, admission_.Admit());
+namespace {
 
+// INVALID_ARGUMENT naming `model` when `served` is not of a kind `method` takes.
+absl::Status RequireKind(const ServedModel& served, const char* method,
+                         std::initializer_list<model_store::ModelKind> kinds,
+                         const char* needs) {
+  const model_store::ModelKind kind = served.model->kind();
+  for (model_store::ModelKind wanted : kinds) {
+    if (kind == wanted) return absl::OkStatus();
+  }
+  const std::string what =
+      kind == model_store::ModelKind::kEmbedding ? "Embed"
+      : kind == model_store::ModelKind::kReranker ? "Rerank and Classify"
+                                                   : "Classify";
+  return absl::InvalidArgumentError(absl::StrCat(
+      "model: '", served.name, "' is ", kind == model_store::ModelKind::kEmbedding ? "an " : "a ",
+      model_store::ModelKindName(kind), " model (", served.model->config().classifier.architecture,
+      served.model->config().classifier.architecture.empty() ? "" : ", ",
+      "it answers ", what, "); ", method, " needs ", needs));
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartJob(
+    std::shared_ptr<const ServedModel> model, const EmbedParams& params, EmbedInputs inputs,
+    std::vector<std::string> pair_firsts, std::string pair_first_field, absl::Time deadline,
+    JobDone done) {
+  ASSIGN_OR_RETURN(AdmissionPermit permit, admission_.Admit());
   EmbedJob::Request job;
   job.model = model->model.get();
   job.batcher = model->batcher.get();
   job.keep_alive = model;
   job.params = params;
-  job.inputs = std::move(call.inputs);
-  job.deadline = call.deadline;
+  job.inputs = std::move(inputs);
+  job.pair_firsts = std::move(pair_firsts);
+  job.pair_first_field = std::move(pair_first_field);
+  job.deadline = deadline;
   job.max_tokens_per_document = limits_.max_tokens_per_document;
   job.max_response_bytes = limits_.max_response_bytes;
   job.permit = std::move(permit);
-  return EmbedJob::Start(
-      std::move(job), pool_,
+  return EmbedJob::Start(std::move(job), pool_, std::move(done));
+}
+
+absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartEmbed(EmbedCall call, EmbedDone done) {
+  // The version this call runs on until it is answered, even if a reload replaces it.
+  ASSIGN_OR_RETURN(std::shared_ptr<const ServedModel> model, FindModel(call.options.model));
+  RETURN_IF_ERROR(RequireKind(*model, "Embed", {model_store::ModelKind::kEmbedding},
+                              "an embedding model"));
+  ASSIGN_OR_RETURN(EmbedParams params, ValidateEmbedCall(call, *model->model, limits_));
+  return StartJob(
+      model, params, std::move(call.inputs), {}, "", call.deadline,
       [this, model, params, done = std::move(done)](absl::StatusOr<EmbedResult> result) {
         if (!result.ok()) return done(result.status());
         for (const CallObserver& observer : observers_) {
@@ -72,6 +106,76 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartEmbed(EmbedCall call, E
         }
         done(EmbedAnswer{model, params, *std::move(result)});
       });
+}
+
+absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartScoring(
+    std::shared_ptr<const ServedModel> model, const ScoreOptions& options, TextInputs inputs,
+    std::vector<std::string> pair_firsts, std::string pair_first_field, absl::Time deadline,
+    std::function<void(absl::StatusOr<ScoreAnswer>)> done) {
+  RETURN_IF_ERROR(ValidatePairFirsts(pair_firsts, pair_first_field, inputs, limits_));
+  EmbedCall call;
+  call.options.temperature = options.temperature;
+  call.options.temperature_mode = options.temperature_mode;
+  call.options.strategy = options.strategy.value_or(Strategy::kChunkMax);
+  call.options.truncation_side = options.truncation_side;
+  call.options.chunk_tokens = options.chunk_tokens;
+  call.options.chunk_overlap_tokens = options.chunk_overlap_tokens;
+  call.options.normalize = false;
+  call.inputs = std::move(inputs);
+  ASSIGN_OR_RETURN(EmbedParams params, ValidateScoreCall(call, options, *model->model, limits_));
+  const model_store::ScoreFunction function = model->model->config().classifier.score;
+  return StartJob(model, params, std::move(call.inputs), std::move(pair_firsts),
+                  std::move(pair_first_field), deadline,
+                  [this, model, params, options, function,
+                   done = std::move(done)](absl::StatusOr<EmbedResult> result) {
+                    if (!result.ok()) return done(result.status());
+                    ScoreAnswer answer;
+                    answer.model = model;
+                    answer.params = params;
+                    answer.raw_scores = options.raw_scores;
+                    answer.results = ScoreDocuments(&*result, function, options.raw_scores,
+                                                    options.return_chunks);
+                    answer.usage = *std::move(result);
+                    for (const CallObserver& observer : observers_) {
+                      if (observer.on_scored) observer.on_scored(*model, answer);
+                    }
+                    done(std::move(answer));
+                  });
+}
+
+absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartRerank(RerankCall call, ScoreDone done) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const ServedModel> model, FindModel(call.options.model));
+  RETURN_IF_ERROR(RequireKind(*model, "Rerank", {model_store::ModelKind::kReranker},
+                              "a reranker (a *ForSequenceClassification checkpoint with one "
+                              "label)"));
+  const std::optional<uint32_t> top_n = call.top_n;
+  if (top_n.has_value() && *top_n < 1)
+    return absl::InvalidArgumentError("top_n: 0 is not allowed; allowed [1, 4294967295] (unset: all)");
+  return StartScoring(model, call.options, std::move(call.documents), {std::move(call.query)},
+                      "query", call.deadline,
+                      [top_n, done = std::move(done)](absl::StatusOr<ScoreAnswer> answer) {
+                        if (answer.ok()) RankResults(&answer->results, top_n);
+                        done(std::move(answer));
+                      });
+}
+
+absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartClassify(ClassifyCall call,
+                                                                  ScoreDone done) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const ServedModel> model, FindModel(call.options.model));
+  RETURN_IF_ERROR(RequireKind(*model, "Classify",
+                              {model_store::ModelKind::kReranker, model_store::ModelKind::kClassifier},
+                              "a reranker or classifier (a *ForSequenceClassification checkpoint)"));
+  if (!call.pair_firsts.empty() && call.pair_firsts.size() != call.inputs.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("text_pairs: ", call.pair_firsts.size(),
+                                                   " first texts for ", call.inputs.size(),
+                                                   " inputs; give one per input or none"));
+  }
+  if (!call.pair_firsts.empty() && !model->model->tokenizer().has_pair_template()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "text_pairs: model '", model->name, "' has no pair template in its tokenizer; send single texts"));
+  }
+  return StartScoring(model, call.options, std::move(call.inputs), std::move(call.pair_firsts),
+                      "text_pairs", call.deadline, std::move(done));
 }
 
 absl::Status Embedder::StartTokenize(TokenizeCall call, TokenizeDone done) {

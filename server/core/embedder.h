@@ -20,6 +20,7 @@
 #include "server/core/embed_call.h"
 #include "server/core/embed_job.h"
 #include "server/core/model_catalog.h"
+#include "server/core/score_call.h"
 #include "server/core/worker_pool.h"
 
 namespace embedding::server {
@@ -41,6 +42,7 @@ class Embedder {
  public:
   using EmbedDone = std::function<void(absl::StatusOr<EmbedAnswer>)>;
   using TokenizeDone = std::function<void(absl::StatusOr<TokenizeAnswer>)>;
+  using ScoreDone = std::function<void(absl::StatusOr<ScoreAnswer>)>;
 
   // `pool` (where jobs tokenise, plan and merge) must outlive the Embedder. Every observer
   // hears of every finished call and every successful Embed, in order.
@@ -59,7 +61,17 @@ class Embedder {
   // the door calls when its client goes away; or, before anything is allocated, UNAVAILABLE
   // (loading, draining), NOT_FOUND (model), INVALID_ARGUMENT naming the field, or
   // RESOURCE_EXHAUSTED (admission), in which case `done` never runs.
+  // INVALID_ARGUMENT naming `model` for a reranker or classifier as well.
   absl::StatusOr<std::shared_ptr<EmbedJob>> StartEmbed(EmbedCall call, EmbedDone done);
+
+  // Scores each document against the query with a reranker, chunk by chunk past the window,
+  // and ranks them. As StartEmbed, and INVALID_ARGUMENT naming `model` for a model that is not
+  // a reranker, `query` for one that leaves no room for a document, `strategy` for one that does
+  // not score.
+  absl::StatusOr<std::shared_ptr<EmbedJob>> StartRerank(RerankCall call, ScoreDone done);
+  // Scores each input (or pair) with a reranker's or classifier's labels, in input order. As
+  // StartRerank; an embedding model is refused naming `model`.
+  absl::StatusOr<std::shared_ptr<EmbedJob>> StartClassify(ClassifyCall call, ScoreDone done);
 
   // Tokenises `call.inputs` on a worker, holding a request slot meanwhile. `done` runs exactly
   // once with the tokens or INVALID_ARGUMENT naming the input (invalid UTF-8, more than
@@ -87,6 +99,19 @@ class Embedder {
  private:
   // The catalog while serving; UNAVAILABLE while loading or draining.
   absl::StatusOr<const ModelCatalog*> ServingModels() const;
+  // Admits and starts a job over validated params; `done` gets the job's result.
+  using JobDone = std::function<void(absl::StatusOr<EmbedResult>)>;
+  absl::StatusOr<std::shared_ptr<EmbedJob>> StartJob(std::shared_ptr<const ServedModel> model,
+                                                     const EmbedParams& params, EmbedInputs inputs,
+                                                     std::vector<std::string> pair_firsts,
+                                                     std::string pair_first_field,
+                                                     absl::Time deadline, JobDone done);
+  // Validates a score call's options and inputs on `model` and starts its job; `done` gets
+  // the scored inputs in input order.
+  absl::StatusOr<std::shared_ptr<EmbedJob>> StartScoring(
+      std::shared_ptr<const ServedModel> model, const ScoreOptions& options, TextInputs inputs,
+      std::vector<std::string> pair_firsts, std::string pair_first_field, absl::Time deadline,
+      std::function<void(absl::StatusOr<ScoreAnswer>)> done);
 
   const RequestLimits limits_;
   WorkerPool* const pool_;

@@ -225,4 +225,43 @@ absl::StatusOr<EmbedParams> ValidateEmbedCall(const EmbedCall& call,
   return params;
 }
 
+absl::StatusOr<EmbedParams> ValidateScoreCall(const EmbedCall& call, const ScoreOptions& options,
+                                              const model_store::Model& model,
+                                              const RequestLimits& limits) {
+  ASSIGN_OR_RETURN(EmbedParams params, ValidateEmbedCall(call, model, limits));
+  if (params.traits.returns_chunks || params.traits.needs_token_states) {
+    return Invalid(absl::StrCat("strategy: ", StrategyName(params.strategy),
+                                " does not score a pair; allowed reject, truncate, chunk_max, "
+                                "chunk_mean, chunk_weighted_mean (return_chunks gives each "
+                                "chunk's score)"));
+  }
+  params.normalize = false;
+  params.dimensions = 0;
+  params.traits.returns_chunks = options.return_chunks;
+  return params;
+}
+
+absl::Status ValidatePairFirsts(const std::vector<std::string>& firsts, const std::string& field,
+                                const TextInputs& inputs, const RequestLimits& limits) {
+  int64_t bytes = 0;
+  for (const std::string& input : inputs) bytes += static_cast<int64_t>(input.size());
+  const int64_t max_input = MaxInputBytes(limits);
+  for (size_t i = 0; i < firsts.size(); ++i) {
+    const std::string name = firsts.size() == 1 ? field : absl::StrCat(field, "[", i, "]");
+    const auto size = static_cast<int64_t>(firsts[i].size());
+    if (size > max_input) {
+      return Invalid(absl::StrCat(name, ": ", size, " bytes of text exceed the bound; allowed [0, ",
+                                  max_input, "] (", kMaxBytesPerToken,
+                                  " bytes for each token --max-tokens-per-document allows)"));
+    }
+    bytes += size;
+  }
+  if (bytes > limits.max_request_bytes) {
+    return Invalid(absl::StrCat(field, " and inputs: ", bytes,
+                                " bytes of text exceed the bound; allowed [0, ",
+                                limits.max_request_bytes, "] (--max-request-bytes)"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace embedding::server

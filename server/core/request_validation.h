@@ -9,6 +9,7 @@
 #include "server/core/core_options.h"
 #include "server/core/embed_call.h"
 #include "server/core/embed_params.h"
+#include "server/core/score_call.h"
 
 namespace embedding::server {
 
@@ -21,6 +22,19 @@ namespace embedding::server {
 absl::StatusOr<EmbedParams> ValidateEmbedCall(const EmbedCall& call,
                                               const model_store::Model& model,
                                               const RequestLimits& limits);
+
+// A Rerank's or Classify's options, checked as an Embed call's (`call` carries them and the
+// inputs) and then as a score's: INVALID_ARGUMENT naming strategy for one that does not score
+// (CHUNK_ALL, LATE_CHUNKING). The params never normalise; they return chunks when asked.
+absl::StatusOr<EmbedParams> ValidateScoreCall(const EmbedCall& call, const ScoreOptions& options,
+                                              const model_store::Model& model,
+                                              const RequestLimits& limits);
+
+// The first texts of pairs (a rerank's query, or one per input) are each at most MaxInputBytes
+// and, with the inputs, at most --max-request-bytes; INVALID_ARGUMENT naming `field`
+// (field[i] for several) otherwise.
+absl::Status ValidatePairFirsts(const std::vector<std::string>& firsts, const std::string& field,
+                                const TextInputs& inputs, const RequestLimits& limits);
 
 // What a model can give: dense always, sparse and multi-vector when it has bge-m3's heads.
 std::vector<Output> OfferedOutputs(const model_store::Model& model);

@@ -1,0 +1,128 @@
+#include "model_store/spec/classifier_head.h"
+
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "model_store/spec/architecture.h"
+#include "model_store/spec/config_fields.h"
+#include "nlohmann/json.hpp"
+
+namespace embedding::model_store {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr char kSequenceClassification[] = "ForSequenceClassification";
+// Classifiers on the Hub have a few labels to a few thousand; a head wider than this is a
+// damaged config, refused before its weights are sized from it.
+constexpr int64_t kMaxLabels = 100000;
+
+// id2label ({"0": "LABEL_0", ...}) by index; num_labels where it is absent, else
+// transformers' default of 2.
+absl::StatusOr<std::vector<std::string>> ReadLabels(const std::string& label, const Json& config) {
+  const Json& id2label = config.value("id2label", Json());
+  std::vector<std::string> labels;
+  if (id2label.is_object() && !id2label.empty()) {
+    if (static_cast<int64_t>(id2label.size()) > kMaxLabels)
+      return absl::DataLossError(absl::StrCat(label, ": id2label has more than ", kMaxLabels,
+                                              " labels"));
+    labels.resize(id2label.size());
+    for (const auto& [key, name] : id2label.items()) {
+      int index = -1;
+      if (!absl::SimpleAtoi(key, &index) || index < 0 ||
+          index >= static_cast<int>(labels.size()) || !name.is_string() ||
+          !labels[index].empty()) {
+        return absl::DataLossError(absl::StrCat(label, ": id2label must map each of 0..",
+                                                labels.size() - 1, " to a name once; got '", key,
+                                                "': ", name.dump()));
+      }
+      labels[index] = name.get<std::string>();
+    }
+    return labels;
+  }
+  int64_t count = 2;
+  RETURN_IF_ERROR(ReadPositive(label, config, "num_labels", /*required=*/false, &count));
+  if (count > kMaxLabels)
+    return absl::DataLossError(absl::StrCat(label, ": num_labels ", count, " above ", kMaxLabels));
+  for (int64_t i = 0; i < count; ++i) labels.push_back(absl::StrCat("LABEL_", i));
+  return labels;
+}
+
+absl::StatusOr<ScoreFunction> ReadScoreFunction(const std::string& label, const Json& config,
+                                                size_t labels) {
+  const Json& st = config.value("sentence_transformers", Json::object());
+  std::string activation;
+  if (st.is_object()) RETURN_IF_ERROR(ReadString(label, st, "activation_fn", &activation));
+  if (absl::EndsWith(activation, ".Identity")) return ScoreFunction::kIdentity;
+  if (absl::EndsWith(activation, ".Sigmoid")) return ScoreFunction::kSigmoid;
+  const Json& problem = config.value("problem_type", Json());
+  if (problem.is_null() || problem == "single_label_classification" || problem == "regression")
+    return labels == 1 ? ScoreFunction::kSigmoid : ScoreFunction::kSoftmax;
+  if (problem == "multi_label_classification") return ScoreFunction::kSigmoid;
+  return absl::DataLossError(absl::StrCat(label, ": problem_type ", problem.dump(),
+                                          " is not single_label_classification, "
+                                          "multi_label_classification or regression"));
+}
+
+}  // namespace
+
+const char* ModelKindName(ModelKind kind) {
+  switch (kind) {
+    case ModelKind::kReranker:
+      return "reranker";
+    case ModelKind::kClassifier:
+      return "classifier";
+    case ModelKind::kEmbedding:
+      break;
+  }
+  return "embedding";
+}
+
+absl::StatusOr<ClassifierConfig> ReadClassifierConfig(const std::string& label, const Json& config,
+                                                      const std::string& family,
+                                                      const ClassifierHeadSpec& head) {
+  ClassifierConfig out;
+  const Json& architectures = config.value("architectures", Json::array());
+  if (!architectures.is_array() || architectures.empty() || !architectures[0].is_string())
+    return out;  // no class named: an embedder, as every encoder checkpoint before heads
+  out.architecture = architectures[0].get<std::string>();
+  if (!absl::EndsWith(out.architecture, kSequenceClassification)) return out;
+  if (head.steps.empty()) {
+    std::vector<std::string> with_heads;
+    for (const ArchitectureSpec& spec : AllArchitectures()) {
+      if (!spec.classifier.steps.empty()) with_heads.push_back(spec.family);
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        label, ": architectures '", out.architecture, "': the ", family,
+        " family has no sequence-classification head here; families with one: ",
+        absl::StrJoin(with_heads, ", ")));
+  }
+  ASSIGN_OR_RETURN(out.labels, ReadLabels(label, config));
+  out.kind = out.labels.size() == 1 ? ModelKind::kReranker : ModelKind::kClassifier;
+  ASSIGN_OR_RETURN(out.score, ReadScoreFunction(label, config, out.labels.size()));
+  if (!head.pooling_field.empty()) {
+    std::string pooling = "cls";
+    RETURN_IF_ERROR(ReadString(label, config, head.pooling_field, &pooling));
+    if (pooling != "cls" && pooling != "mean") {
+      return absl::DataLossError(
+          absl::StrCat(label, ": ", head.pooling_field, " '", pooling, "' is not cls or mean"));
+    }
+    out.mean_pooling = pooling == "mean";
+  }
+  if (!head.activation_field.empty()) {
+    out.activation = "gelu";
+    RETURN_IF_ERROR(ReadString(label, config, head.activation_field, &out.activation));
+  }
+  for (const ClassifierStep& step : head.steps) {
+    bool bias = false;
+    if (!step.bias_field.empty()) RETURN_IF_ERROR(ReadBool(label, config, step.bias_field, &bias));
+    if (!step.bias_field.empty() && !bias) out.biases_absent.push_back(step.bias_field);
+  }
+  return out;
+}
+
+}  // namespace embedding::model_store
