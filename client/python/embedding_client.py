@@ -152,6 +152,45 @@ class EmbeddingClient:
             request.dimensions = dimensions
         return self._unary("Embed", request, "embedding.v1.EmbedResponse")
 
+    def _score_options(self, temperature=None, strategy=None, truncation_side=None,
+                       chunk_tokens=None, chunk_overlap_tokens=None, raw_scores=False,
+                       return_chunks=False):
+        options = self.messages["embedding.v1.ScoreOptions"](
+            raw_scores=raw_scores, return_chunks=return_chunks)
+        if temperature == "auto":
+            options.temperature_mode = self.enums["TEMPERATURE_MODE_AUTO"]
+        elif temperature is not None:
+            options.temperature = temperature
+        if strategy is not None:
+            options.strategy = self.enums[strategy]
+        if truncation_side is not None:
+            options.truncation_side = self.enums[truncation_side]
+        if chunk_tokens is not None:
+            options.chunk_tokens = chunk_tokens
+        if chunk_overlap_tokens is not None:
+            options.chunk_overlap_tokens = chunk_overlap_tokens
+        return options
+
+    def rerank(self, query, documents, model="", top_n=None, return_documents=False,
+               **options):
+        """Scores `documents` against `query` with a reranker, best first. `options`: those of
+        ScoreOptions (temperature, strategy such as "LONG_TEXT_STRATEGY_CHUNK_MAX",
+        truncation_side, chunk_tokens, chunk_overlap_tokens, raw_scores, return_chunks)."""
+        request = self.messages["embedding.v1.RerankRequest"](
+            model=model, query=query, documents=list(documents),
+            return_documents=return_documents, options=self._score_options(**options))
+        if top_n is not None:
+            request.top_n = top_n
+        return self._unary("Rerank", request, "embedding.v1.RerankResponse")
+
+    def classify(self, inputs, model="", text_pairs=(), **options):
+        """Each input's label scores, in input order; with `text_pairs`, input i is the pair
+        (text_pairs[i], inputs[i])."""
+        request = self.messages["embedding.v1.ClassifyRequest"](
+            model=model, inputs=list(inputs), text_pairs=list(text_pairs),
+            options=self._score_options(**options))
+        return self._unary("Classify", request, "embedding.v1.ClassifyResponse")
+
     def tokenize(self, inputs, model="", add_special_tokens=True):
         request = self.messages["embedding.v1.TokenizeRequest"](
             model=model, inputs=list(inputs), add_special_tokens=add_special_tokens)

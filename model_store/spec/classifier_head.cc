@@ -82,6 +82,18 @@ const char* ModelKindName(ModelKind kind) {
   return "embedding";
 }
 
+const char* ScoreFunctionName(ScoreFunction function) {
+  switch (function) {
+    case ScoreFunction::kSoftmax:
+      return "softmax";
+    case ScoreFunction::kIdentity:
+      return "identity";
+    case ScoreFunction::kSigmoid:
+      break;
+  }
+  return "sigmoid";
+}
+
 absl::StatusOr<ClassifierConfig> ReadClassifierConfig(const std::string& label, const Json& config,
                                                       const std::string& family,
                                                       const ClassifierHeadSpec& head) {

@@ -47,6 +47,9 @@ const char* ModelKindName(ModelKind kind);
 // logits as they are).
 enum class ScoreFunction { kSigmoid, kSoftmax, kIdentity };
 
+// "sigmoid", "softmax", "identity".
+const char* ScoreFunctionName(ScoreFunction function);
+
 struct ClassifierConfig {
   ModelKind kind = ModelKind::kEmbedding;
   std::string architecture;         // config.json's architectures[0]

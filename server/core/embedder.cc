@@ -109,7 +109,8 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartEmbed(EmbedCall call, E
 }
 
 absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartScoring(
-    std::shared_ptr<const ServedModel> model, const ScoreOptions& options, TextInputs inputs,
+    const char* method, std::shared_ptr<const ServedModel> model, const ScoreOptions& options,
+    TextInputs inputs,
     std::vector<std::string> pair_firsts, std::string pair_first_field, absl::Time deadline,
     std::function<void(absl::StatusOr<ScoreAnswer>)> done) {
   RETURN_IF_ERROR(ValidatePairFirsts(pair_firsts, pair_first_field, inputs, limits_));
@@ -126,11 +127,12 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartScoring(
   const model_store::ScoreFunction function = model->model->config().classifier.score;
   return StartJob(model, params, std::move(call.inputs), std::move(pair_firsts),
                   std::move(pair_first_field), deadline,
-                  [this, model, params, options, function,
+                  [this, method, model, params, options, function,
                    done = std::move(done)](absl::StatusOr<EmbedResult> result) {
                     if (!result.ok()) return done(result.status());
                     ScoreAnswer answer;
                     answer.model = model;
+                    answer.method = method;
                     answer.params = params;
                     answer.raw_scores = options.raw_scores;
                     answer.results = ScoreDocuments(&*result, function, options.raw_scores,
@@ -151,7 +153,7 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartRerank(RerankCall call,
   const std::optional<uint32_t> top_n = call.top_n;
   if (top_n.has_value() && *top_n < 1)
     return absl::InvalidArgumentError("top_n: 0 is not allowed; allowed [1, 4294967295] (unset: all)");
-  return StartScoring(model, call.options, std::move(call.documents), {std::move(call.query)},
+  return StartScoring("Rerank", model, call.options, std::move(call.documents), {std::move(call.query)},
                       "query", call.deadline,
                       [top_n, done = std::move(done)](absl::StatusOr<ScoreAnswer> answer) {
                         if (answer.ok()) RankResults(&answer->results, top_n);
@@ -174,7 +176,7 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartClassify(ClassifyCall c
     return absl::InvalidArgumentError(absl::StrCat(
         "text_pairs: model '", model->name, "' has no pair template in its tokenizer; send single texts"));
   }
-  return StartScoring(model, call.options, std::move(call.inputs), std::move(call.pair_firsts),
+  return StartScoring("Classify", model, call.options, std::move(call.inputs), std::move(call.pair_firsts),
                       "text_pairs", call.deadline, std::move(done));
 }
 

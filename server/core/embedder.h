@@ -109,7 +109,8 @@ class Embedder {
   // Validates a score call's options and inputs on `model` and starts its job; `done` gets
   // the scored inputs in input order.
   absl::StatusOr<std::shared_ptr<EmbedJob>> StartScoring(
-      std::shared_ptr<const ServedModel> model, const ScoreOptions& options, TextInputs inputs,
+      const char* method, std::shared_ptr<const ServedModel> model, const ScoreOptions& options,
+      TextInputs inputs,
       std::vector<std::string> pair_firsts, std::string pair_first_field, absl::Time deadline,
       std::function<void(absl::StatusOr<ScoreAnswer>)> done);
 

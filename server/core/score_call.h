@@ -70,6 +70,7 @@ struct ScoredInput {
 
 struct ScoreAnswer {
   std::shared_ptr<const ServedModel> model;
+  const char* method = "";  // "Rerank" or "Classify"
   EmbedParams params;
   bool raw_scores = false;
   // Rerank: by descending score, ties by index, the first top_n. Classify: in input order.

@@ -3,6 +3,7 @@
 #include "server/grpc/call_context.h"
 #include "server/grpc/embed_stream_reactor.h"
 #include "server/grpc/grpc_messages.h"
+#include "server/grpc/score_messages.h"
 #include "server/grpc/status_mapping.h"
 #include "server/grpc/unary_call.h"
 
@@ -62,13 +63,57 @@ grpc::ServerUnaryReactor* EmbeddingService::Embed(grpc::CallbackServerContext* c
     call->FinishOnce(embed.status());
     return call;
   }
-  auto job =
-      embedder_->StartEmbed(*std::move(embed), Reply(call, response_bytes, &FillEmbedResponse));
-  if (!job.ok()) {
-    call->FinishOnce(job.status());
+  Started(call, embedder_->StartEmbed(*std::move(embed),
+                                      Reply(call, response_bytes, &FillEmbedResponse)));
+  return call;
+}
+
+void EmbeddingService::Started(UnaryCall* call, absl::StatusOr<std::shared_ptr<EmbedJob>> job) {
+  if (!job.ok()) return call->FinishOnce(job.status());
+  call->SetOnCancel([job = *std::move(job)] { job->Cancel(); });
+}
+
+grpc::ServerUnaryReactor* EmbeddingService::Rerank(grpc::CallbackServerContext* context,
+                                                   const grpc::ByteBuffer* request_bytes,
+                                                   grpc::ByteBuffer* response_bytes) {
+  auto* call = new UnaryCall(embedder_, "Rerank", context);
+  v1::RerankRequest request;
+  if (!Accept(call, context, request_bytes, &request)) return call;
+  const bool echo = request.return_documents();
+  absl::StatusOr<RerankCall> rerank = ToRerankCall(&request, CallDeadline(context));
+  if (!rerank.ok()) {
+    call->FinishOnce(rerank.status());
     return call;
   }
-  call->SetOnCancel([job = *std::move(job)] { job->Cancel(); });
+  // The texts go to the job; an echo keeps its own copy (bounded by --max-request-bytes).
+  auto documents =
+      echo ? std::make_shared<const std::vector<std::string>>(rerank->documents) : nullptr;
+  Started(call, embedder_->StartRerank(
+                    *std::move(rerank),
+                    [call, response_bytes, documents](absl::StatusOr<ScoreAnswer> answer) {
+                      if (answer.ok()) {
+                        v1::RerankResponse response;
+                        FillRerankResponse(*answer, documents.get(), &response);
+                        SerializeResponse(response, response_bytes);
+                      }
+                      call->FinishOnce(answer.status());
+                    }));
+  return call;
+}
+
+grpc::ServerUnaryReactor* EmbeddingService::Classify(grpc::CallbackServerContext* context,
+                                                     const grpc::ByteBuffer* request_bytes,
+                                                     grpc::ByteBuffer* response_bytes) {
+  auto* call = new UnaryCall(embedder_, "Classify", context);
+  v1::ClassifyRequest request;
+  if (!Accept(call, context, request_bytes, &request)) return call;
+  absl::StatusOr<ClassifyCall> classify = ToClassifyCall(&request, CallDeadline(context));
+  if (!classify.ok()) {
+    call->FinishOnce(classify.status());
+    return call;
+  }
+  Started(call, embedder_->StartClassify(*std::move(classify),
+                                         Reply(call, response_bytes, &FillClassifyResponse)));
   return call;
 }
 

@@ -19,7 +19,9 @@ using EmbeddingServiceBase = v1::EmbeddingService::WithRawCallbackMethod_Embed<
         v1::EmbeddingService::WithRawCallbackMethod_Tokenize<
             v1::EmbeddingService::WithCallbackMethod_ListModels<
                 v1::EmbeddingService::WithRawCallbackMethod_GetModelInfo<
-                    v1::EmbeddingService::Service>>>>>;
+                    v1::EmbeddingService::WithRawCallbackMethod_Rerank<
+                        v1::EmbeddingService::WithRawCallbackMethod_Classify<
+                            v1::EmbeddingService::Service>>>>>>>;
 
 class EmbeddingService final : public EmbeddingServiceBase {
  public:
@@ -40,6 +42,12 @@ class EmbeddingService final : public EmbeddingServiceBase {
   grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* context,
                                          const grpc::ByteBuffer* request,
                                          grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* Rerank(grpc::CallbackServerContext* context,
+                                   const grpc::ByteBuffer* request,
+                                   grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* Classify(grpc::CallbackServerContext* context,
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
 
  private:
   // OK without authentication or with an accepted bearer token; UNAUTHENTICATED otherwise.
@@ -48,6 +56,8 @@ class EmbeddingService final : public EmbeddingServiceBase {
   // on failure finishes `call` with the error and returns false.
   bool Accept(UnaryCall* call, const grpc::CallbackServerContext* context,
               const grpc::ByteBuffer* bytes, google::protobuf::Message* request) const;
+  // Finishes `call` with `job`'s error, or hands it the job's Cancel.
+  static void Started(UnaryCall* call, absl::StatusOr<std::shared_ptr<EmbedJob>> job);
 
   Embedder* const embedder_;
   const BearerAuth* const auth_;

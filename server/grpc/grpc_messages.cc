@@ -104,10 +104,12 @@ void CountOnWire(google::protobuf::io::CodedInputStream* in, const std::vector<i
 // item; false when it has none.
 bool InputsPath(const google::protobuf::Descriptor* descriptor, std::vector<int>* path, int* field,
                 std::string* name) {
-  if (const FieldDescriptor* inputs = descriptor->FindFieldByName("inputs")) {
-    *field = inputs->number();
-    *name = "inputs";
-    return true;
+  for (const char* list : {"inputs", "documents"}) {  // RerankRequest's inputs are documents
+    if (const FieldDescriptor* inputs = descriptor->FindFieldByName(list)) {
+      *field = inputs->number();
+      *name = list;
+      return true;
+    }
   }
   const FieldDescriptor* request = descriptor->FindFieldByName("request");
   if (request == nullptr || request->message_type() == nullptr) return false;
@@ -160,12 +162,12 @@ void SerializeResponse(const Message& message, grpc::ByteBuffer* buffer) {
   grpc::SerializationTraits<Message>::Serialize(message, buffer, &own_buffer);
 }
 
-namespace {
-
 void SetSpan(const Span& from, v1::Span* to) {
   to->set_start(from.begin);
   to->set_end(from.end);
 }
+
+namespace {
 
 // One input's tokens, wrapped in the model's special tokens if asked.
 void FillTokenizedInput(const model_store::Model& model, const std::string& text,
@@ -374,12 +376,14 @@ void FillEmbedResponse(const EmbedAnswer& answer, v1::EmbedResponse* response) {
       c->set_temperature(chunk.temperature);
     }
   }
-  v1::Usage* usage = response->mutable_usage();
+  FillUsage(result, response->mutable_usage(), response->mutable_timings());
+}
+
+void FillUsage(const EmbedResult& result, v1::Usage* usage, v1::Timings* timings) {
   usage->set_documents(result.documents.size());
   usage->set_tokens(result.tokens);
   usage->set_sequences(result.sequences);
   usage->set_sequence_tokens(result.sequence_tokens);
-  v1::Timings* timings = response->mutable_timings();
   timings->set_queue_seconds(result.queue_seconds);
   timings->set_tokenize_seconds(result.tokenize_seconds);
   timings->set_inference_seconds(result.inference_seconds);
@@ -397,6 +401,13 @@ void FillModelInfo(const ServedModel& served, const RequestLimits& limits, v1::M
   info->set_pooling(model_store::PoolingModeName(model.pooling()));
   info->set_causal(model.config().causal);
   info->set_device(model_store::ComputeDeviceName(model.encoder().device()));
+  const model_store::ClassifierConfig& head = model.config().classifier;
+  info->set_kind(model_store::ModelKindName(head.kind));
+  if (head.kind != model_store::ModelKind::kEmbedding) {
+    for (const std::string& label : head.labels) info->add_labels(label);
+    info->set_head(head.architecture);
+    info->set_score_function(ScoreFunctionName(head.score));
+  }
   const std::vector<int32_t>& appended = model.tokenizer().config().suffix_ids;
   if (model.pooling() == model_store::PoolingMode::kLastToken && !appended.empty()) {
     info->set_pooled_token(model.tokenizer().IdToToken(appended.back()));

@@ -68,5 +68,8 @@ std::string WireOutputName(Output output);
 void FillEmbedResponse(const EmbedAnswer& answer, v1::EmbedResponse* response);
 void FillTokenizeResponse(const TokenizeAnswer& answer, v1::TokenizeResponse* response);
 void FillModelInfo(const ServedModel& model, const RequestLimits& limits, v1::ModelInfo* info);
+void SetSpan(const Span& from, v1::Span* to);
+// The counts and timings every answer that ran forward passes carries.
+void FillUsage(const EmbedResult& result, v1::Usage* usage, v1::Timings* timings);
 
 }  // namespace embedding::server

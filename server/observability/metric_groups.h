@@ -76,6 +76,26 @@ struct RequestMetrics {
                          "Embed: forward passes the request took part in");
 };
 
+// Rerank and Classify: the pairs (or texts) scored, per model and document length bucket. A
+// reranker collapses with length too: its score distribution drifts as documents grow.
+struct ScoreMetrics {
+  prometheus::Registry& registry;
+  MetricFamily<Counter>& pairs = Declare<Counter>(
+      registry, "embedding_scored_pairs_total",
+      "Documents (Rerank) or inputs (Classify) scored, by model, method and length bucket");
+  MetricFamily<Counter>& tokens = Declare<Counter>(
+      registry, "embedding_scored_tokens_total",
+      "Content tokens of scored documents, the query's excluded; with it in every chunk, the "
+      "forward passes' tokens are in embedding_batch_padded_tokens");
+  MetricFamily<Histogram>& chunks = Declare<Histogram>(
+      registry, "embedding_scored_chunks_per_pair",
+      "Chunks a scored document was split into (the query in each)");
+  MetricFamily<Histogram>& scores = Declare<Histogram>(
+      registry, "embedding_score",
+      "A reranker's relevance score per document (a classifier's top label score), after the "
+      "model's score function whatever raw_scores asked");
+};
+
 // Forward passes, per model.
 struct BatchMetrics {
   prometheus::Registry& registry;

@@ -2,8 +2,11 @@
 
 #include <prometheus/text_serializer.h>
 
+#include <algorithm>
+
 #include "absl/status/status.h"
 #include "model_store/encoder/encoder.h"
+#include "server/core/scoring.h"
 
 namespace embedding::server {
 namespace {
@@ -52,6 +55,9 @@ CallObserver Metrics::CallHooks() {
   };
   hooks.on_embedded = [this](const ServedModel& model, const EmbedParams& params,
                              const EmbedResult& result) { ObserveEmbedded(model, params, result); };
+  hooks.on_scored = [this](const ServedModel& model, const ScoreAnswer& answer) {
+    ObserveScored(model, answer);
+  };
   return hooks;
 }
 
@@ -167,6 +173,25 @@ void Metrics::ObserveEmbedded(const ServedModel& model, const EmbedParams& param
       .Observe(result.tokenize_seconds);
   requests_.inference_duration.Add({{"model", name}}, SecondsBuckets())
       .Observe(result.inference_seconds);
+}
+
+void Metrics::ObserveScored(const ServedModel& model, const ScoreAnswer& answer) {
+  static const auto* const kScoreBuckets =
+      new Histogram::BucketBoundaries{.05, .1, .2, .3, .4, .5, .6, .7, .8, .9, .95, .99};
+  const model_store::ClassifierConfig& head = model.model->config().classifier;
+  const std::string& method = answer.method;
+  for (const ScoredInput& input : answer.results) {
+    const prometheus::Labels bucket = {{"model", model.name}, {"length_bucket", input.length_bucket}};
+    scores_.pairs
+        .Add({{"model", model.name}, {"method", method}, {"length_bucket", input.length_bucket}})
+        .Increment();
+    scores_.tokens.Add({{"model", model.name}}).Increment(input.token_count);
+    scores_.chunks.Add(bucket, PowersOfTwo(1, 1024)).Observe(input.chunk_count);
+    const std::vector<float> scores =
+        answer.raw_scores ? ScoresOf(input.scores, head.score, false) : input.scores;
+    if (!scores.empty())
+      scores_.scores.Add(bucket, *kScoreBuckets).Observe(*std::max_element(scores.begin(), scores.end()));
+  }
 }
 
 void Metrics::ObserveRpc(const char* method, absl::StatusCode code, double seconds) {

@@ -44,6 +44,7 @@ class Metrics {
   std::string Render();
 
   // What the service reports; public for tests.
+  void ObserveScored(const ServedModel& model, const ScoreAnswer& answer);
   void ObserveEmbedded(const ServedModel& model, const EmbedParams& params,
                        const EmbedResult& result);
   void ObserveRpc(const char* method, absl::StatusCode code, double seconds);
@@ -72,6 +73,7 @@ class Metrics {
   std::function<int64_t()> in_flight_source_;
   CollapseMetrics collapse_{*registry_};
   RequestMetrics requests_{*registry_};
+  ScoreMetrics scores_{*registry_};
   BatchMetrics batches_{*registry_};
   ServerMetrics server_{*registry_};
   prometheus::Gauge& queued_tokens_ = server_.queued_tokens.Add({});
