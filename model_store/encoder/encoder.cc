@@ -146,8 +146,10 @@ absl::Status Encoder::ValidateBatch(const EncodeBatch& batch) const {
                                                    " values for ", batch.sequences.size(),
                                                    " sequences"));
   }
-  // A family without a type table reads every token as type 0.
-  const int64_t types = std::max<int64_t>(config_.type_vocab_size, 1);
+  // A family without a type table (DistilBERT, MPNet) ignores the types its tokenizer gives a
+  // pair, as transformers' models of those families take none.
+  const bool typed = weights_->tensors.token_type_embeddings.defined();
+  const int64_t types = typed ? weights_->tensors.token_type_embeddings.size(0) : 0;
   for (size_t b = 0; b < batch.token_types.size(); ++b) {
     const auto& seq_types = batch.token_types[b];
     if (!seq_types.empty() && seq_types.size() != batch.sequences[b].size()) {
@@ -155,6 +157,7 @@ absl::Status Encoder::ValidateBatch(const EncodeBatch& batch) const {
                                                      " types for ", batch.sequences[b].size(),
                                                      " tokens"));
     }
+    if (!typed) continue;
     for (int32_t type : seq_types) {
       if (type < 0 || type >= types) {
         return absl::InvalidArgumentError(absl::StrCat("token_types[", b, "]: type ", type,
@@ -220,9 +223,11 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
   const bool skip_padding = config_.positions == PositionKind::kAbsoluteAfterPadding;
   std::vector<int64_t> id_data(packed.rows, 0);
   std::vector<int64_t> position_data(packed.rows, config_.position_offset);
-  bool any_type = false;
-  for (const auto& seq_types : batch.token_types) {
-    for (int32_t type : seq_types) any_type |= type != 0;
+  bool any_type = false;  // only a model with a type table reads them (ValidateBatch)
+  if (weights_->tensors.token_type_embeddings.defined()) {
+    for (const auto& seq_types : batch.token_types) {
+      for (int32_t type : seq_types) any_type |= type != 0;
+    }
   }
   std::vector<int64_t> type_data(any_type ? packed.rows : 0, 0);
   for (int64_t b = 0; b < batch_size; ++b) {

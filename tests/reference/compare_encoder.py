@@ -159,7 +159,9 @@ class ReferenceBert(nn.Module):
                     getattr(module, kind).copy_(w[f"{p}{n[key]}.{kind}"])
 
     @torch.no_grad()
-    def forward(self, ids):
+    def forward(self, ids, types=None):
+        """`types`: a pair's token type ids (BERT's second segment is 1); None: all 0."""
+        types = torch.tensor([types if types is not None else [0] * len(ids)], dtype=torch.long)
         ids = torch.tensor([ids], dtype=torch.long)
         if self.roberta:
             mask = (ids != self.pad).long()
@@ -168,7 +170,7 @@ class ReferenceBert(nn.Module):
             positions = torch.arange(ids.shape[1]).unsqueeze(0)
         x = self.word(ids) + self.position(positions)
         if self.token_type is not None:
-            x = x + self.token_type(torch.zeros_like(ids))
+            x = x + self.token_type(types)
         x = self.norm(x)
         bias = None
         if self.relative_bias is not None:  # compute_position_bias, then / tau with the logit
@@ -370,11 +372,12 @@ class ReferenceGte(nn.Module):
         return layer["down_proj"](F.gelu(gate) * up)
 
     @torch.no_grad()
-    def forward(self, ids):
+    def forward(self, ids, types=None):
         ids = torch.as_tensor(ids, dtype=torch.long)  # a traced input stays an input
         x = self.word(ids)
         if self.token_type is not None:
-            x = x + self.token_type(torch.zeros_like(ids))
+            x = x + self.token_type(torch.zeros_like(ids) if types is None
+                                    else torch.as_tensor(types, dtype=torch.long))
         x = self.norm(x)
         cos, sin = self.angles(len(ids))
         for layer in self.layers:
