@@ -1,5 +1,6 @@
 #include "server/core/embedder.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -145,8 +146,24 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartScoring(
                   });
 }
 
+absl::StatusOr<std::shared_ptr<const ServedModel>> Embedder::FindScoringModel(
+    const std::string& name, std::initializer_list<model_store::ModelKind> kinds) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<const ServedModel> model, FindModel(name));
+  if (!name.empty()) return model;
+  auto of_kind = [&kinds](const ServedModel& served) {
+    return std::find(kinds.begin(), kinds.end(), served.model->kind()) != kinds.end();
+  };
+  if (of_kind(*model)) return model;
+  ASSIGN_OR_RETURN(auto models, CurrentModels());
+  for (const auto& served : models) {
+    if (of_kind(*served)) return served;
+  }
+  return model;  // refused by kind, naming it
+}
+
 absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartRerank(RerankCall call, ScoreDone done) {
-  ASSIGN_OR_RETURN(std::shared_ptr<const ServedModel> model, FindModel(call.options.model));
+  ASSIGN_OR_RETURN(std::shared_ptr<const ServedModel> model,
+                   FindScoringModel(call.options.model, {model_store::ModelKind::kReranker}));
   RETURN_IF_ERROR(RequireKind(*model, "Rerank", {model_store::ModelKind::kReranker},
                               "a reranker (a *ForSequenceClassification checkpoint with one "
                               "label)"));
@@ -163,7 +180,9 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartRerank(RerankCall call,
 
 absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartClassify(ClassifyCall call,
                                                                   ScoreDone done) {
-  ASSIGN_OR_RETURN(std::shared_ptr<const ServedModel> model, FindModel(call.options.model));
+  ASSIGN_OR_RETURN(std::shared_ptr<const ServedModel> model,
+                   FindScoringModel(call.options.model, {model_store::ModelKind::kReranker,
+                                                         model_store::ModelKind::kClassifier}));
   RETURN_IF_ERROR(RequireKind(*model, "Classify",
                               {model_store::ModelKind::kReranker, model_store::ModelKind::kClassifier},
                               "a reranker or classifier (a *ForSequenceClassification checkpoint)"));

@@ -65,7 +65,7 @@ class Embedder {
   absl::StatusOr<std::shared_ptr<EmbedJob>> StartEmbed(EmbedCall call, EmbedDone done);
 
   // Scores each document against the query with a reranker, chunk by chunk past the window,
-  // and ranks them. As StartEmbed, and INVALID_ARGUMENT naming `model` for a model that is not
+  // and ranks them. With no model named: the default model, or the first reranker served. As StartEmbed, and INVALID_ARGUMENT naming `model` for a model that is not
   // a reranker, `query` for one that leaves no room for a document, `strategy` for one that does
   // not score.
   absl::StatusOr<std::shared_ptr<EmbedJob>> StartRerank(RerankCall call, ScoreDone done);
@@ -99,6 +99,10 @@ class Embedder {
  private:
   // The catalog while serving; UNAVAILABLE while loading or draining.
   absl::StatusOr<const ModelCatalog*> ServingModels() const;
+  // `name`; for "" the default model, or where it is of none of `kinds` the first served model
+  // that is (so one server can embed with its default and rerank with a second model).
+  absl::StatusOr<std::shared_ptr<const ServedModel>> FindScoringModel(
+      const std::string& name, std::initializer_list<model_store::ModelKind> kinds) const;
   // Admits and starts a job over validated params; `done` gets the job's result.
   using JobDone = std::function<void(absl::StatusOr<EmbedResult>)>;
   absl::StatusOr<std::shared_ptr<EmbedJob>> StartJob(std::shared_ptr<const ServedModel> model,

@@ -67,6 +67,31 @@ void ServeEmbed(const ApiContext& context, const ApiErrors& errors, const char* 
   call->exchange().OnDisconnect([job = *std::move(job)] { job->Cancel(); });
 }
 
+void ServeScore(const ApiContext& context, const ApiErrors& errors, const char* method,
+                const ScoreParser& parse, std::shared_ptr<HttpExchange> exchange) {
+  std::shared_ptr<ApiCall> call = ApiCall::Begin(context, errors, method, std::move(exchange));
+  if (call == nullptr) return;
+  auto parsed = parse(call->exchange().body(), context.embedder->limits());
+  if (!parsed.ok()) return call->Fail(parsed.status(), /*body_error=*/true);
+  auto deadline = RequestDeadline(call->exchange(), context.default_timeout);
+  if (!deadline.ok()) return call->Fail(deadline.status());
+  auto done = [call, body = std::move(parsed->answer_body)](absl::StatusOr<ScoreAnswer> answer) {
+    if (!answer.ok()) return call->Fail(answer.status());
+    call->Finish(ModelAnswerResponse(*answer->model, body(*answer)), absl::OkStatus());
+  };
+  absl::StatusOr<std::shared_ptr<EmbedJob>> job;
+  if (auto* rerank = std::get_if<RerankCall>(&parsed->call)) {
+    rerank->deadline = *deadline;
+    job = context.embedder->StartRerank(std::move(*rerank), std::move(done));
+  } else {
+    auto& classify = std::get<ClassifyCall>(parsed->call);
+    classify.deadline = *deadline;
+    job = context.embedder->StartClassify(std::move(classify), std::move(done));
+  }
+  if (!job.ok()) return call->Fail(job.status());
+  call->exchange().OnDisconnect([job = *std::move(job)] { job->Cancel(); });
+}
+
 void ServeTokenize(const ApiContext& context, const ApiErrors& errors, const char* method,
                    TokenizeParser parse, TokenizeBody body,
                    std::shared_ptr<HttpExchange> exchange) {
@@ -95,12 +120,16 @@ void ServeRead(const ApiContext& context, const ApiErrors& errors,
 }
 
 HttpResponse EmbedAnswerResponse(const EmbedAnswer& answer, std::string body) {
+  return ModelAnswerResponse(*answer.model, std::move(body));
+}
+
+HttpResponse ModelAnswerResponse(const ServedModel& model, std::string body) {
   return HttpResponse{200,
                       kJson,
                       std::move(body),
-                      {{"X-Model-Version", answer.model->version},
+                      {{"X-Model-Version", model.version},
                        {"X-Embedding-Dtype",
-                        model_store::ComputeDTypeName(answer.model->model->encoder().dtype())}}};
+                        model_store::ComputeDTypeName(model.model->encoder().dtype())}}};
 }
 
 absl::StatusOr<absl::Time> RequestDeadline(const HttpExchange& exchange, absl::Duration fallback) {

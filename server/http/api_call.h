@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -45,6 +46,13 @@ struct ParsedEmbed {
 };
 using EmbedParser =
     std::function<absl::StatusOr<ParsedEmbed>(std::string_view body, const RequestLimits&)>;
+// A parsed Rerank or Classify request and how the route writes its answer.
+struct ParsedScore {
+  std::variant<RerankCall, ClassifyCall> call;
+  std::function<std::string(const ScoreAnswer&)> answer_body;
+};
+using ScoreParser =
+    std::function<absl::StatusOr<ParsedScore>(std::string_view body, const RequestLimits&)>;
 using TokenizeParser = absl::StatusOr<TokenizeCall> (*)(std::string_view body,
                                                         const RequestLimits& limits);
 using TokenizeBody = std::string (*)(const TokenizeAnswer& answer);
@@ -81,6 +89,10 @@ class ApiCall {
 void ServeEmbed(const ApiContext& context, const ApiErrors& errors, const char* method,
                 const EmbedParser& parse, std::shared_ptr<HttpExchange> exchange);
 
+// The rerank and classify handler: as ServeEmbed, with StartRerank or StartClassify.
+void ServeScore(const ApiContext& context, const ApiErrors& errors, const char* method,
+                const ScoreParser& parse, std::shared_ptr<HttpExchange> exchange);
+
 // The tokenize handler: Begin, parse, StartTokenize (which holds a request slot while it
 // works), and `body` of the answer.
 void ServeTokenize(const ApiContext& context, const ApiErrors& errors, const char* method,
@@ -95,6 +107,8 @@ void ServeRead(const ApiContext& context, const ApiErrors& errors,
 // X-Model-Version and X-Embedding-Dtype (fp32, bf16 or int8): vectors of one model version and
 // dtype are comparable bit for bit, across dtypes only within the accuracy guard.
 HttpResponse EmbedAnswerResponse(const EmbedAnswer& answer, std::string body);
+// The same headers for any answer `model` produced (Rerank's, Classify's).
+HttpResponse ModelAnswerResponse(const ServedModel& model, std::string body);
 
 // The request's deadline: X-Request-Timeout (seconds, in (0, 86400]) or now + `fallback`.
 // INVALID_ARGUMENT naming X-Request-Timeout.

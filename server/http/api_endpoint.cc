@@ -5,6 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/http/openai_api.h"
+#include "server/http/rerank_api.h"
+#include "server/http/tei_scoring_api.h"
 
 namespace embedding::server {
 namespace {
@@ -36,7 +38,8 @@ HttpResponse Refusal(size_t max_body, int status, const HttpExchange& request) {
         absl::StrCat("no route ", request.method(), " ", request.path().substr(0, 128),
                      "; this listener serves POST /v1/embeddings and "
                      "GET /v1/models, TEI's POST /embed, /, "
-                     "/embed_sparse, /embed_all, /tokenize and GET /info, "
+                     "/embed_sparse, /embed_all, /tokenize, /rerank, /predict, /similarity "
+                     "and GET /info, POST /v1/rerank and /v2/rerank, "
                      "and GET /openapi.json (and /docs with --api-docs-dir)"));
   }
   return ErrorAnswer(status, "application/json", OpenAiErrorBody(error));
@@ -58,6 +61,16 @@ void AddRoutes(HttpListener& listener, std::shared_ptr<const ApiContext> context
                  embed(kTeiErrors, "TEI/EmbedSparse", TeiEmbedParser(TeiRoute::kEmbedSparse)));
   listener.Route("POST", "/embed_all",
                  embed(kTeiErrors, "TEI/EmbedAll", TeiEmbedParser(TeiRoute::kEmbedAll)));
+  listener.Route("POST", "/similarity", embed(kTeiErrors, "TEI/Similarity", ParseTeiSimilarity));
+  auto score = [context](const ApiErrors& errors, const char* method, ScoreParser parse) {
+    return [context, &errors, method, parse = std::move(parse)](std::shared_ptr<HttpExchange> ex) {
+      ServeScore(*context, errors, method, parse, std::move(ex));
+    };
+  };
+  listener.Route("POST", "/rerank", score(kTeiErrors, "TEI/Rerank", ParseTeiRerank));
+  listener.Route("POST", "/predict", score(kTeiErrors, "TEI/Predict", ParseTeiPredict));
+  listener.Route("POST", "/v1/rerank", score(kOpenAiErrors, "Rerank/v1", ParseRerankRequest));
+  listener.Route("POST", "/v2/rerank", score(kOpenAiErrors, "Rerank/v2", ParseRerankRequest));
   listener.Route("POST", "/tokenize", [context](std::shared_ptr<HttpExchange> ex) {
     ServeTokenize(*context, kTeiErrors, "TEI/Tokenize", ParseTeiTokenizeRequest, TeiTokenizeBody,
                   std::move(ex));

@@ -1,5 +1,7 @@
 #include "server/http/json_body.h"
 
+#include <cmath>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -92,6 +94,47 @@ absl::StatusOr<nlohmann::json> ParseJsonObject(std::string_view body, const Requ
         absl::StrCat("body: must be a JSON object, not ", json.type_name()));
   }
   return json;
+}
+
+namespace {
+
+absl::Status NotA(const char* param, const char* what, const nlohmann::json& value) {
+  return absl::InvalidArgumentError(absl::StrCat(param, ": must be ", what, ", not ",
+                                                 value.dump(-1, ' ', false,
+                                                            nlohmann::json::error_handler_t::replace)
+                                                     .substr(0, 64)));
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadJsonString(const nlohmann::json& value, const char* param) {
+  if (!value.is_string())
+    return absl::InvalidArgumentError(
+        absl::StrCat(param, ": must be a string, not ", value.type_name()));
+  return value.get<std::string>();
+}
+
+absl::StatusOr<uint32_t> ReadJsonCount(const nlohmann::json& value, const char* param) {
+  if (!value.is_number_integer() || value.get<int64_t>() < 0 ||
+      value.get<int64_t>() > std::numeric_limits<uint32_t>::max()) {
+    return NotA(param, "an integer in [0, 4294967295]", value);
+  }
+  return static_cast<uint32_t>(value.get<int64_t>());
+}
+
+absl::StatusOr<bool> ReadJsonBool(const nlohmann::json& value, const char* param) {
+  if (!value.is_boolean()) return NotA(param, "true or false", value);
+  return value.get<bool>();
+}
+
+absl::StatusOr<float> ReadJsonFloat(const nlohmann::json& value, const char* param) {
+  if (!value.is_number())
+    return absl::InvalidArgumentError(
+        absl::StrCat(param, ": must be a number, not ", value.type_name()));
+  const double number = value.get<double>();
+  return std::abs(number) <= std::numeric_limits<float>::max()
+             ? static_cast<float>(number)
+             : std::copysign(std::numeric_limits<float>::infinity(), number);
 }
 
 }  // namespace embedding::server

@@ -30,4 +30,13 @@ LongestJsonString FindLongestJsonString(std::string_view body);
 // for one 16 MiB text, and no field takes more than one input's bytes.
 absl::StatusOr<nlohmann::json> ParseJsonObject(std::string_view body, const RequestLimits& limits);
 
+// One field's value, typed; INVALID_ARGUMENT "param: must be ..., not <what it is>".
+absl::StatusOr<std::string> ReadJsonString(const nlohmann::json& value, const char* param);
+// An integer in [0, 4294967295].
+absl::StatusOr<uint32_t> ReadJsonCount(const nlohmann::json& value, const char* param);
+absl::StatusOr<bool> ReadJsonBool(const nlohmann::json& value, const char* param);
+// A number as a float; beyond float's range an infinity of its sign (narrowing would be
+// undefined), which the core's range checks then refuse by name.
+absl::StatusOr<float> ReadJsonFloat(const nlohmann::json& value, const char* param);
+
 }  // namespace embedding::server

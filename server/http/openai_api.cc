@@ -31,21 +31,6 @@ absl::Status Invalid(absl::string_view param, absl::string_view reason) {
 // A JSON value's type, for error messages.
 std::string TypeName(const Json& value) { return value.type_name(); }
 
-absl::StatusOr<uint32_t> ReadCount(const Json& value, const char* param) {
-  if (!value.is_number_integer() || value.get<int64_t>() < 0 ||
-      value.get<int64_t>() > std::numeric_limits<uint32_t>::max()) {
-    return Invalid(param, absl::StrCat("must be an integer in [0, 4294967295], not ",
-                                       value.dump(-1, ' ', false, Json::error_handler_t::replace)));
-  }
-  return static_cast<uint32_t>(value.get<int64_t>());
-}
-
-absl::StatusOr<std::string> ReadString(const Json& value, const char* param) {
-  if (!value.is_string())
-    return Invalid(param, absl::StrCat("must be a string, not ", TypeName(value)));
-  return value.get<std::string>();
-}
-
 // One token id: an integer in [0, 2^31 - 1).
 absl::StatusOr<int32_t> ReadTokenId(const Json& value, const std::string& param) {
   if (!value.is_number_integer() || value.get<int64_t>() < 0 ||
@@ -128,54 +113,47 @@ absl::Status ReadField(const std::string& key, const Json& value, const RequestL
   EmbedRequestOptions& request = out->call.options;
   if (key == "input") return ReadInput(value, limits, out);
   if (key == "model") {
-    ASSIGN_OR_RETURN(request.model, ReadString(value, "model"));
+    ASSIGN_OR_RETURN(request.model, ReadJsonString(value, "model"));
   } else if (key == "encoding_format") {
-    ASSIGN_OR_RETURN(std::string format, ReadString(value, "encoding_format"));
+    ASSIGN_OR_RETURN(std::string format, ReadJsonString(value, "encoding_format"));
     if (format != "float" && format != "base64")
       return Invalid("encoding_format", "must be \"float\" or \"base64\"");
     out->base64 = format == "base64";
   } else if (key == "dimensions") {
-    ASSIGN_OR_RETURN(uint32_t dims, ReadCount(value, "dimensions"));
+    ASSIGN_OR_RETURN(uint32_t dims, ReadJsonCount(value, "dimensions"));
     request.dimensions = dims;
   } else if (key == "user") {
-    ASSIGN_OR_RETURN(std::string user, ReadString(value, "user"));  // accepted, unused
+    ASSIGN_OR_RETURN(std::string user, ReadJsonString(value, "user"));  // accepted, unused
   } else if (key == "temperature") {
-    if (!value.is_number())
-      return Invalid("temperature", absl::StrCat("must be a number, not ", TypeName(value)));
-    // Through double: narrowing a double beyond float's range is undefined behaviour, so
-    // such a value becomes an infinity, which validation then refuses by name.
-    const double tau = value.get<double>();
-    request.temperature = std::abs(tau) <= std::numeric_limits<float>::max()
-                              ? static_cast<float>(tau)
-                              : std::copysign(std::numeric_limits<float>::infinity(), tau);
+    ASSIGN_OR_RETURN(request.temperature, ReadJsonFloat(value, "temperature"));
   } else if (key == "temperature_mode") {
-    ASSIGN_OR_RETURN(std::string mode, ReadString(value, "temperature_mode"));
+    ASSIGN_OR_RETURN(std::string mode, ReadJsonString(value, "temperature_mode"));
     if (mode != "fixed" && mode != "auto")
       return Invalid("temperature_mode", "must be \"fixed\" or \"auto\"");
     request.temperature_mode = mode == "auto" ? TemperatureMode::kAuto : TemperatureMode::kFixed;
   } else if (key == "strategy") {
-    ASSIGN_OR_RETURN(std::string name, ReadString(value, "strategy"));
+    ASSIGN_OR_RETURN(std::string name, ReadJsonString(value, "strategy"));
     ASSIGN_OR_RETURN(request.strategy, ParseStrategyName(name, "strategy"));
   } else if (key == "truncation_side") {
-    ASSIGN_OR_RETURN(std::string side, ReadString(value, "truncation_side"));
+    ASSIGN_OR_RETURN(std::string side, ReadJsonString(value, "truncation_side"));
     if (side != "start" && side != "end")
       return Invalid("truncation_side", "must be \"start\" (keep the start) or \"end\"");
     request.truncation_side =
         side == "start" ? TruncationSide::kKeepStart : TruncationSide::kKeepEnd;
   } else if (key == "chunk_tokens") {
-    ASSIGN_OR_RETURN(uint32_t tokens, ReadCount(value, "chunk_tokens"));
+    ASSIGN_OR_RETURN(uint32_t tokens, ReadJsonCount(value, "chunk_tokens"));
     request.chunk_tokens = tokens;
   } else if (key == "chunk_overlap_tokens") {
-    ASSIGN_OR_RETURN(uint32_t tokens, ReadCount(value, "chunk_overlap_tokens"));
+    ASSIGN_OR_RETURN(uint32_t tokens, ReadJsonCount(value, "chunk_overlap_tokens"));
     request.chunk_overlap_tokens = tokens;
   } else if (key == "normalize") {
     if (!value.is_boolean())
       return Invalid("normalize", absl::StrCat("must be true or false, not ", TypeName(value)));
     request.normalize = value.get<bool>();
   } else if (key == "prompt_name") {
-    ASSIGN_OR_RETURN(request.prompt_name, ReadString(value, "prompt_name"));
+    ASSIGN_OR_RETURN(request.prompt_name, ReadJsonString(value, "prompt_name"));
   } else if (key == "prompt") {  // free text, e.g. a decoder's "Instruct: {task}\nQuery:"
-    ASSIGN_OR_RETURN(request.prompt, ReadString(value, "prompt"));
+    ASSIGN_OR_RETURN(request.prompt, ReadJsonString(value, "prompt"));
   } else if (key == "outputs") {
     if (!value.is_array() || value.size() > 3)
       return Invalid("outputs",
@@ -183,15 +161,15 @@ absl::Status ReadField(const std::string& key, const Json& value, const RequestL
                      "\"multi_vector\"");
     for (size_t i = 0; i < value.size(); ++i) {
       const std::string param = absl::StrCat("outputs[", i, "]");
-      ASSIGN_OR_RETURN(std::string name, ReadString(value[i], param.c_str()));
+      ASSIGN_OR_RETURN(std::string name, ReadJsonString(value[i], param.c_str()));
       ASSIGN_OR_RETURN(Output output, ParseOutputName(name, param));
       request.outputs.push_back(output);
     }
   } else if (key == "multi_vector_encoding") {
-    ASSIGN_OR_RETURN(std::string name, ReadString(value, "multi_vector_encoding"));
+    ASSIGN_OR_RETURN(std::string name, ReadJsonString(value, "multi_vector_encoding"));
     ASSIGN_OR_RETURN(request.multi_vector_encoding, ParseVectorEncoding(name));
   } else if (key == "max_vectors") {
-    ASSIGN_OR_RETURN(uint32_t count, ReadCount(value, "max_vectors"));
+    ASSIGN_OR_RETURN(uint32_t count, ReadJsonCount(value, "max_vectors"));
     request.max_vectors = count;
   } else {
     return Invalid(key.size() > 64 ? key.substr(0, 64) + "..." : key,

@@ -18,26 +18,6 @@ absl::Status Invalid(absl::string_view field, absl::string_view reason) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", reason));
 }
 
-absl::StatusOr<TextInputs> ReadInputs(const Json& body, const RequestLimits& limits) {
-  auto it = body.find("inputs");
-  if (it == body.end()) return Invalid("inputs", "is required");
-  if (it->is_string()) return TextInputs{it->get<std::string>()};
-  if (!it->is_array() || it->empty())
-    return Invalid("inputs", "must be a string or a non-empty array of strings");
-  if (it->size() > limits.max_inputs_per_request) {
-    return Invalid("inputs",
-                   absl::StrCat(it->size(), " inputs; allowed [1, ", limits.max_inputs_per_request,
-                                "] (--max-inputs-per-request)"));
-  }
-  TextInputs texts;
-  texts.reserve(it->size());
-  for (size_t i = 0; i < it->size(); ++i) {
-    if (!(*it)[i].is_string()) return Invalid(absl::StrCat("inputs[", i, "]"), "must be a string");
-    texts.push_back((*it)[i].get<std::string>());
-  }
-  return texts;
-}
-
 // A field that may be absent or null; present, it must have the type `check` accepts.
 template <typename T, typename Check>
 absl::StatusOr<std::optional<T>> Optional(const Json& body, const char* field, Check check,
@@ -60,23 +40,51 @@ absl::StatusOr<std::optional<std::string>> OptionalString(const Json& body, cons
 
 }  // namespace
 
-absl::StatusOr<EmbedCall> ParseTeiEmbedRequest(std::string_view body, TeiRoute route,
-                                               const RequestLimits& limits) {
-  ASSIGN_OR_RETURN(Json json, ParseJsonObject(body, limits));
-  EmbedCall call;
-  ASSIGN_OR_RETURN(TextInputs texts, ReadInputs(json, limits));
-  call.inputs = std::move(texts);
-  EmbedRequestOptions& options = call.options;
-  ASSIGN_OR_RETURN(std::optional<bool> truncate, OptionalBool(json, "truncate"));
-  options.strategy = truncate.value_or(false) ? Strategy::kTruncate : Strategy::kReject;
+absl::StatusOr<TextInputs> ReadTeiTexts(const Json& body, const char* field,
+                                        const RequestLimits& limits) {
+  auto it = body.find(field);
+  if (it == body.end()) return Invalid(field, "is required");
+  if (it->is_string()) return TextInputs{it->get<std::string>()};
+  if (!it->is_array() || it->empty())
+    return Invalid(field, "must be a string or a non-empty array of strings");
+  if (it->size() > limits.max_inputs_per_request) {
+    return Invalid(field,
+                   absl::StrCat(it->size(), " inputs; allowed [1, ", limits.max_inputs_per_request,
+                                "] (--max-inputs-per-request)"));
+  }
+  TextInputs texts;
+  texts.reserve(it->size());
+  for (size_t i = 0; i < it->size(); ++i) {
+    if (!(*it)[i].is_string()) return Invalid(absl::StrCat(field, "[", i, "]"), "must be a string");
+    texts.push_back((*it)[i].get<std::string>());
+  }
+  return texts;
+}
+
+absl::StatusOr<TeiTruncation> ReadTeiTruncation(const Json& body) {
+  TeiTruncation out;
+  ASSIGN_OR_RETURN(out.truncate, OptionalBool(body, "truncate"));
   ASSIGN_OR_RETURN(std::optional<std::string> direction,
-                   OptionalString(json, "truncation_direction"));
+                   OptionalString(body, "truncation_direction"));
   if (direction.has_value()) {
     const std::string d = absl::AsciiStrToLower(*direction);
     if (d != "left" && d != "right")
       return Invalid("truncation_direction", "must be \"Left\" or \"Right\"");
-    options.truncation_side = d == "left" ? TruncationSide::kKeepEnd : TruncationSide::kKeepStart;
+    out.side = d == "left" ? TruncationSide::kKeepEnd : TruncationSide::kKeepStart;
   }
+  return out;
+}
+
+absl::StatusOr<EmbedCall> ParseTeiEmbedRequest(std::string_view body, TeiRoute route,
+                                               const RequestLimits& limits) {
+  ASSIGN_OR_RETURN(Json json, ParseJsonObject(body, limits));
+  EmbedCall call;
+  ASSIGN_OR_RETURN(TextInputs texts, ReadTeiTexts(json, "inputs", limits));
+  call.inputs = std::move(texts);
+  EmbedRequestOptions& options = call.options;
+  ASSIGN_OR_RETURN(TeiTruncation truncation, ReadTeiTruncation(json));
+  options.strategy = truncation.truncate.value_or(false) ? Strategy::kTruncate : Strategy::kReject;
+  options.truncation_side = truncation.side;
   ASSIGN_OR_RETURN(std::optional<std::string> prompt_name, OptionalString(json, "prompt_name"));
   options.prompt_name = prompt_name.value_or("");
   switch (route) {
@@ -114,7 +122,7 @@ absl::StatusOr<TokenizeCall> ParseTeiTokenizeRequest(std::string_view body,
                                                      const RequestLimits& limits) {
   ASSIGN_OR_RETURN(Json json, ParseJsonObject(body, limits));
   TokenizeCall call;
-  ASSIGN_OR_RETURN(call.inputs, ReadInputs(json, limits));
+  ASSIGN_OR_RETURN(call.inputs, ReadTeiTexts(json, "inputs", limits));
   ASSIGN_OR_RETURN(std::optional<bool> special, OptionalBool(json, "add_special_tokens"));
   call.add_special_tokens = special.value_or(true);
   return call;
@@ -180,6 +188,25 @@ std::string TeiTokenizeBody(const TokenizeAnswer& answer) {
   return out.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
+namespace {
+
+// TEI's model_type: {"embedding": {pooling}}, or {"reranker" | "classifier": {id2label,
+// label2id}}.
+Json TeiModelType(const model_store::Model& model) {
+  const model_store::ClassifierConfig& head = model.config().classifier;
+  if (head.kind == model_store::ModelKind::kEmbedding)
+    return {{"embedding", {{"pooling", model_store::PoolingModeName(model.pooling())}}}};
+  Json id2label = Json::object(), label2id = Json::object();
+  for (size_t i = 0; i < head.labels.size(); ++i) {
+    id2label[std::to_string(i)] = head.labels[i];
+    label2id[head.labels[i]] = i;
+  }
+  return {{model_store::ModelKindName(head.kind),
+           {{"id2label", std::move(id2label)}, {"label2id", std::move(label2id)}}}};
+}
+
+}  // namespace
+
 std::string TeiInfoBody(const ServedModel& served, const RequestLimits& limits,
                         const TeiServerInfo& server) {
   const model_store::Model& model = *served.model;
@@ -193,7 +220,7 @@ std::string TeiInfoBody(const ServedModel& served, const RequestLimits& limits,
       {"model_sha", served.hub ? served.hub->commit : served.version},
       {"model_dtype", dtype != kDtypes.end() ? dtype->second : "float32"},
       {"device", model_store::ComputeDeviceName(model.encoder().device())},
-      {"model_type", {{"embedding", {{"pooling", model_store::PoolingModeName(model.pooling())}}}}},
+      {"model_type", TeiModelType(model)},
       {"max_concurrent_requests", limits.max_concurrent_requests},
       {"max_input_length", model.max_input_length()},
       {"max_batch_tokens", server.max_batch_tokens},

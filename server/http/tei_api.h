@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "server/core/core_options.h"
 #include "server/core/embedder.h"
+#include "nlohmann/json.hpp"
 #include "server/http/api_call.h"
 
 namespace embedding::server {
@@ -34,6 +35,19 @@ absl::StatusOr<EmbedCall> ParseTeiEmbedRequest(std::string_view body, TeiRoute r
                                                const RequestLimits& limits);
 absl::StatusOr<TokenizeCall> ParseTeiTokenizeRequest(std::string_view body,
                                                      const RequestLimits& limits);
+
+// `field` of a TEI body: a string or a non-empty array of strings, at most
+// --max-inputs-per-request. INVALID_ARGUMENT naming the field (or its element).
+absl::StatusOr<TextInputs> ReadTeiTexts(const nlohmann::json& body, const char* field,
+                                        const RequestLimits& limits);
+
+// TEI's `truncate` (absent: unset) and `truncation_direction` ("Right" keeps the start, "Left"
+// the end, in any case).
+struct TeiTruncation {
+  std::optional<bool> truncate;
+  TruncationSide side = TruncationSide::kKeepStart;
+};
+absl::StatusOr<TeiTruncation> ReadTeiTruncation(const nlohmann::json& body);
 
 // The parser the API listener's embed handler uses for `route`: ParseTeiEmbedRequest, with
 // TeiEmbedBody as the answer.
