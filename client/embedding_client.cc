@@ -143,6 +143,34 @@ absl::StatusOr<v1::TokenizeResponse> EmbeddingClient::Tokenize(const v1::Tokeniz
   return response;
 }
 
+absl::StatusOr<v1::RerankResponse> EmbeddingClient::Rerank(const v1::RerankRequest& request) {
+  auto context = NewContext();
+  v1::RerankResponse response;
+  grpc::Status status = stub_->Rerank(context.get(), request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
+absl::StatusOr<v1::ClassifyResponse> EmbeddingClient::Classify(const v1::ClassifyRequest& request) {
+  auto context = NewContext();
+  v1::ClassifyResponse response;
+  grpc::Status status = stub_->Classify(context.get(), request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
+v1::ScoreOptions MakeScoreOptions(const EmbedOptions& options) {
+  v1::ScoreOptions out;
+  if (options.temperature.has_value()) out.set_temperature(*options.temperature);
+  out.set_temperature_mode(options.temperature_mode);
+  out.set_strategy(options.strategy);
+  out.set_truncation_side(options.truncation_side);
+  if (options.chunk_tokens.has_value()) out.set_chunk_tokens(*options.chunk_tokens);
+  if (options.chunk_overlap_tokens.has_value())
+    out.set_chunk_overlap_tokens(*options.chunk_overlap_tokens);
+  return out;
+}
+
 absl::StatusOr<v1::ListModelsResponse> EmbeddingClient::ListModels() {
   auto context = NewContext();
   v1::ListModelsResponse response;

@@ -63,6 +63,10 @@ struct EmbedOptions {
   std::string prompt;
 };
 
+// `options` as Rerank's and Classify's ScoreOptions (model, prompt, normalize and dimensions
+// do not apply there).
+v1::ScoreOptions MakeScoreOptions(const EmbedOptions& options);
+
 // The request EmbedTexts sends; for callers that need the full response.
 v1::EmbedRequest MakeEmbedRequest(const std::vector<std::string>& texts,
                                   const EmbedOptions& options);
@@ -81,6 +85,8 @@ class EmbeddingClient {
   absl::StatusOr<v1::EmbedResponse> Embed(const v1::EmbedRequest& request,
                                           std::optional<absl::Duration> timeout = std::nullopt);
   absl::StatusOr<v1::TokenizeResponse> Tokenize(const v1::TokenizeRequest& request);
+  absl::StatusOr<v1::RerankResponse> Rerank(const v1::RerankRequest& request);
+  absl::StatusOr<v1::ClassifyResponse> Classify(const v1::ClassifyRequest& request);
   absl::StatusOr<v1::ListModelsResponse> ListModels();
   absl::StatusOr<v1::ModelInfo> GetModelInfo(const std::string& model = "");
   // The grpc.health.v1 status of `service` ("" for the server): true when SERVING.

@@ -1,6 +1,8 @@
 // embedctl: the command line for the embedding service.
 //   embedctl embed [texts...]        (or --input=FILE|-, one document per line) -> JSON Lines
 //   embedctl tokenize [texts...]
+//   embedctl rerank QUERY [documents...] [--top_n=N] [--raw_scores] [--return_chunks]
+//   embedctl classify [texts...] [--text_pair=FIRST] [--raw_scores]
 //   embedctl models
 //   embedctl health                  exit 0 only when SERVING
 //   embedctl collapse-report --corpus=FILE --temperatures=1,0.8,0.6 [--json=F] [--chart=F.svg]
@@ -33,6 +35,7 @@
 #include "client/embedctl/load_generator.h"
 #include "client/embedctl/metrics_probe.h"
 #include "client/embedctl/retrieval_eval.h"
+#include "client/embedctl/score_commands.h"
 #include "client/embedctl/tempscale_calibration.h"
 #include "client/embedding_client.h"
 #include "common/command_line.h"
@@ -66,6 +69,11 @@ ABSL_FLAG(std::string, dimensions, "", "Matryoshka dimensions.");
 ABSL_FLAG(std::string, prompt_name, "",
           "A prompt of the model (e.g. query). calibrate and eval apply it to queries only, and "
           "without it give queries the model's \"query\" prompt when it has one.");
+ABSL_FLAG(uint32_t, top_n, 0, "rerank: the best N documents (0: all).");
+ABSL_FLAG(bool, raw_scores, false, "rerank, classify: the logits, not the model's scores.");
+ABSL_FLAG(bool, return_chunks, false, "rerank, classify: each chunk's scores and spans.");
+ABSL_FLAG(std::string, text_pair, "",
+          "classify: score each text as the pair (this text, the input).");
 ABSL_FLAG(std::string, input, "", "Read documents from FILE (one per line), or - for stdin.");
 ABSL_FLAG(std::string, corpus, "", "collapse-report, bench: corpus file, one document per line.");
 ABSL_FLAG(std::string, temperatures, "1,0.9,0.8,0.7,0.6", "collapse-report: taus to compare.");
@@ -266,6 +274,37 @@ int Tokenize(EmbeddingClient& client, const std::vector<char*>& positional) {
   return 0;
 }
 
+// rerank's and classify's options from the shared flags and their own.
+absl::StatusOr<v1::ScoreOptions> ScoreOptionsFromFlags() {
+  auto options = OptionsFromFlags();
+  if (!options.ok()) return options.status();
+  v1::ScoreOptions score = MakeScoreOptions(*options);
+  score.set_raw_scores(absl::GetFlag(FLAGS_raw_scores));
+  score.set_return_chunks(absl::GetFlag(FLAGS_return_chunks));
+  return score;
+}
+
+int Rerank(EmbeddingClient& client, const std::vector<char*>& positional) {
+  if (positional.size() < 3) return Fail(absl::InvalidArgumentError("rerank: pass QUERY first"));
+  std::vector<char*> rest(positional.begin() + 1, positional.end());  // the query as "command"
+  auto docs = Documents(rest);
+  if (!docs.ok()) return Fail(docs.status());
+  auto options = ScoreOptionsFromFlags();
+  if (!options.ok()) return Fail(options.status());
+  const uint32_t top_n = absl::GetFlag(FLAGS_top_n);
+  return RerankCommand(client, absl::GetFlag(FLAGS_model), positional[2], *docs,
+                       top_n > 0 ? std::optional<uint32_t>(top_n) : std::nullopt, *options);
+}
+
+int Classify(EmbeddingClient& client, const std::vector<char*>& positional) {
+  auto docs = Documents(positional);
+  if (!docs.ok()) return Fail(docs.status());
+  auto options = ScoreOptionsFromFlags();
+  if (!options.ok()) return Fail(options.status());
+  return ClassifyCommand(client, absl::GetFlag(FLAGS_model), *docs, absl::GetFlag(FLAGS_text_pair),
+                         *options);
+}
+
 int Models(EmbeddingClient& client) {
   auto response = client.ListModels();
   if (!response.ok()) return Fail(response.status());
@@ -277,10 +316,11 @@ int Models(EmbeddingClient& client) {
       absl::StrAppend(&schedule, i == 0 ? " " : ",", p.min_tokens(), ":", p.tau());
     }
     std::printf(
-        "%s%s version=%s arch=%s dims=%u window=%u pooling=%s dtype=%s tau=%.2f [%.2f, %.2f] "
-        "auto=[%s]%s\n",
+        "%s%s kind=%s version=%s arch=%s dims=%u window=%u pooling=%s dtype=%s tau=%.2f "
+        "[%.2f, %.2f] auto=[%s]%s\n",
         m.name().c_str(), m.name() == response->default_model() ? " (default)" : "",
-        m.version().c_str(), m.architecture().c_str(), m.dimensions(), m.max_window_tokens(),
+        m.kind().c_str(), m.version().c_str(), m.architecture().c_str(), m.dimensions(),
+        m.max_window_tokens(),
         m.pooling().c_str(), m.dtype().c_str(), m.default_temperature(), m.min_temperature(),
         m.max_temperature(), schedule.c_str(), m.demo() ? " DEMO (vectors not meaningful)" : "");
   }
@@ -578,8 +618,8 @@ int Bench(EmbeddingClient& client) {
 
 int Run(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "embedctl embed|tokenize|models|health|collapse-report|calibrate|eval|bench|pull [flags] "
-      "[texts... | repositories...]");
+      "embedctl embed|tokenize|rerank|classify|models|health|collapse-report|calibrate|eval|"
+      "bench|pull [flags] [texts... | QUERY documents... | repositories...]");
   if (absl::Status env = ApplyEnvironmentFallbacks("EMBEDCTL", "embedctl/embedctl_main.cc");
       !env.ok()) {
     return Fail(env);
@@ -615,6 +655,8 @@ int Run(int argc, char** argv) {
   const std::string command = positional[1];
   if (command == "embed") return Embed(**client, positional);
   if (command == "tokenize") return Tokenize(**client, positional);
+  if (command == "rerank") return Rerank(**client, positional);
+  if (command == "classify") return Classify(**client, positional);
   if (command == "models") return Models(**client);
   if (command == "health") return Health(**client);
   if (command == "collapse-report") return CollapseReportCommand(**client);

@@ -4,6 +4,7 @@
 //   const { connect } = require("./embedding_client");
 //   const client = connect("127.0.0.1:50051");
 //   const response = await client.embed({ inputs: ["first", "second"], temperature: 0.8 });
+//   const ranked = await client.rerank({ query: "owls", documents: ["a", "b"], top_n: 1 });
 const path = require("path");
 const grpc = require("@grpc/grpc-js");
 const protoLoader = require("@grpc/proto-loader");
@@ -23,6 +24,8 @@ function connect(address, { timeoutMs = 60000 } = {}) {
   return {
     embed: call("Embed"),
     tokenize: call("Tokenize"),
+    rerank: call("Rerank"),
+    classify: call("Classify"),
     listModels: call("ListModels"),
     close: () => stub.close(),
   };

@@ -7,7 +7,10 @@ rerankers call). Every door gives gRPC's numbers; scores are recomputed from the
 asserts its status and the field it names; the score metrics count what was scored and
 admission's books return to zero.
 
-usage: rerank_routes_test.py SERVER_BINARY WRITE_DEMO_MODEL
+The C++ client (embedctl rerank and classify) and the Node client's rerank give the same
+numbers.
+
+usage: rerank_routes_test.py SERVER_BINARY WRITE_DEMO_MODEL EMBEDCTL_BINARY
 """
 import json
 import math
@@ -29,8 +32,9 @@ sys.path.insert(0, HERE)
 from embedding_client import EmbeddingClient  # noqa: E402
 from server_runner import ServerRunner  # noqa: E402
 
-BINARY, WRITER = sys.argv[1], sys.argv[2]
+BINARY, WRITER, EMBEDCTL = sys.argv[1:4]
 NODE_CLIENTS = os.path.join(HERE, "rerank", "rerank_clients.mjs")
+NODE_CLIENT = os.path.join(HERE, "..", "..", "client", "node", "embedding_client.js")
 QUERY = "where do owls hunt"
 DOCS = ["Owls hunt voles at night.", "Markets fell on Friday.", "Owls hunt voles at night.",
         "", "Tawny owls hunt in woodland, barn owls over open fields."]
@@ -178,6 +182,37 @@ class RerankRoutesTest(unittest.TestCase):
         self.assertEqual(status, 200)
         for got, v in zip(cosines, vectors[1:]):
             self.assertAlmostEqual(got, sum(a * b for a, b in zip(vectors[0], v)), places=5)
+
+    def test_embedctl_and_node_clients(self):
+        want = self.client.rerank(QUERY, DOCS, model="reranker", top_n=2)
+        out = subprocess.run([EMBEDCTL, "rerank", f"--address={self.server.grpc_address}",
+                              "--model=reranker", "--top_n=2", QUERY, *DOCS],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = [json.loads(line) for line in out.stdout.splitlines()]
+        self.assertEqual([(l["index"], l["document"]) for l in lines],
+                         [(r.index, DOCS[r.index]) for r in want.results])
+        for line, r in zip(lines, want.results):
+            self.assertAlmostEqual(line["score"], r.score, places=6)
+        out = subprocess.run([EMBEDCTL, "classify", f"--address={self.server.grpc_address}",
+                              "--model=classifier", f"--text_pair={QUERY}", "owls"],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        got = json.loads(out.stdout)["labels"]
+        paired = self.client.classify(["owls"], model="classifier", text_pairs=[QUERY])
+        for label in paired.results[0].labels:
+            self.assertAlmostEqual(got[label.label], label.score, places=6)
+        script = (f"const c = require({json.dumps(NODE_CLIENT)}).connect("
+                  f"{json.dumps(self.server.grpc_address)});"
+                  f"c.rerank({{model: 'reranker', query: {json.dumps(QUERY)}, "
+                  f"documents: {json.dumps(DOCS)}, top_n: 2}})"
+                  ".then(r => { console.log(JSON.stringify(r.results)); c.close(); });")
+        out = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        node = json.loads(out.stdout)
+        self.assertEqual([n["index"] for n in node], [r.index for r in want.results])
+        for n, r in zip(node, want.results):
+            self.assertAlmostEqual(n["score"], r.score, places=6)
 
     def test_refusals_name_their_field(self):
         client = self.client
