@@ -63,6 +63,32 @@ CASES = [
     ("api", "POST", "/embed_all", {"inputs": TEXTS[0]}, True, 200),
     ("api", "POST", "/tokenize", {"inputs": TEXTS, "add_special_tokens": False}, True, 200),
     ("api", "POST", "/tokenize", {"inputs": 7}, True, 422),
+    ("api", "POST", "/similarity", {"inputs": {"source_sentence": TEXTS[0],
+                                               "sentences": TEXTS}}, True, 200),
+    ("api", "POST", "/similarity", {"inputs": TEXTS[0]}, True, 422),
+    # The reranker "rr" (the first one served answers when no model is named) and the
+    # 3-label classifier "labels".
+    ("api", "POST", "/rerank", {"query": TEXTS[1], "texts": TEXTS + [LONG],
+                                "return_text": True, "temperature": 0.8}, True, 200),
+    ("api", "POST", "/rerank", {"query": TEXTS[1], "texts": [LONG], "truncate": True,
+                                "truncation_direction": "Left", "raw_scores": True}, True, 200),
+    ("api", "POST", "/rerank", {"texts": TEXTS}, True, 422),
+    ("api", "POST", "/rerank", {"query": TEXTS[1], "texts": [LONG], "strategy": "reject"},
+     True, 413),
+    ("api", "POST", "/rerank", {"query": TEXTS[1], "texts": TEXTS}, False, 401),
+    ("api", "POST", "/predict", {"inputs": TEXTS[0]}, True, 200),
+    ("api", "POST", "/predict", {"inputs": [TEXTS, TEXTS[::-1]], "raw_scores": True}, True, 200),
+    ("api", "POST", "/predict", {"inputs": 7}, True, 422),
+    ("api", "POST", "/v1/rerank", {"model": "rr", "query": TEXTS[1], "documents": TEXTS,
+                                   "top_n": 1}, True, 200),
+    ("api", "POST", "/v1/rerank", {"model": "absent", "query": TEXTS[1], "documents": TEXTS},
+     True, 404),
+    ("api", "POST", "/v2/rerank", {"query": TEXTS[1], "documents": [{"text": LONG}],
+                                   "return_chunks": True, "return_documents": False,
+                                   "chunk_tokens": 24}, True, 200),
+    ("api", "POST", "/v2/rerank", {"model": "m3", "query": TEXTS[1], "documents": TEXTS},
+     True, 400),
+    ("api", "POST", "/v2/rerank", {"query": TEXTS[1], "documents": TEXTS}, False, 401),
     ("api", "GET", "/info", None, True, 200),
     ("api", "GET", "/info", None, False, 401),
     ("api", "GET", "/openapi.json", None, False, 200),
@@ -105,12 +131,17 @@ class OpenApiAnswersTest(unittest.TestCase):
         write_base_model(WRITER, base)
         sparse, colbert = make_heads(64)
         model = add_heads(base, os.path.join(cls.tmp, "m3"), sparse, colbert, "pt")
+        reranker = os.path.join(cls.tmp, "rr")
+        subprocess.run([WRITER, f"--out={reranker}", "--architecture=xlm-roberta", "--layers=2",
+                        "--hidden=64", "--heads=4", "--max_positions=66", "--num_labels=1"],
+                       check=True, capture_output=True)
         token_file = os.path.join(cls.tmp, "tokens")
         with open(token_file, "w") as f:
             f.write(TOKEN + "\n")
         # The routes on a server with bearer auth (401s, and /admin needs it); gRPC's own
         # answers, to compare with, from a second server on the same files.
-        cls.server = ServerRunner(BINARY, [f"--model=m3={model}", "--openai-listen=127.0.0.1:0",
+        cls.server = ServerRunner(BINARY, [f"--model=m3={model}", f"--model=rr={reranker}",
+                                           "--openai-listen=127.0.0.1:0",
                                            f"--auth-token-file={token_file}",
                                            "--max-request-bytes=65536",
                                            f"--api-docs-dir={SWAGGER_UI}"])
