@@ -10,6 +10,7 @@
 #include "model_store/dtype/dtype_choice_cache.h"
 #include "model_store/encoder/classifier_head_layers.h"
 #include "model_store/encoder/dense_layers.h"
+#include "model_store/encoder/splade_head.h"
 #include "model_store/encoder/token_heads.h"
 #include "model_store/formats/checkpoint.h"
 #include "model_store/spec/architecture.h"
@@ -118,6 +119,17 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
   ASSIGN_OR_RETURN(auto checkpoint, Checkpoint::Open(model_dir));
   model->pooling_ =
       options.pooling_override.value_or(model->st_config_.pooling.value_or(PoolingMode::kCls));
+  std::shared_ptr<const SpladeHead> splade;  // read with the checkpoint, attached to the encoder
+  if (model->st_config_.splade) {
+    if (config.classifier.kind != ModelKind::kEmbedding || !dense.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(model_dir, "/modules.json: SpladePooling with a ",
+                       dense.empty() ? config.classifier.architecture : "Dense module",
+                       " is not a known layout"));
+    }
+    ASSIGN_OR_RETURN(SpladeHead head, LoadSpladeHead(*spec, config, *checkpoint));
+    splade = std::make_shared<const SpladeHead>(std::move(head));
+  }
   if (config.classifier.kind != ModelKind::kEmbedding) {
     if (config.classifier.kind == ModelKind::kReranker && !model->tokenizer_->has_pair_template()) {
       return absl::InvalidArgumentError(
@@ -150,6 +162,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
   // after the dtype is chosen.
   if (heads.has_sparse() || heads.multi_vector_dim() > 0)
     model->encoder_->AttachTokenHeads(std::make_shared<const TokenHeads>(std::move(heads)));
+  if (splade != nullptr) model->encoder_->AttachSpladeHead(std::move(splade));
   if (!dense.empty()) {
     model->encoder_->AttachDenseLayers(
         std::make_shared<const std::vector<DenseLayer>>(std::move(dense)));

@@ -123,7 +123,7 @@ class EmbeddingClient:
 
     def embed(self, inputs, model="", temperature=None, strategy=None, chunk_tokens=None,
               chunk_overlap_tokens=None, normalize=None, dimensions=None, prompt_name="",
-              outputs=None, multi_vector_encoding=None, max_vectors=None):
+              outputs=None, multi_vector_encoding=None, max_vectors=None, sparse_top_k=None):
         """Embeds `inputs`; strategy is a name such as "LONG_TEXT_STRATEGY_CHUNK_ALL";
         temperature is a tau, or "auto" for the model's schedule by sequence length; outputs
         any of "dense", "sparse", "multi_vector"; multi_vector_encoding "float16" or "int8"."""
@@ -136,6 +136,8 @@ class EmbeddingClient:
                 "VECTOR_ENCODING_" + multi_vector_encoding.upper()]
         if max_vectors is not None:
             request.max_vectors = max_vectors
+        if sparse_top_k is not None:
+            request.sparse_top_k = sparse_top_k
         if temperature == "auto":
             request.temperature_mode = self.enums["TEMPERATURE_MODE_AUTO"]
         elif temperature is not None:

@@ -46,6 +46,8 @@ absl::Status ValidateSpec(const DemoModelSpec& spec) {
     return absl::InvalidArgumentError("max_positions: must be >= 3 ([CLS] text [SEP])");
   if (spec.num_labels < 0)
     return absl::InvalidArgumentError("num_labels: must be >= 0 (0: an embedder)");
+  if (spec.splade && spec.num_labels > 0)
+    return absl::InvalidArgumentError("splade: a SPLADE model has no classification head");
   if (spec.pooling != "cls" && spec.pooling != "mean" && spec.pooling != "max" &&
       spec.pooling != "last_token")
     return absl::InvalidArgumentError("pooling: must be one of cls, mean, max, last_token");
@@ -166,6 +168,45 @@ std::map<std::string, F32Tensor> WithClassifierHead(uint64_t seed, const Archite
   return w;
 }
 
+// A *ForMaskedLM checkpoint for SPLADE: the encoder under the family's prefix, the MLM head's
+// transform and norm and its decoder bias beside it; the decoder itself tied to the word
+// embeddings, so saved only as them (as transformers saves a tied head).
+std::map<std::string, F32Tensor> WithMlmHead(uint64_t seed, const ArchitectureSpec& arch,
+                                             const EncoderConfig& config,
+                                             std::map<std::string, F32Tensor> encoder) {
+  const std::string& prefix = arch.weight_prefixes.front();
+  std::map<std::string, F32Tensor> w;
+  for (auto& [name, tensor] : encoder) w[prefix + name] = std::move(tensor);
+  WeightFactory f(seed + 2);
+  f.Linear(&w, arch.mlm_head.transform, config.hidden_size, config.hidden_size);
+  f.Norm(&w, arch.mlm_head.transform_norm, config.hidden_size);
+  // Centred 2.5 standard deviations of a logit below zero (the word embeddings' 0.5 over
+  // `hidden` unit-scale features), so relu keeps a few percent of the vocabulary, as a trained
+  // SPLADE's sparse output.
+  const double logit_std = 0.5 * std::sqrt(static_cast<double>(config.hidden_size));
+  w[arch.mlm_head.decoder_bias] = f.Normal({config.vocab_size}, 1.0, -2.5 * logit_std);
+  return w;
+}
+
+// SparseEncoder's modules: MLMTransformer, then SpladePooling (max over log(1 + relu)).
+absl::Status WriteSpladeModules(const fs::path& root, int64_t vocab_size) {
+  std::error_code ec;
+  for (const char* embedder_module : {"1_Pooling", "2_Normalize"})  // a SparseEncoder has neither
+    fs::remove_all(root / embedder_module, ec);
+  fs::create_directories(root / "1_SpladePooling", ec);
+  if (ec) return absl::InternalError(absl::StrCat(root.string(), ": ", ec.message()));
+  const Json modules = {
+      {{"idx", 0}, {"name", "0"}, {"path", ""},
+       {"type", "sentence_transformers.sparse_encoder.models.MLMTransformer"}},
+      {{"idx", 1}, {"name", "1"}, {"path", "1_SpladePooling"},
+       {"type", "sentence_transformers.sparse_encoder.models.SpladePooling"}}};
+  RETURN_IF_ERROR(WriteTextFile(root / "modules.json", modules.dump(2)));
+  const Json pooling = {{"pooling_strategy", "max"},
+                        {"activation_function", "relu"},
+                        {"word_embedding_dimension", vocab_size}};
+  return WriteTextFile(root / "1_SpladePooling" / "config.json", pooling.dump(2));
+}
+
 // config.json in the family's own field names and conventions.
 Json ConfigJson(const DemoModelSpec& spec, const ArchitectureSpec& arch, int64_t vocab_size,
                 int64_t intermediate) {
@@ -265,6 +306,11 @@ Json ConfigJson(const DemoModelSpec& spec, const ArchitectureSpec& arch, int64_t
     config["type_vocab_size"] = 0;
     config["logn_attention_scale"] = false;
     config["logn_attention_clip1"] = false;
+  }
+  if (spec.splade) {  // naver/splade-cocondenser-ensembledistil's
+    config["architectures"] = {arch.family == "distilbert" ? "DistilBertForMaskedLM"
+                                                           : "BertForMaskedLM"};
+    config["tie_word_embeddings"] = true;
   }
   if (spec.num_labels > 0) {  // cross-encoder/ms-marco-MiniLM-L-6-v2's and bge-reranker's keys
     config["architectures"] = {arch.classifier.architecture};
@@ -387,6 +433,12 @@ absl::Status WriteDemoModel(const std::string& dir, const DemoModelSpec& spec) {
                    "the service, never for retrieval.\n")));
   auto weights = MakeWeights(spec.seed, *arch, config);
   if (spec.num_labels > 0) weights = WithClassifierHead(spec.seed, *arch, config, weights);
+  if (spec.splade) {
+    if (arch->mlm_head.transform.empty())
+      return absl::InvalidArgumentError("splade: bert or distilbert (the families with an MLM head)");
+    weights = WithMlmHead(spec.seed, *arch, config, weights);
+    RETURN_IF_ERROR(WriteSpladeModules(root, config.vocab_size));
+  }
   return WriteSafetensors((root / "model.safetensors").string(), weights);
 }
 

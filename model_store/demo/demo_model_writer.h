@@ -25,6 +25,10 @@ struct DemoModelSpec {
   // > 0: a cross-encoder (1) or classifier checkpoint, <Family>ForSequenceClassification with
   // this many labels, laid out as the Hub's: the encoder under its prefix, the head beside it.
   int num_labels = 0;
+  // A SPLADE model as sentence-transformers' SparseEncoder saves one: <Family>ForMaskedLM with
+  // its masked-LM head (the decoder tied to the word embeddings) and modules.json's
+  // MLMTransformer + SpladePooling (bert and distilbert).
+  bool splade = false;
   std::string word_list = "/usr/share/dict/words";
 };
 

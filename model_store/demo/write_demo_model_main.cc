@@ -25,6 +25,9 @@ ABSL_FLAG(std::string, pooling, "mean", "cls | mean | max | last_token.");
 ABSL_FLAG(int, num_labels, 0,
           "> 0: a <Family>ForSequenceClassification checkpoint with this many labels (1: a "
           "reranker); 0: an embedder.");
+ABSL_FLAG(bool, splade, false,
+          "A SPLADE model (bert or distilbert): <Family>ForMaskedLM with sentence-transformers' "
+          "MLMTransformer + SpladePooling.");
 ABSL_FLAG(std::string, word_list, "/usr/share/dict/words", "Word list for the vocabulary.");
 
 int main(int argc, char** argv) {
@@ -51,6 +54,7 @@ int main(int argc, char** argv) {
   spec.pooling = absl::GetFlag(FLAGS_pooling);
   spec.word_list = absl::GetFlag(FLAGS_word_list);
   spec.num_labels = absl::GetFlag(FLAGS_num_labels);
+  spec.splade = absl::GetFlag(FLAGS_splade);
   const absl::Status status =
       embedding::model_store::WriteDemoModel(absl::GetFlag(FLAGS_out), spec);
   if (!status.ok()) {

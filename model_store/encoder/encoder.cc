@@ -15,6 +15,7 @@
 #include "model_store/encoder/forward_failure.h"
 #include "model_store/encoder/linear_layer.h"
 #include "model_store/encoder/rotary.h"
+#include "model_store/encoder/splade_head.h"
 #include "model_store/encoder/token_heads.h"
 #include "model_store/kernels/cpu_features.h"
 
@@ -48,7 +49,13 @@ void Encoder::AttachTokenHeads(std::shared_ptr<const TokenHeads> heads) {
   heads_ = std::move(heads);
 }
 
-bool Encoder::has_sparse_head() const { return heads_ != nullptr && heads_->has_sparse(); }
+bool Encoder::has_sparse_head() const {
+  return splade_ != nullptr || (heads_ != nullptr && heads_->has_sparse());
+}
+
+void Encoder::AttachSpladeHead(std::shared_ptr<const SpladeHead> head) {
+  splade_ = std::move(head);
+}
 
 void Encoder::AttachDenseLayers(std::shared_ptr<const std::vector<DenseLayer>> layers) {
   dense_ = std::move(layers);
@@ -272,7 +279,7 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
       x = TransformerLayer(std::move(x), w.layers[i], packed, config_, attention);
     }
     x = Norm(x, w.final_norm, config_.layer_norm_eps);
-    return PoolAndMeasure(x, packed.offsets, batch, heads_.get(), dense_.get());
+    return PoolAndMeasure(x, packed.offsets, batch, heads_.get(), splade_.get(), dense_.get());
   } catch (const std::exception& e) {  // c10::Error, oneDNN's dnnl::error, std::bad_alloc
     return ForwardFailure("encoder forward failed", e);
   }

@@ -45,7 +45,14 @@ struct TokenOutputs {
   bool multi_vector = false;  // an L2-normalised vector per token
 };
 
+// A sparse vector over the vocabulary: ids ascending, each weight > 0.
+struct SparseVector {
+  std::vector<int32_t> ids;
+  std::vector<float> weights;
+};
+
 struct TokenHeads;  // token_heads.h: internal to model_store
+struct SpladeHead;  // splade_head.h: internal to model_store
 struct DenseLayer;  // dense_layers.h: internal to model_store
 
 struct EncodeBatch {
@@ -82,6 +89,9 @@ struct EncodeResult {
   // Per sequence that asked, row-major [tokens x multi_vector_dim], each row L2-normalised
   // (special tokens included); empty otherwise.
   std::vector<std::vector<float>> token_vectors;
+  // Per sequence that asked for sparse output from a SPLADE model: its vector over the
+  // vocabulary (splade_head.h); empty otherwise.
+  std::vector<SparseVector> vocabulary_sparse;
 };
 
 class Encoder {
@@ -105,6 +115,11 @@ class Encoder {
   // attaches them before the encoder is shared; never after an Encode.
   void AttachTokenHeads(std::shared_ptr<const TokenHeads> heads);
   bool has_sparse_head() const;
+  // SPLADE's masked-LM head: sparse output is then one vector over the vocabulary per
+  // sequence (EncodeResult::vocabulary_sparse), and the model has no dense output. Attached
+  // like the token heads.
+  void AttachSpladeHead(std::shared_ptr<const SpladeHead> head);
+  bool has_splade_head() const { return splade_ != nullptr; }
   // Width of the multi-vectors; 0 without the head.
   int64_t multi_vector_dim() const;
 
@@ -134,6 +149,7 @@ class Encoder {
   int64_t max_sequence_length_ = 0;
   std::unique_ptr<Weights> weights_;
   std::shared_ptr<const TokenHeads> heads_;
+  std::shared_ptr<const SpladeHead> splade_;
   std::shared_ptr<const std::vector<DenseLayer>> dense_;
 };
 

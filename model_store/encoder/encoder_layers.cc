@@ -9,7 +9,6 @@
 #include "model_store/kernels/attention.h"
 
 namespace embedding::model_store {
-namespace {
 
 torch::Tensor Activate(const torch::Tensor& x, Activation act) {
   switch (act) {
@@ -24,6 +23,8 @@ torch::Tensor Activate(const torch::Tensor& x, Activation act) {
   }
   return x;
 }
+
+namespace {
 
 // Rows per feed-forward block. Its [rows, intermediate] activations are a forward's largest
 // tensors (25 MB each at 2,048 x 3,072 fp32, several alive at once); in blocks they are bounded

@@ -30,6 +30,9 @@ struct PackedSequences {
 // kernels, built and cached per shape, keep being reused (the extra rows are filler).
 int64_t BucketedRows(int64_t tokens);
 
+// `act` of x, as the config names it (Hugging Face's gelu is exact erf).
+torch::Tensor Activate(const torch::Tensor& x, Activation act);
+
 // LayerNorm or RMSNorm in fp32 (see NormWeights), back in x's dtype; x itself where the layer has
 // no such norm (ModernBERT's first attention norm).
 torch::Tensor Norm(const torch::Tensor& x, const NormWeights& w, double eps);

@@ -28,7 +28,7 @@ void ApplyTokenHeads(const torch::Tensor& seq, const TokenOutputs& wants, const 
 
 EncodeResult PoolAndMeasure(const torch::Tensor& hidden, const std::vector<int64_t>& offsets,
                             const EncodeBatch& batch, const TokenHeads* heads,
-                            const std::vector<DenseLayer>* dense) {
+                            const SpladeHead* splade, const std::vector<DenseLayer>* dense) {
   const int64_t batch_size = static_cast<int64_t>(offsets.size()) - 1;
   const torch::Tensor x = hidden.slice(0, 0, offsets.back()).to(torch::kFloat32).contiguous();
   std::vector<torch::Tensor> pooled_rows, hf_rows;
@@ -80,8 +80,15 @@ EncodeResult PoolAndMeasure(const torch::Tensor& hidden, const std::vector<int64
   if (!batch.token_outputs.empty()) {
     result.token_weights.resize(batch_size);
     result.token_vectors.resize(batch_size);
+    if (splade != nullptr) result.vocabulary_sparse.resize(batch_size);
     for (int64_t b = 0; b < batch_size; ++b) {
       const TokenOutputs& wants = batch.token_outputs[b];
+      if (splade != nullptr) {
+        if (wants.sparse)
+          result.vocabulary_sparse[b] =
+              ApplySpladeHead(*splade, x.slice(0, offsets[b], offsets[b + 1]));
+        continue;
+      }
       if (heads == nullptr || (!wants.sparse && !wants.multi_vector)) continue;
       ApplyTokenHeads(x.slice(0, offsets[b], offsets[b + 1]), wants, *heads,
                       &result.token_weights[b], &result.token_vectors[b]);

@@ -111,6 +111,23 @@ absl::StatusOr<DenseModuleConfig> ReadDenseModule(const fs::path& dir, const std
                    "' is not supported (Tanh, Identity, ReLU, GELU, Sigmoid from torch.nn)"));
 }
 
+// SpladePooling's config.json: max over tokens of log(1 + relu), the only form served (a sum
+// would not merge across chunks as SPLADE's max does).
+absl::Status CheckSpladePooling(const fs::path& dir, const std::string& folder) {
+  const fs::path path = dir / folder / "config.json";
+  ASSIGN_OR_RETURN(Json json, ReadOptionalJson(path));
+  for (auto [field, want] : {std::pair{"pooling_strategy", "max"},
+                             std::pair{"activation_function", "relu"}}) {
+    const Json value = json.is_object() ? json.value(field, Json(want)) : Json(want);
+    if (value != want) {
+      return absl::InvalidArgumentError(absl::StrCat(path.string(), ": ", field, " ",
+                                                     value.dump().substr(0, 80),
+                                                     " is not supported (", want, " only)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<SentenceTransformersConfig> LoadSentenceTransformersConfig(
@@ -130,11 +147,16 @@ absl::StatusOr<SentenceTransformersConfig> LoadSentenceTransformersConfig(
         RETURN_IF_ERROR(CheckModuleFolder(model_dir, folder));
         ASSIGN_OR_RETURN(DenseModuleConfig dense, ReadDenseModule(dir, folder));
         config.dense.push_back(std::move(dense));
-      } else if (kind != "Transformer" && kind != "Normalize") {
+      } else if (kind == "SpladePooling") {
+        RETURN_IF_ERROR(CheckModuleFolder(model_dir, folder));
+        RETURN_IF_ERROR(CheckSpladePooling(dir, folder));
+        config.splade = true;
+      } else if (kind != "Transformer" && kind != "MLMTransformer" && kind != "Normalize") {
         return absl::InvalidArgumentError(
             absl::StrCat(model_dir, "/modules.json: module '", module.value("name", ""),
                          "' of type '", module.value("type", "").substr(0, 120),
-                         "' is not supported (Transformer, Pooling, Dense, Normalize)"));
+                         "' is not supported (Transformer, MLMTransformer, Pooling, "
+                         "SpladePooling, Dense, Normalize)"));
       }
     }
     const fs::path pooling_path = dir / pooling_dir / "config.json";

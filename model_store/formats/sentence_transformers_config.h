@@ -42,12 +42,16 @@ struct SentenceTransformersConfig {
   std::map<std::string, std::string> prompts;
   std::string default_prompt_name;
   std::vector<DenseModuleConfig> dense;  // in order; empty for most models
+  // A SPLADE model (sentence-transformers' SparseEncoder: MLMTransformer + SpladePooling, max
+  // over tokens of log(1 + relu(MLM logits))): sparse output over the vocabulary, no dense.
+  bool splade = false;
 };
 
 // Reads whatever of these files exist; absent files are not an error. DATA_LOSS naming the
 // file for malformed JSON, a `max_seq_length` that is not an integer in [2, 2^31) (null is
 // unset, as sentence-transformers reads it) or a Dense config out of range; INVALID_ARGUMENT
-// for a pooling mode, an activation or a module type we do not implement (a model served
+// for a pooling mode, an activation, a SpladePooling other than max over relu, or a module
+// type we do not implement (a model served
 // without one of its modules would be wrong, not approximate).
 absl::StatusOr<SentenceTransformersConfig> LoadSentenceTransformersConfig(
     const std::string& model_dir);

@@ -57,6 +57,9 @@ ClassifierHeadSpec RobertaHead(std::string architecture) {
 ArchitectureSpec BertSpec() {
   ArchitectureSpec spec = BertLayout("bert", "bert.");
   spec.classifier = PoolerHead("BertForSequenceClassification");
+  // BertForMaskedLM's cls.predictions (naver/splade-cocondenser-ensembledistil, splade-v3).
+  spec.mlm_head = {"cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm",
+                   "cls.predictions.decoder", "cls.predictions.bias"};
   spec.known_checkpoints =
       "BAAI/bge-small-en-v1.5, BAAI/bge-base-en-v1.5, BAAI/bge-large-en-v1.5, "
       "sentence-transformers/all-MiniLM-L6-v2, intfloat/e5-base-v2, thenlper/gte-base";
@@ -136,6 +139,10 @@ ArchitectureSpec DistilBertSpec() {
   spec.mlp_out = "ffn.lin2";
   spec.output_norm = "output_layer_norm";
   // pre_classifier + ReLU on the first token, then classifier.
+  // DistilBertForMaskedLM's vocab_transform / vocab_layer_norm / vocab_projector
+  // (opensearch-project's neural sparse models, distilsplade).
+  spec.mlm_head = {"vocab_transform", "vocab_layer_norm", "vocab_projector",
+                   "vocab_projector.bias"};
   spec.classifier.architecture = "DistilBertForSequenceClassification";
   spec.classifier.steps = {{"pre_classifier", false, "relu", "", ""},
                            {"classifier", false, "", "", ""}};

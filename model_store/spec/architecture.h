@@ -95,6 +95,14 @@ struct ArchitectureSpec {
   std::string final_norm;  // empty: none
   // transformers' <Family>ForSequenceClassification head; no steps where none is served.
   ClassifierHeadSpec classifier;
+  // The masked-LM head SPLADE reads (transformers' <Family>ForMaskedLM): act(transform) then
+  // its norm, then the decoder onto the vocabulary. Empty `transform`: none is served.
+  struct MlmHead {
+    std::string transform;       // a [hidden, hidden] linear layer, with bias
+    std::string transform_norm;  // a LayerNorm
+    std::string decoder;         // [vocab, hidden]; absent from a checkpoint that ties it
+    std::string decoder_bias;    // the [vocab] bias tensor's full name
+  } mlm_head;
 };
 
 // The spec a config.json describes, by its model_type and, where families share one, the

@@ -242,6 +242,9 @@ void Batcher::Run(std::vector<BatchTask> batch) {
         out.token_weights = std::move((*result)->token_weights[i]);
         out.token_vectors = std::move((*result)->token_vectors[i]);
       }
+      if (!(*result)->vocabulary_sparse.empty()) {
+        out.vocabulary_sparse = std::move((*result)->vocabulary_sparse[i]);
+      }
       out.batch_id = id;
       out.batch_start = start;
       out.batch_seconds = seconds;

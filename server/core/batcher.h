@@ -45,6 +45,8 @@ struct SequenceOutput {
   // weight each, and row-major [tokens x multi_vector_dim] unit vectors.
   std::vector<float> token_weights;
   std::vector<float> token_vectors;
+  // A SPLADE model's sparse output, when the task asked: one vector over the vocabulary.
+  model_store::SparseVector vocabulary_sparse;
   // The forward pass it ran in: numbered, so a caller with several tasks in one pass can
   // count that pass once.
   uint64_t batch_id = 0;

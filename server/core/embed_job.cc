@@ -215,6 +215,9 @@ absl::Status EmbedJob::CheckResponseSize() const {
       (params.multi_vector_encoding == VectorEncoding::kInt8 ? 4 : 0);
   // A sparse entry: id, weight and its token's text (a few bytes).
   constexpr int64_t kPerSparseEntry = 16;
+  // SPLADE's entries are vocabulary ids, not the text's tokens: up to the vocabulary a chunk.
+  const bool splade = request_.model->encoder().has_splade_head();
+  const int64_t vocabulary = request_.model->config().vocab_size;
   int64_t bytes = 0;
   for (const EncodedDocument& doc : documents_) {
     int64_t kept = 0;  // content tokens the model sees, counted once per chunk they are in
@@ -226,7 +229,14 @@ absl::Status EmbedJob::CheckResponseSize() const {
     const int64_t copies = chunks ? 2 : 1;  // the document's and its chunks'
     if (params.dense)
       bytes += dim * 4 * (chunks ? 1 + static_cast<int64_t>(doc.plan.chunks.size()) : 1);
-    if (params.sparse) bytes += copies * kept * kPerSparseEntry;
+    if (params.sparse && !splade) bytes += copies * kept * kPerSparseEntry;
+    if (params.sparse && splade) {
+      const int64_t entries = params.sparse_top_k > 0
+                                  ? std::min<int64_t>(params.sparse_top_k, vocabulary)
+                                  : vocabulary;
+      const int64_t lists = chunks ? 1 + static_cast<int64_t>(doc.plan.chunks.size()) : 1;
+      bytes += lists * entries * kPerSparseEntry;
+    }
     if (params.multi_vector) bytes += copies * vectors * per_vector;
     if (params.token_states)
       bytes += (kept + request_.model->tokenizer().num_special_tokens()) * dim * 4;
@@ -280,6 +290,7 @@ void EmbedJob::OnSequenceDone(size_t document, size_t sequence,
                          request_.params.traits.needs_token_states,
                          request_.model->special_prefix().size(), sparse_dropped_ids_,
                          output->token_weights, output->token_vectors, multi_vector_dim_);
+        FoldVocabularySparse(&doc.token_outputs, sequence, output->vocabulary_sparse);
       }
       if (batches_seen_.insert(output->batch_id).second) {
         inference_seconds_ += output->batch_seconds;

@@ -40,6 +40,8 @@ struct EmbedParams {
   VectorEncoding multi_vector_encoding = VectorEncoding::kFloat32;
   // Multi-vectors per document (and per chunk) at most; 0: one per token.
   uint32_t max_vectors = 0;
+  // Sparse entries per document (and per chunk) at most, the largest weights kept; 0: all.
+  uint32_t sparse_top_k = 0;
   // Every token's final hidden state (one window: REJECT or TRUNCATE).
   bool token_states = false;
 };

@@ -107,6 +107,8 @@ absl::Status ValidateTemperature(const EmbedRequestOptions& request, const Reque
 }
 
 std::vector<Output> OfferedOutputs(const model_store::Model& model) {
+  // A SPLADE model's one output is its sparse vector over the vocabulary.
+  if (model.encoder().has_splade_head()) return {Output::kSparse};
   std::vector<Output> offers = {Output::kDense};
   if (model.encoder().has_sparse_head()) offers.push_back(Output::kSparse);
   if (model.encoder().multi_vector_dim() > 0) offers.push_back(Output::kMultiVector);
@@ -120,7 +122,9 @@ absl::Status ValidateOutputs(const EmbedCall& call, const model_store::Model& mo
   const EmbedRequestOptions& request = call.options;
   const std::vector<Output> offers = OfferedOutputs(model);
   const OutputSpelling spell = call.output_spelling;  // called only to word a refusal
-  params->dense = request.outputs.empty();
+  // No outputs named: the model's first (dense; a SPLADE model's sparse).
+  params->dense = request.outputs.empty() && offers.front() == Output::kDense;
+  params->sparse = request.outputs.empty() && offers.front() == Output::kSparse;
   for (size_t i = 0; i < request.outputs.size(); ++i) {
     const std::string field = absl::StrCat("outputs[", i, "]");
     const Output output = request.outputs[i];
@@ -134,9 +138,11 @@ absl::Status ValidateOutputs(const EmbedCall& call, const model_store::Model& mo
     if (std::find(offers.begin(), offers.end(), output) == offers.end()) {
       const std::string offered = absl::StrJoin(
           offers, ", ", [spell](std::string* out, Output o) { out->append(spell(o)); });
+      const char* head = output == Output::kSparse        ? "sparse_linear or a SPLADE head"
+                         : output == Output::kMultiVector ? "colbert_linear"
+                                                          : "a dense output; SPLADE has none";
       return Invalid(absl::StrCat(field, ": ", spell(output), " needs a head this model lacks (",
-                                  output == Output::kSparse ? "sparse_linear" : "colbert_linear",
-                                  "); it offers [", offered, "]"));
+                                  head, "); it offers [", offered, "]"));
     }
     *wanted = true;
   }
@@ -151,6 +157,14 @@ absl::Status ValidateOutputs(const EmbedCall& call, const model_store::Model& mo
     if (*request.max_vectors < 1)
       return Invalid("max_vectors: 0 is not allowed; allowed [1, 4294967295] (unset: every token)");
     params->max_vectors = *request.max_vectors;
+  }
+  if (request.sparse_top_k.has_value()) {
+    if (!params->sparse)
+      return Invalid(absl::StrCat("sparse_top_k: applies only when outputs include ",
+                                  spell(Output::kSparse)));
+    if (*request.sparse_top_k < 1)
+      return Invalid("sparse_top_k: 0 is not allowed; allowed [1, 4294967295] (unset: all)");
+    params->sparse_top_k = *request.sparse_top_k;
   }
   return absl::OkStatus();
 }
@@ -186,6 +200,10 @@ absl::StatusOr<EmbedParams> ValidateEmbedCall(const EmbedCall& call,
     params.overlap_tokens = *request.chunk_overlap_tokens;
   }
   RETURN_IF_ERROR(ValidateOutputs(call, model, &params));
+  if (params.sparse && params.traits.needs_token_states && model.encoder().has_splade_head()) {
+    return Invalid("strategy: late chunking pools token states, and a SPLADE model's sparse "
+                   "output is one vector per sequence; allowed every other strategy");
+  }
   params.token_states = request.token_states;
   if (params.token_states && params.traits.plan != PlanRule::kReject &&
       params.traits.plan != PlanRule::kTruncate) {

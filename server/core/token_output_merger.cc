@@ -14,9 +14,26 @@ void MaxInto(std::map<int32_t, float>* into, int32_t id, float weight) {
   if (!inserted) it->second = std::max(it->second, weight);
 }
 
-SparseResult ToSparse(const std::map<int32_t, float>& weights) {
+// By ascending id; with `top_k` > 0 only the k largest weights (ties: the lower id).
+SparseResult ToSparse(const std::map<int32_t, float>& weights, uint32_t top_k) {
+  float floor = 0;  // the k-th largest weight: those above it stay, and the first at it
+  size_t at_floor = 0;
+  if (top_k > 0 && weights.size() > top_k) {
+    std::vector<float> sorted;
+    for (const auto& entry : weights) sorted.push_back(entry.second);
+    std::nth_element(sorted.begin(), sorted.begin() + (top_k - 1), sorted.end(),
+                     std::greater<float>());
+    floor = sorted[top_k - 1];
+    at_floor = top_k - static_cast<size_t>(std::count_if(
+                           sorted.begin(), sorted.end(), [floor](float w) { return w > floor; }));
+  }
   SparseResult out;
   for (const auto& [id, weight] : weights) {
+    if (weight < floor) continue;
+    if (weight == floor && floor > 0) {
+      if (at_floor == 0) continue;
+      --at_floor;
+    }
     out.ids.push_back(id);
     out.weights.push_back(weight);
   }
@@ -109,6 +126,12 @@ void FoldTokenOutputs(TokenOutputState* state, const ChunkPlan& plan,
     state->end_vectors.assign(vectors.begin() + (prefix + range.size()) * dim, vectors.end());
 }
 
+void FoldVocabularySparse(TokenOutputState* state, size_t s,
+                          const model_store::SparseVector& sparse) {
+  for (size_t i = 0; i < sparse.ids.size(); ++i)
+    MaxInto(&state->sequence_sparse[s], sparse.ids[i], sparse.weights[i]);
+}
+
 void MergeTokenOutputs(const TokenOutputState& state, const ChunkPlan& plan,
                        const std::vector<int32_t>& ids, bool late, const std::set<int32_t>& dropped,
                        const EmbedParams& params, size_t dim, DocumentResult* doc) {
@@ -121,7 +144,7 @@ void MergeTokenOutputs(const TokenOutputState& state, const ChunkPlan& plan,
       for (const auto& sequence : state.sequence_sparse)
         for (const auto& [id, weight] : sequence) MaxInto(&merged, id, weight);
     }
-    doc->sparse = ToSparse(merged);
+    doc->sparse = ToSparse(merged, params.sparse_top_k);
   }
   if (params.multi_vector) {
     MultiVectorResult merged;
@@ -152,7 +175,8 @@ void MergeTokenOutputs(const TokenOutputState& state, const ChunkPlan& plan,
     ChunkResult& chunk = doc->chunks[c];
     if (params.sparse) {
       chunk.sparse = ToSparse(late ? LateSparse(state, ids, range.begin, range.end, dropped)
-                                   : state.sequence_sparse[c]);
+                                   : state.sequence_sparse[c],
+                              params.sparse_top_k);
     }
     if (params.multi_vector) {
       chunk.multi_vector =

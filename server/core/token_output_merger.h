@@ -45,8 +45,13 @@ void FoldTokenOutputs(TokenOutputState* state, const ChunkPlan& plan,
                       const std::set<int32_t>& dropped, const std::vector<float>& weights,
                       const std::vector<float>& vectors, size_t dim);
 
+// A SPLADE model's sparse vector for sequence `s` (a chunk: SPLADE has no late chunking). Its
+// ids are the vocabulary's, every one kept, specials included, as SpladePooling keeps them.
+void FoldVocabularySparse(TokenOutputState* state, size_t s,
+                          const model_store::SparseVector& sparse);
+
 // The document's outputs, and each chunk's when the strategy returns chunks; max_vectors
-// applied.
+// and sparse_top_k applied.
 void MergeTokenOutputs(const TokenOutputState& state, const ChunkPlan& plan,
                        const std::vector<int32_t>& ids, bool late, const std::set<int32_t>& dropped,
                        const EmbedParams& params, size_t dim, DocumentResult* doc);

@@ -282,6 +282,7 @@ absl::StatusOr<EmbedCall> ToEmbedCall(v1::EmbedRequest* request, absl::Time dead
   options.prompt = std::move(*request->mutable_prompt());
   options.prompt_name = std::move(*request->mutable_prompt_name());
   if (request->has_max_vectors()) options.max_vectors = request->max_vectors();
+  if (request->has_sparse_top_k()) options.sparse_top_k = request->sparse_top_k();
   TextInputs texts;
   texts.reserve(static_cast<size_t>(request->inputs_size()));
   for (std::string& input : *request->mutable_inputs()) texts.push_back(std::move(input));

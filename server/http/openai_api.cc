@@ -171,12 +171,15 @@ absl::Status ReadField(const std::string& key, const Json& value, const RequestL
   } else if (key == "max_vectors") {
     ASSIGN_OR_RETURN(uint32_t count, ReadJsonCount(value, "max_vectors"));
     request.max_vectors = count;
+  } else if (key == "sparse_top_k") {
+    ASSIGN_OR_RETURN(uint32_t count, ReadJsonCount(value, "sparse_top_k"));
+    request.sparse_top_k = count;
   } else {
     return Invalid(key.size() > 64 ? key.substr(0, 64) + "..." : key,
                    "unknown field; allowed: model, input, encoding_format, dimensions, user, "
                    "temperature, temperature_mode, strategy, truncation_side, chunk_tokens, "
                    "chunk_overlap_tokens, normalize, prompt, prompt_name, outputs, "
-                   "multi_vector_encoding, max_vectors");
+                   "multi_vector_encoding, max_vectors, sparse_top_k");
   }
   return absl::OkStatus();
 }

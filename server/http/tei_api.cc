@@ -89,6 +89,7 @@ absl::StatusOr<EmbedCall> ParseTeiEmbedRequest(std::string_view body, TeiRoute r
   options.prompt_name = prompt_name.value_or("");
   switch (route) {
     case TeiRoute::kEmbed: {
+      options.outputs = {Output::kDense};  // a SPLADE model, which has none, refuses it
       ASSIGN_OR_RETURN(std::optional<bool> normalize, OptionalBool(json, "normalize"));
       options.normalize = normalize;
       auto dims = json.find("dimensions");
@@ -99,9 +100,14 @@ absl::StatusOr<EmbedCall> ParseTeiEmbedRequest(std::string_view body, TeiRoute r
       }
       break;
     }
-    case TeiRoute::kEmbedSparse:
+    case TeiRoute::kEmbedSparse: {
       options.outputs = {Output::kSparse};
+      auto top_k = json.find("sparse_top_k");  // this server's: the largest k weights only
+      if (top_k != json.end() && !top_k->is_null()) {
+        ASSIGN_OR_RETURN(options.sparse_top_k, ReadJsonCount(*top_k, "sparse_top_k"));
+      }
       break;
+    }
     case TeiRoute::kEmbedAll:
       options.token_states = true;
       break;
