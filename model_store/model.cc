@@ -143,7 +143,9 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
     }
     // The head reads the token its family pools (the first, or ModernBERT's choice), whatever
     // sentence-transformers' files say, and is the last layer the vectors pass.
-    model->pooling_ = config.classifier.mean_pooling ? PoolingMode::kMean : PoolingMode::kCls;
+    model->pooling_ = config.classifier.last_token_pooling ? PoolingMode::kLastToken
+                      : config.classifier.mean_pooling    ? PoolingMode::kMean
+                                                          : PoolingMode::kCls;
     ASSIGN_OR_RETURN(dense, LoadClassifierHead(*spec, config.classifier, config, *checkpoint));
   }
   if (options.encoder.dtype == ComputeDType::kAuto) {

@@ -156,8 +156,8 @@ std::map<std::string, F32Tensor> WithClassifierHead(uint64_t seed, const Archite
     const bool last = i + 1 == arch.classifier.steps.size();
     const std::string name = (step.under_prefix ? prefix : "") + step.linear;
     f.Linear(&w, name, last ? static_cast<int64_t>(classifier.labels.size()) : h, h);
-    if (std::find(classifier.biases_absent.begin(), classifier.biases_absent.end(),
-                  step.bias_field) != classifier.biases_absent.end()) {
+    if (!step.bias || std::find(classifier.biases_absent.begin(), classifier.biases_absent.end(),
+                                step.bias_field) != classifier.biases_absent.end()) {
       w.erase(name + ".bias");
     }
     if (!step.norm.empty()) {

@@ -59,9 +59,9 @@ absl::StatusOr<std::vector<DenseLayer>> LoadClassifierHead(const ArchitectureSpe
     ASSIGN_OR_RETURN(layer.weight,
                      ReadFp32Tensor(checkpoint, where, name + ".weight", {out, hidden}, source));
     const bool biased =
-        step.bias_field.empty() ||
-        std::find(classifier.biases_absent.begin(), classifier.biases_absent.end(),
-                  step.bias_field) == classifier.biases_absent.end();
+        step.bias && (step.bias_field.empty() ||
+                      std::find(classifier.biases_absent.begin(), classifier.biases_absent.end(),
+                                step.bias_field) == classifier.biases_absent.end());
     if (biased) {
       ASSIGN_OR_RETURN(layer.bias, ReadFp32Tensor(checkpoint, where, name + ".bias", {out}, source));
     }

@@ -271,7 +271,8 @@ ArchitectureSpec ModernBertSpec() {
 // separate q/k/v/o projections with grouped key/value heads, rotary positions, a SwiGLU MLP
 // down(silu(gate) * up), a final norm; causal unless the config says otherwise. The language
 // model head (lm_head) is never read.
-ArchitectureSpec DecoderLayout(std::string model_type, std::string known_checkpoints) {
+ArchitectureSpec DecoderLayout(std::string model_type, std::string known_checkpoints,
+                               std::string classifier) {
   ArchitectureSpec spec;
   spec.family = spec.model_type = std::move(model_type);
   spec.known_checkpoints = std::move(known_checkpoints);
@@ -294,12 +295,18 @@ ArchitectureSpec DecoderLayout(std::string model_type, std::string known_checkpo
   spec.mlp_out = "mlp.down_proj";
   spec.output_norm = "post_attention_layernorm";
   spec.final_norm = "norm";
+  // transformers' <Decoder>ForSequenceClassification: `score`, without bias, on the last token
+  // (tomaarsen/Qwen3-Reranker-0.6B-seq-cls: the yes row less the no row of Qwen3-Reranker's head).
+  spec.classifier.architecture = std::move(classifier);
+  spec.classifier.steps = {{"score", false, "", "", "", /*bias=*/false}};
+  spec.classifier.last_token = true;
   return spec;
 }
 
 ArchitectureSpec Qwen3Spec() {
   ArchitectureSpec spec = DecoderLayout(
-      "qwen3", "Qwen/Qwen3-Embedding-0.6B, Qwen/Qwen3-Embedding-4B, Qwen/Qwen3-Embedding-8B");
+      "qwen3", "Qwen/Qwen3-Embedding-0.6B, Qwen/Qwen3-Embedding-4B, Qwen/Qwen3-Embedding-8B",
+      "Qwen3ForSequenceClassification");
   spec.query_norm = "self_attn.q_norm";
   spec.key_norm = "self_attn.k_norm";
   return spec;
@@ -307,14 +314,16 @@ ArchitectureSpec Qwen3Spec() {
 
 ArchitectureSpec Qwen2Spec() {
   ArchitectureSpec spec = DecoderLayout(
-      "qwen2", "Alibaba-NLP/gte-Qwen2-1.5B-instruct, Alibaba-NLP/gte-Qwen2-7B-instruct");
+      "qwen2", "Alibaba-NLP/gte-Qwen2-1.5B-instruct, Alibaba-NLP/gte-Qwen2-7B-instruct",
+      "Qwen2ForSequenceClassification");
   spec.map_config = MapQwen2Config;
   return spec;
 }
 
 ArchitectureSpec MistralSpec() {
   ArchitectureSpec spec =
-      DecoderLayout("mistral", "intfloat/e5-mistral-7b-instruct, Salesforce/SFR-Embedding-2_R");
+      DecoderLayout("mistral", "intfloat/e5-mistral-7b-instruct, Salesforce/SFR-Embedding-2_R",
+                    "MistralForSequenceClassification");
   spec.map_config = MapMistralConfig;
   return spec;
 }
@@ -352,7 +361,8 @@ const std::vector<ArchitectureSpec>& AllArchitectures() {
       Qwen3Spec(),
       Qwen2Spec(),
       MistralSpec(),
-      DecoderLayout("llama", "McGill-NLP/LLM2Vec-Meta-Llama-3-8B-Instruct-mntp")};
+      DecoderLayout("llama", "McGill-NLP/LLM2Vec-Meta-Llama-3-8B-Instruct-mntp",
+                    "LlamaForSequenceClassification")};
   return *kSpecs;
 }
 

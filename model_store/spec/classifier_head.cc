@@ -125,6 +125,7 @@ absl::StatusOr<ClassifierConfig> ReadClassifierConfig(const std::string& label, 
     }
     out.mean_pooling = pooling == "mean";
   }
+  out.last_token_pooling = head.last_token;
   if (!head.activation_field.empty()) {
     out.activation = "gelu";
     RETURN_IF_ERROR(ReadString(label, config, head.activation_field, &out.activation));

@@ -20,6 +20,7 @@ struct ClassifierStep {
   std::string norm;            // a LayerNorm after the activation; "" for none
   // config.json's boolean saying whether the linear layer has a bias; "" : it always has one.
   std::string bias_field;
+  bool bias = true;  // false: never one (the decoders' `score`)
 };
 
 struct ClassifierHeadSpec {
@@ -28,6 +29,8 @@ struct ClassifierHeadSpec {
   std::vector<ClassifierStep> steps;  // empty: the family has no classification head here
   // config.json's field choosing the pooled token ("cls" or "mean"); "": the first token.
   std::string pooling_field;
+  // The decoders' heads read the last token (the only one that saw the whole pair).
+  bool last_token = false;
   // config.json's field naming the activation of a "config" step.
   std::string activation_field;
 };
@@ -56,6 +59,7 @@ struct ClassifierConfig {
   std::vector<std::string> labels;  // by index: id2label, or LABEL_i
   ScoreFunction score = ScoreFunction::kSigmoid;
   bool mean_pooling = false;  // the head reads the mean of the tokens, not the first one
+  bool last_token_pooling = false;  // ... or the last token
   std::string activation;  // the head's "config" activation (ModernBERT: classifier_activation)
   // Which optional head biases exist, by the spec's bias_field names.
   std::vector<std::string> biases_absent;

@@ -129,9 +129,18 @@ std::vector<PairTemplatePiece> ClassicPair(int32_t cls, int32_t sep, bool robert
 
 // TemplateProcessing ("single" list), BertProcessing/RobertaProcessing ("cls"/"sep" pairs),
 // ByteLevel (offsets only) or a Sequence of these; null adds nothing.
+// What Hugging Face's tokenizer does with a pair when the post-processor adds nothing: the
+// two sequences back to back, the second typed 1.
+std::vector<PairTemplatePiece> ConcatenatedPair() {
+  return {{PairTemplatePiece::kFirst, {}, 0}, {PairTemplatePiece::kSecond, {}, 1}};
+}
+
 absl::Status ParsePostProcessor(const std::string& label, const Json& post, const Vocab& vocab,
                                 TokenizerConfig* config) {
-  if (post.is_null()) return absl::OkStatus();
+  if (post.is_null()) {
+    config->pair = ConcatenatedPair();
+    return absl::OkStatus();
+  }
   const std::string type = post.value("type", "");
   if (type == "Sequence") {
     const Json& steps = post.value("processors", Json());
@@ -143,7 +152,10 @@ absl::Status ParsePostProcessor(const std::string& label, const Json& post, cons
   if (type == "ByteLevel" || type == "RobertaProcessing") {
     config->trim_offsets = post.value("trim_offsets", true);
     config->add_prefix_space = post.value("add_prefix_space", true);
-    if (type == "ByteLevel") return absl::OkStatus();
+    if (type == "ByteLevel") {
+      if (config->pair.empty()) config->pair = ConcatenatedPair();
+      return absl::OkStatus();
+    }
   }
   if (type == "BertProcessing" || type == "RobertaProcessing") {
     for (const char* key : {"cls", "sep"}) {

@@ -13,7 +13,9 @@ is recomputed here:
   tanh on the first token) then `classifier` (BERT, GTE "new"); RobertaClassificationHead
   (dense + tanh + out_proj on the first token; XLM-R, RoBERTa, MPNet); DistilBERT's
   pre_classifier + ReLU + classifier; ModernBertPredictionHead (dense + GELU + LayerNorm on
-  the mean of the tokens under classifier_pooling "mean") then classifier.
+  the mean of the tokens under classifier_pooling "mean") then classifier; a decoder's
+  `score` (no bias) on the last token (Qwen3ForSequenceClassification, as
+  tomaarsen/Qwen3-Reranker-0.6B-seq-cls ships Qwen3-Reranker).
 Short documents run in one request together (one batch, mixed lengths) and each alone; a long
 document runs chunk by chunk: each chunk's score must equal the reference on (query, that
 chunk) with the pair's special tokens, and CHUNK_MAX / CHUNK_MEAN merges are recomputed from
@@ -38,12 +40,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "client", "python"))
-from compare_encoder import REFERENCES, TEMPERATURES, TOLERANCE, read_safetensors  # noqa: E402
+from compare_encoder import TEMPERATURES, TOLERANCE, read_safetensors, reference_class  # noqa: E402
 from embedding_client import EmbeddingClient  # noqa: E402
 from server_runner import ServerRunner  # noqa: E402
 
 BINARY, WRITER = sys.argv[1], sys.argv[2]
-FAMILIES = ("bert", "xlm-roberta", "roberta", "distilbert", "mpnet", "new", "modernbert")
+FAMILIES = ("bert", "xlm-roberta", "roberta", "distilbert", "mpnet", "new", "modernbert", "qwen3")
 # transformers saves a *ForSequenceClassification's base model under these attribute names.
 BASE_PREFIXES = ("bert.", "roberta.", "distilbert.", "mpnet.", "new.", "model.")
 QUERY = "where do owls hunt at night"
@@ -103,6 +105,10 @@ def head(config, w):
                                   config.get("norm_eps", 1e-5))
             return classifier(pooled)
         return modernbert
+    if arch in ("Qwen3ForSequenceClassification", "Qwen2ForSequenceClassification",
+                "MistralForSequenceClassification", "LlamaForSequenceClassification"):
+        score = linear(w, "score", bias=False)
+        return lambda x: score(x[-1])  # the last token: a causal decoder's only one that saw all
     raise KeyError(arch)
 
 
@@ -110,7 +116,7 @@ class ReferenceCrossEncoder:
     def __init__(self, model_dir):
         self.config = json.load(open(f"{model_dir}/config.json"))
         self.weights = split_prefix(read_safetensors(f"{model_dir}/model.safetensors"))
-        encoder = REFERENCES[self.config["model_type"]]
+        encoder = reference_class(self.config)
         self.encoders = {tau: encoder(self.config, self.weights, tau) for tau in TEMPERATURES}
         self.head = head(self.config, self.weights)
 

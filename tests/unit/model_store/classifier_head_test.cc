@@ -76,6 +76,11 @@ TEST(ClassifierHead, RerankersAndClassifiersLoadWithTheirKindLabelsAndHead) {
   EXPECT_EQ((*classifier)->config().classifier.score, ScoreFunction::kSoftmax);
   EXPECT_EQ((*classifier)->pooling(), PoolingMode::kMean);  // classifier_pooling "mean"
   EXPECT_EQ((*classifier)->encoder().embedding_dim(), 3);
+  auto decoder = Model::Load(DemoDir("qwen3", 1), {});  // Qwen3ForSequenceClassification
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  EXPECT_EQ((*decoder)->kind(), ModelKind::kReranker);
+  EXPECT_EQ((*decoder)->pooling(), PoolingMode::kLastToken);
+  EXPECT_TRUE((*decoder)->unread_tensors().empty());  // `score` read, without a bias
   auto embedder = Model::Load(DemoDir("bert", 0), {});
   ASSERT_TRUE(embedder.ok()) << embedder.status();
   EXPECT_EQ((*embedder)->kind(), ModelKind::kEmbedding);
@@ -129,6 +134,12 @@ TEST(ClassifierHead, PairTemplatesFollowEachPostProcessor) {
   EXPECT_THAT(pair.ids, ElementsAre(5, 3, 6, 6, 4, 6));
   EXPECT_THAT(pair.type_ids, ElementsAre(0, 0, 0, 0, 0, 0));
   EXPECT_EQ((*roberta)->num_pair_special_tokens(), 4);
+  // No post-processor (or ByteLevel's alone, as Qwen3's): back to back, the second typed 1.
+  auto bare = with_post(Json());
+  ASSERT_TRUE(bare.ok()) << bare.status();
+  pair = (*bare)->EncodePair({3}, {4, 4});
+  EXPECT_THAT(pair.ids, ElementsAre(3, 4, 4));
+  EXPECT_THAT(pair.type_ids, ElementsAre(0, 1, 1));
   auto special = [](const char* id, int type) {
     return Json{{"SpecialToken", {{"id", id}, {"type_id", type}}}};
   };

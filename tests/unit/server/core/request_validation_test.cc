@@ -111,7 +111,8 @@ TEST_F(RequestValidationTest, EveryFieldAndBoundIsCheckedAndNamed) {
        },
        "outputs[1]: dense is asked for twice; each output at most once"},
       {"output without its head", [](auto* r, auto*) { r->options.outputs = {Output::kSparse}; },
-       "outputs[0]: sparse needs a head this model lacks (sparse_linear); it offers [dense]"},
+       "outputs[0]: sparse needs a head this model lacks (sparse_linear or a SPLADE head); it "
+       "offers [dense]"},
       {"multi-vector without its head",
        [](auto* r, auto*) {
          r->options.outputs = {Output::kDense, Output::kMultiVector};
@@ -171,8 +172,8 @@ TEST_F(RequestValidationTest, OutputsAreNamedInTheDoorsSpelling) {
   auto params = ValidateEmbedCall(call, *model_, limits_);
   EXPECT_EQ(params.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(params.status().message(),
-              HasSubstr("outputs[0]: <sparse> needs a head this model lacks (sparse_linear); it "
-                        "offers [<dense>]"));
+              HasSubstr("outputs[0]: <sparse> needs a head this model lacks (sparse_linear or a "
+                        "SPLADE head); it offers [<dense>]"));
 }
 
 TEST(StrategyNames, RoundTripAndListEveryName) {

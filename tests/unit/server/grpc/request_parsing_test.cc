@@ -31,7 +31,8 @@ const std::vector<const Descriptor*>& Twins() {
   static const auto* const kTwins = new std::vector<const Descriptor*>{
       v1::unchecked::EmbedRequest::descriptor(), v1::unchecked::EmbedStreamRequest::descriptor(),
       v1::unchecked::TokenizeRequest::descriptor(),
-      v1::unchecked::GetModelInfoRequest::descriptor()};
+      v1::unchecked::GetModelInfoRequest::descriptor(), v1::unchecked::RerankRequest::descriptor(),
+      v1::unchecked::ClassifyRequest::descriptor()};
   return *kTwins;
 }
 
