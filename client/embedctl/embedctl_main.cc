@@ -9,6 +9,7 @@
 //   embedctl calibrate --corpus=FILE|DIR [--schedule-out=MODEL_DIR/tempscale.json] [--json=F]
 //                      [--chart=F.svg]
 //   embedctl eval --corpus=FILE|DIR [--fixed-temperature=0.7] [--json=F] [--chart=F.svg]
+//   embedctl rerank-eval --corpus=FILE|DIR --model=RERANKER [--rerank-temperatures=1,0.9,0.8,0.7]
 //   embedctl pull REPO[@REV]... [--hub-cache-dir=DIR] [--hub-offline] [--hub-ca-bundle=PEM]
 //   embedctl bench --requests=N|--duration-s=S [--concurrency=C|--rate=R] [--corpus=FILE
 //                  [--corpus_in_order]] [--json=F]
@@ -34,6 +35,7 @@
 #include "client/embedctl/hub_pull_command.h"
 #include "client/embedctl/load_generator.h"
 #include "client/embedctl/metrics_probe.h"
+#include "client/embedctl/rerank_eval.h"
 #include "client/embedctl/retrieval_eval.h"
 #include "client/embedctl/score_commands.h"
 #include "client/embedctl/tempscale_calibration.h"
@@ -77,6 +79,8 @@ ABSL_FLAG(std::string, text_pair, "",
 ABSL_FLAG(std::string, input, "", "Read documents from FILE (one per line), or - for stdin.");
 ABSL_FLAG(std::string, corpus, "", "collapse-report, bench: corpus file, one document per line.");
 ABSL_FLAG(std::string, temperatures, "1,0.9,0.8,0.7,0.6", "collapse-report: taus to compare.");
+ABSL_FLAG(std::string, rerank_temperatures, "1,0.9,0.8,0.7",
+          "rerank-eval: taus to compare (1, the baseline, among them).");
 ABSL_FLAG(bool, cut_to_buckets, false, "collapse-report: cut documents to every bucket length.");
 ABSL_FLAG(std::string, json, "", "collapse-report: also write the report as JSON here.");
 ABSL_FLAG(std::string, chart, "", "collapse-report: write an SVG chart here.");
@@ -542,6 +546,34 @@ int Eval(EmbeddingClient& client) {
   return 0;
 }
 
+// rerank-eval: the reranker's MRR@10 per length bucket at each τ, truncate against chunk_max.
+int RerankEval(EmbeddingClient& client) {
+  auto corpus = ReadCorpus(absl::GetFlag(FLAGS_corpus));
+  if (!corpus.ok()) return Fail(corpus.status());
+  auto task_options = TaskOptionsFromFlags();
+  if (!task_options.ok()) return Fail(task_options.status());
+  RerankEvalOptions options;
+  options.model = task_options->model;
+  options.taus.clear();
+  for (absl::string_view text : absl::StrSplit(absl::GetFlag(FLAGS_rerank_temperatures), ',',
+                                               absl::SkipEmpty())) {
+    float tau = 0;
+    if (!absl::SimpleAtof(text, &tau) || !(tau > 0))
+      return Fail(absl::InvalidArgumentError("--rerank-temperatures: positive numbers, e.g. 1,0.8"));
+    options.taus.push_back(tau);
+  }
+  options.progress = ProgressPrinter("rerank-eval");
+  auto tasks = BuildRetrievalTasks(client, *std::move(corpus), *task_options);
+  if (!tasks.ok()) return Fail(tasks.status());
+  std::cerr << FormatTaskSummary(*tasks);
+  auto report = RunRerankEval(client, tasks->buckets, options);
+  if (!report.ok()) return Fail(report.status());
+  std::cout << FormatRerankEvalTable(*report);
+  if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty())
+    std::ofstream(path) << RerankEvalJson(*report);
+  return 0;
+}
+
 int Bench(EmbeddingClient& client) {
   BenchOptions options;
   options.requests = absl::GetFlag(FLAGS_requests);
@@ -619,7 +651,7 @@ int Bench(EmbeddingClient& client) {
 int Run(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "embedctl embed|tokenize|rerank|classify|models|health|collapse-report|calibrate|eval|"
-      "bench|pull [flags] [texts... | QUERY documents... | repositories...]");
+      "rerank-eval|bench|pull [flags] [texts... | QUERY documents... | repositories...]");
   if (absl::Status env = ApplyEnvironmentFallbacks("EMBEDCTL", "embedctl/embedctl_main.cc");
       !env.ok()) {
     return Fail(env);
@@ -663,6 +695,7 @@ int Run(int argc, char** argv) {
   if (command == "bench") return Bench(**client);
   if (command == "calibrate") return Calibrate(**client);
   if (command == "eval") return Eval(**client);
+  if (command == "rerank-eval") return RerankEval(**client);
   std::cerr << "embedctl: unknown command '" << command << "'\n"
             << absl::ProgramUsageMessage() << "\n";
   return 2;

@@ -41,7 +41,9 @@ class OnePair(torch.nn.Module):
 
     def __init__(self, reference):
         super().__init__()
-        self.encoder = reference.encoders[1.0]
+        # Train mode, kept through the export (its dropout is 0): PyTorch's fused encoder-layer
+        # kernel, which ONNX cannot export, runs only in eval mode.
+        self.encoder = reference.encoders[1.0].train()
         self.head = reference.head
 
     def forward(self, ids, pad):
@@ -61,7 +63,8 @@ def export_onnx(model_dir, length, path):
     pad = torch.zeros(1, length, dtype=torch.bool)
     torch.onnx.export(OnePair(ReferenceCrossEncoder(model_dir)), (ids, pad), path,
                       input_names=["ids", "pad"], output_names=["hidden"], opset_version=14,
-                      dynamic_axes={"ids": {1: "length"}, "pad": {1: "length"}})
+                      dynamic_axes={"ids": {1: "length"}, "pad": {1: "length"}},
+                      training=torch.onnx.TrainingMode.PRESERVE)
 
 
 def main():

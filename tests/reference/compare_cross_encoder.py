@@ -72,7 +72,7 @@ def split_prefix(weights):
 
 def linear(w, name, bias=True):
     weight = w[f"{name}.weight"]
-    layer = nn.Linear(weight.shape[1], weight.shape[0], bias=bias)
+    layer = nn.Linear(weight.shape[1], weight.shape[0], bias=bias).requires_grad_(False)
     with torch.no_grad():
         layer.weight.copy_(weight)
         if bias:

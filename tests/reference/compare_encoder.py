@@ -161,8 +161,9 @@ class ReferenceBert(nn.Module):
     @torch.no_grad()
     def forward(self, ids, types=None):
         """`types`: a pair's token type ids (BERT's second segment is 1); None: all 0."""
-        types = torch.tensor([types if types is not None else [0] * len(ids)], dtype=torch.long)
-        ids = torch.tensor([ids], dtype=torch.long)
+        ids = torch.as_tensor(ids, dtype=torch.long)[None]  # a traced input stays an input
+        types = (torch.zeros_like(ids) if types is None
+                 else torch.as_tensor(types, dtype=torch.long)[None])
         if self.roberta:
             mask = (ids != self.pad).long()
             positions = torch.cumsum(mask, dim=1) * mask + self.pad
