@@ -562,10 +562,14 @@ int RerankEval(EmbeddingClient& client) {
       return Fail(absl::InvalidArgumentError("--rerank-temperatures: positive numbers, e.g. 1,0.8"));
     options.taus.push_back(tau);
   }
+  if (std::find(options.taus.begin(), options.taus.end(), 1.0f) == options.taus.end())
+    return Fail(absl::InvalidArgumentError("--rerank-temperatures: must include 1, the baseline"));
   options.progress = ProgressPrinter("rerank-eval");
   auto tasks = BuildRetrievalTasks(client, *std::move(corpus), *task_options);
   if (!tasks.ok()) return Fail(tasks.status());
   std::cerr << FormatTaskSummary(*tasks);
+  if (const std::string path = absl::GetFlag(FLAGS_tasks_json); !path.empty())
+    std::ofstream(path) << TasksJson(*tasks);
   auto report = RunRerankEval(client, tasks->buckets, options);
   if (!report.ok()) return Fail(report.status());
   std::cout << FormatRerankEvalTable(*report);

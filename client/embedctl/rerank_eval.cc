@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -53,7 +54,7 @@ absl::StatusOr<RerankEvalReport> RunRerankEval(EmbeddingClient& client,
                                                const std::vector<BucketTask>& tasks,
                                                const RerankEvalOptions& options) {
   if (std::find(options.taus.begin(), options.taus.end(), 1.0f) == options.taus.end())
-    return absl::InvalidArgumentError("--temperatures: must include 1, the baseline");
+    return absl::InvalidArgumentError("--rerank-temperatures: must include 1, the baseline");
   RerankEvalReport report;
   for (v1::LongTextStrategy strategy : options.strategies)
     for (float tau : options.taus) report.columns.push_back({strategy, tau});
@@ -121,7 +122,9 @@ std::string RerankEvalJson(const RerankEvalReport& report) {
   };
   Json columns = Json::array();
   for (const RerankEvalColumn& c : report.columns)
-    columns.push_back({{"strategy", v1::StrategyName(c.strategy)}, {"tau", c.tau}});
+    // τ as given (0.8, not the float's 0.800000011920929).
+    columns.push_back({{"strategy", v1::StrategyName(c.strategy)},
+                       {"tau", std::stod(absl::StrFormat("%g", c.tau))}});
   Json rows = Json::array();
   for (size_t b = 0; b < report.buckets.size(); ++b) {
     Json over_tau1 = Json::array(), over_first = Json::array();

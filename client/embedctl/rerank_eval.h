@@ -40,7 +40,8 @@ struct RerankEvalReport {
   std::vector<std::vector<PairedGain>> gain_over_first_strategy;
 };
 
-// INVALID_ARGUMENT without τ = 1 among the taus (the baseline); the first failed call's error.
+// INVALID_ARGUMENT naming --rerank-temperatures without τ = 1 among the taus (the baseline);
+// the first failed call's error.
 absl::StatusOr<RerankEvalReport> RunRerankEval(EmbeddingClient& client,
                                                const std::vector<BucketTask>& tasks,
                                                const RerankEvalOptions& options);

@@ -214,6 +214,43 @@ class RerankRoutesTest(unittest.TestCase):
         for n, r in zip(node, want.results):
             self.assertAlmostEqual(n["score"], r.score, places=6)
 
+    def test_rerank_eval_figures_are_recomputed_from_the_servers_scores(self):
+        report_path, tasks_path = f"{self.tmp}/rerank-eval.json", f"{self.tmp}/tasks.json"
+        corpus = os.path.join(HERE, "..", "data", "retrieval_demo", "technical_snippets.txt")
+        out = subprocess.run([EMBEDCTL, "rerank-eval", f"--address={self.server.grpc_address}",
+                              "--model=reranker", f"--corpus={corpus}", "--docs-per-bucket=16",
+                              "--max-bucket=64-127", "--rerank-temperatures=1,0.8",
+                              f"--json={report_path}", f"--tasks-json={tasks_path}"],
+                             capture_output=True, text=True, timeout=300)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        with open(report_path) as f:
+            report = json.load(f)
+        columns = [(c["strategy"], c["tau"]) for c in report["columns"]]
+        self.assertEqual(columns, [("truncate", 1.0), ("truncate", 0.8), ("chunk_max", 1.0),
+                                   ("chunk_max", 0.8)])
+        row = {r["bucket"]: r for r in report["rows"]}["64-127"]  # past the 61-token window
+        with open(tasks_path) as f:
+            task = {t["bucket"]: t for t in json.load(f)["buckets"]}["64-127"]
+        pool, ranks = task["pool_size"], []
+        for i, query in enumerate(task["queries"]):
+            first = i // pool * pool
+            docs = task["documents"][first:first + pool]
+            got = self.client.rerank(query, docs, model="reranker", temperature=0.8,
+                                     strategy="LONG_TEXT_STRATEGY_CHUNK_MAX", raw_scores=True)
+            scores = {r.index: r.score for r in got.results}
+            rank = 1 + sum(1 for j in scores if j != i - first and scores[j] >= scores[i - first])
+            ranks.append(1.0 / rank if rank <= 10 else 0.0)
+        self.assertAlmostEqual(row["mrr_at_10"][3], sum(ranks) / len(ranks), places=9)
+        gain = row["gain_over_tau_1"][3]
+        self.assertIsNone(row["gain_over_tau_1"][2])
+        self.assertGreaterEqual(gain["standard_error"], 0)
+        refused = subprocess.run([EMBEDCTL, "rerank-eval", f"--address={self.server.grpc_address}",
+                                  "--model=reranker", f"--corpus={corpus}",
+                                  "--rerank-temperatures=0.9,0.8"],
+                                 capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(refused.returncode, 0)
+        self.assertIn("--rerank-temperatures: must include 1, the baseline", refused.stderr)
+
     def test_refusals_name_their_field(self):
         client = self.client
         self.grpc_refusal(lambda: client.embed(["x"], model="reranker"), "model")
