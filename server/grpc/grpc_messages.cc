@@ -100,40 +100,43 @@ void CountOnWire(google::protobuf::io::CodedInputStream* in, const std::vector<i
   }
 }
 
-// The path of `inputs` in `descriptor`'s messages: {} for a request, {request} for a stream
-// item; false when it has none.
-bool InputsPath(const google::protobuf::Descriptor* descriptor, std::vector<int>* path, int* field,
-                std::string* name) {
-  for (const char* list : {"inputs", "documents"}) {  // RerankRequest's inputs are documents
-    if (const FieldDescriptor* inputs = descriptor->FindFieldByName(list)) {
-      *field = inputs->number();
-      *name = list;
-      return true;
-    }
+// A repeated text field whose entries each become work (inputs, a rerank's documents, a
+// classify's text pairs), and where it sits: {} in a request, {request} in a stream item.
+struct CountedList {
+  std::vector<int> path;
+  int field = 0;
+  std::string name;
+};
+
+void CountedLists(const google::protobuf::Descriptor* descriptor, const std::vector<int>& path,
+                  const std::string& prefix, std::vector<CountedList>* out) {
+  for (const char* list : {"inputs", "documents", "text_pairs"}) {
+    if (const FieldDescriptor* field = descriptor->FindFieldByName(list))
+      out->push_back({path, field->number(), prefix + list});
   }
   const FieldDescriptor* request = descriptor->FindFieldByName("request");
-  if (request == nullptr || request->message_type() == nullptr) return false;
-  path->push_back(request->number());
-  if (!InputsPath(request->message_type(), path, field, name)) return false;
-  *name = "request." + *name;
-  return true;
+  if (request == nullptr || request->message_type() == nullptr) return;
+  std::vector<int> nested = path;
+  nested.push_back(request->number());
+  CountedLists(request->message_type(), nested, prefix + "request.", out);
 }
 
 absl::Status CheckInputCount(const grpc::ByteBuffer& buffer, const Message& message,
                              int64_t max_inputs) {
-  std::vector<int> path;
-  int field = 0;
-  std::string name;
-  if (!InputsPath(message.GetDescriptor(), &path, &field, &name)) return absl::OkStatus();
-  grpc::ByteBuffer copy(buffer);
-  grpc::ProtoBufferReader reader(&copy);
-  google::protobuf::io::CodedInputStream in(&reader);
-  int64_t count = 0;
-  CountOnWire(&in, path, 0, field, max_inputs, &count);
-  if (count <= max_inputs) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(name, ": more than ", max_inputs,
-                                                 " inputs; allowed [1, ", max_inputs,
-                                                 "] (--max-inputs-per-request)"));
+  std::vector<CountedList> lists;
+  CountedLists(message.GetDescriptor(), {}, "", &lists);
+  for (const CountedList& list : lists) {
+    grpc::ByteBuffer copy(buffer);
+    grpc::ProtoBufferReader reader(&copy);
+    google::protobuf::io::CodedInputStream in(&reader);
+    int64_t count = 0;
+    CountOnWire(&in, list.path, 0, list.field, max_inputs, &count);
+    if (count <= max_inputs) continue;
+    return absl::InvalidArgumentError(absl::StrCat(list.name, ": more than ", max_inputs,
+                                                   " inputs; allowed [1, ", max_inputs,
+                                                   "] (--max-inputs-per-request)"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace

@@ -217,6 +217,24 @@ TEST_F(EmbedErrorsTest, InputCountIsCheckedOnTheWireBeforeParsing) {
   EXPECT_LT(grown_mib, 40) << "peak RSS grew by " << grown_mib << " MiB";
 }
 
+// The same for the lists of Rerank and Classify: a rerank's documents, a classify's text pairs.
+TEST_F(EmbedErrorsTest, ScoreListsAreCountedOnTheWireBeforeParsing) {
+  v1::RerankRequest rerank;
+  for (int i = 0; i < 2000000; ++i) rerank.add_documents("");
+  const long before = server_->PeakRssKib();
+  auto ranked = client_->Rerank(rerank);
+  ASSERT_EQ(ranked.status().code(), kInvalid) << ranked.status();
+  EXPECT_THAT(ranked.status().message(), HasSubstr("documents: more than 4 inputs; allowed [1, 4]"));
+  v1::ClassifyRequest classify;
+  classify.add_inputs("one");
+  for (int i = 0; i < 2000000; ++i) classify.add_text_pairs("");
+  auto classified = client_->Classify(classify);
+  ASSERT_EQ(classified.status().code(), kInvalid) << classified.status();
+  EXPECT_THAT(classified.status().message(), HasSubstr("text_pairs: more than 4 inputs"));
+  const long grown_mib = (server_->PeakRssKib() - before) / 1024;
+  EXPECT_LT(grown_mib, 40) << "peak RSS grew by " << grown_mib << " MiB";
+}
+
 // A megabyte-long model or prompt name is quoted by its first 512 bytes and its length (whole,
 // it once made the error too large for gRPC's metadata).
 TEST_F(EmbedErrorsTest, LongNamesAreNotEchoedWhole) {
