@@ -143,7 +143,7 @@ void EmbedJob::Prepare() {
   size_t sequences = 0;
   for (size_t i = 0; i < documents_.size(); ++i) {
     EncodedDocument& doc = documents_[i];
-    const std::string field = absl::StrCat("inputs[", i, "]");
+    const std::string field = absl::StrCat(request_.inputs_field, "[", i, "]");
     auto tokens = DocumentTokens(i, field);
     if (!tokens.ok()) return Complete(tokens.status());
     doc.tokens = *std::move(tokens);

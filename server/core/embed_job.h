@@ -42,6 +42,8 @@ class EmbedJob : public std::enable_shared_from_this<EmbedJob> {
     EmbedParams params;
     // Texts, or content token ids used instead of tokenising (checked against the vocabulary).
     EmbedInputs inputs;
+    // How refusals name the inputs: "inputs", or a rerank's "documents" (then "documents[i]").
+    std::string inputs_field = "inputs";
     // A cross-encoder's pairs: the first text of each input's pair (one shared by every input,
     // as a rerank's query, or one per input); empty: single texts. Every sequence is then the
     // pair template over this text and a chunk of the input, and the chunks shrink to fit.

@@ -107,6 +107,7 @@ class Embedder {
   using JobDone = std::function<void(absl::StatusOr<EmbedResult>)>;
   absl::StatusOr<std::shared_ptr<EmbedJob>> StartJob(std::shared_ptr<const ServedModel> model,
                                                      const EmbedParams& params, EmbedInputs inputs,
+                                                     std::string inputs_field,
                                                      std::vector<std::string> pair_firsts,
                                                      std::string pair_first_field,
                                                      absl::Time deadline, JobDone done);
@@ -114,7 +115,7 @@ class Embedder {
   // the scored inputs in input order.
   absl::StatusOr<std::shared_ptr<EmbedJob>> StartScoring(
       const char* method, std::shared_ptr<const ServedModel> model, const ScoreOptions& options,
-      TextInputs inputs,
+      TextInputs inputs, std::string inputs_field,
       std::vector<std::string> pair_firsts, std::string pair_first_field, absl::Time deadline,
       std::function<void(absl::StatusOr<ScoreAnswer>)> done);
 

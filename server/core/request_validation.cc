@@ -16,11 +16,14 @@ absl::Status Invalid(const std::string& message) { return absl::InvalidArgumentE
 
 }  // namespace
 
-absl::Status ValidateInputCount(size_t count, const RequestLimits& limits) {
-  if (count == 0)
-    return Invalid("inputs: at least one input is required (an empty string is a valid input)");
+absl::Status ValidateInputCount(size_t count, const RequestLimits& limits,
+                                absl::string_view field) {
+  if (count == 0) {
+    return Invalid(absl::StrCat(
+        field, ": at least one input is required (an empty string is a valid input)"));
+  }
   if (count > limits.max_inputs_per_request) {
-    return Invalid(absl::StrCat("inputs: ", count, " inputs exceed the bound; allowed [1, ",
+    return Invalid(absl::StrCat(field, ": ", count, " inputs exceed the bound; allowed [1, ",
                                 limits.max_inputs_per_request, "] (--max-inputs-per-request)"));
   }
   return absl::OkStatus();
@@ -31,12 +34,12 @@ int64_t MaxInputBytes(const RequestLimits& limits) {
 }
 
 absl::Status ValidateTextBytes(const TextInputs& inputs, size_t prompt_bytes,
-                               const RequestLimits& limits) {
+                               const RequestLimits& limits, absl::string_view field) {
   int64_t bytes = 0;
   for (const auto& input : inputs) bytes += static_cast<int64_t>(input.size() + prompt_bytes);
   if (bytes > limits.max_request_bytes) {
     return Invalid(absl::StrCat(
-        prompt_bytes > 0 ? "inputs and prompt: " : "inputs: ", bytes, " bytes of text",
+        field, prompt_bytes > 0 ? " and prompt: " : ": ", bytes, " bytes of text",
         prompt_bytes > 0 ? " (the prompt counts once per input)" : "",
         " exceed the bound; allowed [0, ", limits.max_request_bytes, "] (--max-request-bytes)"));
   }
@@ -45,7 +48,7 @@ absl::Status ValidateTextBytes(const TextInputs& inputs, size_t prompt_bytes,
     const auto input = static_cast<int64_t>(inputs[i].size() + prompt_bytes);
     if (input <= max_input) continue;
     return Invalid(absl::StrCat(
-        "inputs[", i, "]: ", input, " bytes of text", prompt_bytes > 0 ? " with the prompt" : "",
+        field, "[", i, "]: ", input, " bytes of text", prompt_bytes > 0 ? " with the prompt" : "",
         " exceed the bound; allowed [0, ", max_input, "] (", kMaxBytesPerToken,
         " bytes for each token --max-tokens-per-document allows)"));
   }

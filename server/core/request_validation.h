@@ -40,7 +40,9 @@ absl::Status ValidatePairFirsts(const std::vector<std::string>& firsts, const st
 std::vector<Output> OfferedOutputs(const model_store::Model& model);
 
 // `count` inputs is between 1 and --max-inputs-per-request; INVALID_ARGUMENT otherwise.
-absl::Status ValidateInputCount(size_t count, const RequestLimits& limits);
+// `field` names the list in the refusal ("documents" for a rerank).
+absl::Status ValidateInputCount(size_t count, const RequestLimits& limits,
+                                absl::string_view field = "inputs");
 
 // Bytes of text one input may hold: kMaxBytesPerToken for each token
 // --max-tokens-per-document allows. Tokenizing costs about 28 bytes of memory per byte of text
@@ -55,7 +57,7 @@ int64_t MaxInputBytes(const RequestLimits& limits);
 // together at most --max-request-bytes; INVALID_ARGUMENT naming the input (inputs[i]) or
 // inputs (and prompt when it counts) otherwise.
 absl::Status ValidateTextBytes(const TextInputs& inputs, size_t prompt_bytes,
-                               const RequestLimits& limits);
+                               const RequestLimits& limits, absl::string_view field = "inputs");
 
 // A Tokenize call answers at most --max-tokens-per-document tokens in all, so all its inputs
 // together are bounded like one text (MaxInputBytes); INVALID_ARGUMENT naming inputs otherwise.

@@ -4,7 +4,7 @@ evaluates our rule files, and answers every PromQL expression of the Grafana das
 rules. The collapse gauge is then checked against the same statistic recomputed here from the
 vectors the server returned.
 
-usage: prometheus_test.py SERVER_BINARY MODEL_DIR REPO_ROOT
+usage: prometheus_test.py SERVER_BINARY MODEL_DIR REPO_ROOT WRITE_DEMO_MODEL
 """
 import json
 import math
@@ -26,7 +26,7 @@ sys.path.insert(0, HERE)
 from embedding_client import EmbeddingClient  # noqa: E402
 from server_runner import ServerRunner  # noqa: E402
 
-BINARY, MODEL, ROOT = sys.argv[1], sys.argv[2], sys.argv[3]
+BINARY, MODEL, ROOT, WRITER = sys.argv[1:5]
 WORDS = ["the", "cat", "sat", "on", "a", "mat", "and", "dog", "ran", "to", "big", "red", "sun"]
 
 
@@ -110,7 +110,12 @@ def expressions():
 class PrometheusEndToEnd(unittest.TestCase):
     def test_dashboard_rules_and_collapse_gauge(self):
         work = tempfile.mkdtemp(prefix="prom-e2e-")
-        with ServerRunner(BINARY, [f"--model=tiny={MODEL}", "--collapse-window=512"]) as server:
+        # A reranker beside the embedder, for the dashboard's score panels.
+        subprocess.run([WRITER, f"--out={work}/rr", "--num_labels=1", "--layers=2",
+                        "--hidden=64", "--heads=4", "--max_positions=130"],
+                       check=True, capture_output=True)
+        with ServerRunner(BINARY, [f"--model=tiny={MODEL}", f"--model=rr={work}/rr",
+                                   "--collapse-window=512"]) as server:
             prometheus = Prometheus(server.http_address, work)
             try:
                 self.run_checks(server, prometheus)
@@ -145,6 +150,9 @@ class PrometheusEndToEnd(unittest.TestCase):
                     key = (doc.length_bucket, "off" if tau == 1.0 else "on")
                     sent.setdefault(key, []).append(list(doc.vector))
                     documents += 1
+                if length <= 1500:  # short and long pairs, chunked past the 127-token window
+                    client.rerank("which document", [words(length, rng)], model="rr",
+                                  temperature=tau)
         try:  # one refused request, so error series exist too
             client.embed(["x"], temperature=-1.0)
         except Exception:

@@ -125,7 +125,7 @@ class RerankRoutesTest(unittest.TestCase):
         self.assertAlmostEqual(cut["START"].score, chunked.chunks[0].scores[0], places=5)
         self.assertNotAlmostEqual(cut["END"].score, cut["START"].score, places=3)
         refused = self.grpc_refusal(lambda: self.client.rerank(
-            QUERY, [LONG], model="reranker", strategy="LONG_TEXT_STRATEGY_REJECT"), "inputs[0]")
+            QUERY, [LONG], model="reranker", strategy="LONG_TEXT_STRATEGY_REJECT"), "documents[0]")
         self.assertIn("window", refused)
 
     def test_classify_softmax_and_pairs(self):
@@ -260,7 +260,7 @@ class RerankRoutesTest(unittest.TestCase):
         self.grpc_refusal(lambda: client.rerank(QUERY, ["x"], model="reranker",
                                                 strategy="LONG_TEXT_STRATEGY_CHUNK_ALL"),
                           "strategy")
-        self.grpc_refusal(lambda: client.rerank(QUERY, [], model="reranker"), "inputs")
+        self.grpc_refusal(lambda: client.rerank(QUERY, [], model="reranker"), "documents")
         details = self.grpc_refusal(lambda: client.rerank(" ".join(["owl"] * 80), ["x"],
                                                           model="reranker"), "query")
         self.assertIn("allowed [0, 60]", details)  # 64 less 3 specials less 1 document token
