@@ -75,6 +75,28 @@ absl::Status ChooseWindow(int64_t positions, const SentenceTransformersConfig& s
   return absl::OkStatus();
 }
 
+// classifier_from_token's vocabulary ids, and the prompt's suffix made the pair template's end.
+// INVALID_ARGUMENT naming the field for a token the vocabulary lacks; DATA_LOSS for a suffix
+// that is not valid UTF-8.
+absl::Status ResolveScoreTokens(const std::string& model_dir, ClassifierConfig* classifier,
+                                Tokenizer* tokenizer) {
+  for (const std::string& token : classifier->from_tokens) {
+    const int32_t id = tokenizer->TokenToId(token);
+    if (id < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          model_dir, "/config.json: classifier_from_token '", token,
+          "' is not a token of tokenizer.json's vocabulary"));
+    }
+    classifier->from_token_ids.push_back(id);
+  }
+  // Without a pair template Load refuses the reranker next.
+  if (classifier->prompt.empty() || !tokenizer->has_pair_template()) return absl::OkStatus();
+  auto suffix = tokenizer->Tokenize(classifier->prompt.suffix, "score_prompt.document_template");
+  if (!suffix.ok()) return absl::DataLossError(suffix.status().message());
+  tokenizer->AppendToPairTemplate(std::move(suffix->ids));
+  return absl::OkStatus();
+}
+
 std::string Describe(const TensorView& view) {
   return absl::StrCat(view.name, " (", DTypeName(view.dtype), " [", absl::StrJoin(view.shape, ", "),
                       "])");
@@ -94,7 +116,8 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
   if (!std::filesystem::is_directory(model_dir))
     return absl::NotFoundError(absl::StrCat(model_dir, ": not a directory"));
   auto model = std::unique_ptr<Model>(new Model());
-  ASSIGN_OR_RETURN(EncoderConfig config, LoadEncoderConfig(model_dir + "/config.json"));
+  ASSIGN_OR_RETURN(EncoderConfig config, LoadEncoderConfig(model_dir + "/config.json",
+                                                           options.config_overrides));
   ASSIGN_OR_RETURN(const ArchitectureSpec* spec, FindFamily(config.family));
   ASSIGN_OR_RETURN(model->tokenizer_, Tokenizer::Load(model_dir));
   if (static_cast<int64_t>(model->tokenizer_->vocab_size()) > config.vocab_size) {
@@ -102,6 +125,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
         absl::StrCat(model_dir, ": tokenizer has ", model->tokenizer_->vocab_size(),
                      " tokens but config.json vocab_size is ", config.vocab_size));
   }
+  RETURN_IF_ERROR(ResolveScoreTokens(model_dir, &config.classifier, model->tokenizer_.get()));
   ASSIGN_OR_RETURN(model->st_config_, LoadSentenceTransformersConfig(model_dir));
   // Decided before any weight is read: a refused option costs nothing.
   RETURN_IF_ERROR(ChooseWindow(config.max_sequence_length(), model->st_config_,

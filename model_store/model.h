@@ -31,6 +31,9 @@ struct ModelOptions {
   // Tokens one window may hold, special tokens included (--max_input_length); 0: the model's
   // own window. It may lower the window, never raise it (Load refuses that).
   int64_t max_input_length = 0;
+  // A JSON object whose keys replace config.json's (--hf_overrides): how Qwen3-Reranker, saved
+  // as a Qwen3ForCausalLM, is read as a reranker. Empty: none.
+  std::string config_overrides;
 };
 
 class Model {
@@ -54,6 +57,9 @@ class Model {
   // An embedder, or a *ForSequenceClassification checkpoint: a reranker (one label) or a
   // classifier; its head and labels are config().classifier.
   ModelKind kind() const { return config().classifier.kind; }
+  // The prompt a reranker reads pairs inside (Qwen3-Reranker's); empty for most. Its suffix is
+  // already the pair template's end; the query and the document's lead are the caller's.
+  const ScorePrompt& score_prompt() const { return config().classifier.prompt; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const Encoder& encoder() const { return *encoder_; }
   const SentenceTransformersConfig& sentence_transformers() const { return st_config_; }

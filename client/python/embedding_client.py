@@ -174,23 +174,25 @@ class EmbeddingClient:
         return options
 
     def rerank(self, query, documents, model="", top_n=None, return_documents=False,
-               **options):
-        """Scores `documents` against `query` with a reranker, best first. `options`: those of
+               instruction="", **options):
+        """Scores `documents` against `query` with a reranker, best first. `instruction`: a
+        prompted reranker's (Qwen3-Reranker's; empty: its default). `options`: those of
         ScoreOptions (temperature, strategy such as "LONG_TEXT_STRATEGY_CHUNK_MAX",
         truncation_side, chunk_tokens, chunk_overlap_tokens, raw_scores, return_chunks)."""
         request = self.messages["embedding.v1.RerankRequest"](
             model=model, query=query, documents=list(documents),
-            return_documents=return_documents, options=self._score_options(**options))
+            return_documents=return_documents, instruction=instruction,
+            options=self._score_options(**options))
         if top_n is not None:
             request.top_n = top_n
         return self._unary("Rerank", request, "embedding.v1.RerankResponse")
 
-    def classify(self, inputs, model="", text_pairs=(), **options):
+    def classify(self, inputs, model="", text_pairs=(), instruction="", **options):
         """Each input's label scores, in input order; with `text_pairs`, input i is the pair
         (text_pairs[i], inputs[i])."""
         request = self.messages["embedding.v1.ClassifyRequest"](
             model=model, inputs=list(inputs), text_pairs=list(text_pairs),
-            options=self._score_options(**options))
+            instruction=instruction, options=self._score_options(**options))
         return self._unary("Classify", request, "embedding.v1.ClassifyResponse")
 
     def tokenize(self, inputs, model="", add_special_tokens=True):

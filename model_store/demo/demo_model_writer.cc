@@ -48,6 +48,8 @@ absl::Status ValidateSpec(const DemoModelSpec& spec) {
     return absl::InvalidArgumentError("num_labels: must be >= 0 (0: an embedder)");
   if (spec.splade && spec.num_labels > 0)
     return absl::InvalidArgumentError("splade: a SPLADE model has no classification head");
+  if (spec.causal_lm_reranker && (spec.num_labels > 0 || spec.splade))
+    return absl::InvalidArgumentError("causal_lm_reranker: a causal LM has no other head");
   if (spec.pooling != "cls" && spec.pooling != "mean" && spec.pooling != "max" &&
       spec.pooling != "last_token")
     return absl::InvalidArgumentError("pooling: must be one of cls, mean, max, last_token");
@@ -353,7 +355,8 @@ absl::StatusOr<int64_t> WriteTokenizerFiles(const fs::path& root, const DemoMode
   // XLM-R and CamemBERT with SentencePiece Unigram, BERT's kin with WordPiece.
   if (arch.decoder) {
     ASSIGN_OR_RETURN(auto words, DemoWords(spec));
-    tokenizer = ByteLevelBpeTokenizerJson(words, spec.vocab_size - 1);
+    tokenizer = spec.causal_lm_reranker ? ChatBpeTokenizerJson(words, spec.vocab_size)
+                                        : ByteLevelBpeTokenizerJson(words, spec.vocab_size - 1);
     vocab_size = spec.vocab_size;
     settings = {{"eos_token", "<|endoftext|>"},
                 {"pad_token", "<|endoftext|>"},
@@ -423,8 +426,12 @@ absl::Status WriteDemoModel(const std::string& dir, const DemoModelSpec& spec) {
                                    "that answer the query\nQuery:"},
                                   {"document", ""}}
                            : Json{{"query", "query: "}, {"passage", "passage: "}};
-  RETURN_IF_ERROR(WriteSentenceTransformersFiles(root, spec.hidden_size, spec.pooling,
-                                                 /*normalize=*/true, prompts));
+  if (spec.causal_lm_reranker && !arch->decoder)
+    return absl::InvalidArgumentError("causal_lm_reranker: the decoder families only");
+  if (!spec.causal_lm_reranker) {
+    RETURN_IF_ERROR(WriteSentenceTransformersFiles(root, spec.hidden_size, spec.pooling,
+                                                   /*normalize=*/true, prompts));
+  }
   RETURN_IF_ERROR(WriteTextFile(
       root / "README.md",
       absl::StrCat("# Demo model\n\nA ", arch->model_type,

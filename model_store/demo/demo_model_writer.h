@@ -29,6 +29,10 @@ struct DemoModelSpec {
   // its masked-LM head (the decoder tied to the word embeddings) and modules.json's
   // MLMTransformer + SpladePooling (bert and distilbert).
   bool splade = false;
+  // Qwen/Qwen3-Reranker's layout (decoders): a <Family>ForCausalLM with tied embeddings whose
+  // tokenizer has the chat tokens, bare "yes" and "no", and no post-processor template, and no
+  // sentence-transformers modules. Served as a reranker through --hf_overrides.
+  bool causal_lm_reranker = false;
   std::string word_list = "/usr/share/dict/words";
 };
 

@@ -173,6 +173,29 @@ Json ByteLevelBpeTokenizerJson(const std::vector<std::string>& words, int64_t vo
           {"model", BpeModel(vocab, merges)}};
 }
 
+Json ChatBpeTokenizerJson(const std::vector<std::string>& words, int64_t vocab_size) {
+  const char* kChatTokens[] = {"<|im_start|>", "<|im_end|>", "<think>", "</think>"};
+  const std::pair<const char*, const char*> kAnswerMerges[] = {{"y", "e"}, {"ye", "s"}, {"n", "o"}};
+  Json tokenizer = ByteLevelBpeTokenizerJson(words, vocab_size - 8);
+  Json& vocab = tokenizer["model"]["vocab"];
+  int next = static_cast<int>(vocab.size()) + 1;  // after <|endoftext|>, which is not in vocab
+  for (const auto& [left, right] : kAnswerMerges) {
+    const std::string merged = std::string(left) + right;
+    if (vocab.contains(merged)) continue;
+    tokenizer["model"]["merges"].push_back(Json::array({left, right}));
+    vocab[merged] = next++;
+  }
+  for (const char* token : kChatTokens) {
+    vocab[token] = next;
+    tokenizer["added_tokens"].push_back(AddedToken(next++, token));
+  }
+  tokenizer["post_processor"] = {{"type", "ByteLevel"},
+                                 {"add_prefix_space", false},
+                                 {"trim_offsets", false},
+                                 {"use_regex", false}};
+  return tokenizer;
+}
+
 Json RobertaBpeTokenizerJson(const std::vector<std::string>& words, int64_t vocab_size) {
   Json vocab = Json::object();
   const char* kSpecials[] = {"<s>", "<pad>", "</s>", "<unk>"};

@@ -29,6 +29,11 @@ nlohmann::json UnigramTokenizerJson(const std::vector<std::pair<std::string, dou
 // merges of its prefixes, until `vocab_size` tokens; <|endoftext|> takes the next id.
 nlohmann::json ByteLevelBpeTokenizerJson(const std::vector<std::string>& words, int64_t vocab_size);
 
+// Qwen3-Reranker's kind (a chat model's): the same, but a ByteLevel post-processor that adds
+// nothing, the chat tokens <|im_start|>, <|im_end|>, <think> and </think> as added tokens, and
+// bare "yes" and "no" reachable by merges; ids below `vocab_size`.
+nlohmann::json ChatBpeTokenizerJson(const std::vector<std::string>& words, int64_t vocab_size);
+
 // RoBERTa's layout (roberta-base's tokenizer.json): <s> <pad> </s> <unk>, the same byte-level
 // pieces, <mask> last (id vocab_size - 1); ByteLevel pre-tokenizer with GPT-2's regex, no
 // normalizer, RobertaProcessing (<s> $A </s>).

@@ -28,6 +28,9 @@ ABSL_FLAG(int, num_labels, 0,
 ABSL_FLAG(bool, splade, false,
           "A SPLADE model (bert or distilbert): <Family>ForMaskedLM with sentence-transformers' "
           "MLMTransformer + SpladePooling.");
+ABSL_FLAG(bool, causal_lm_reranker, false,
+          "Decoders: Qwen/Qwen3-Reranker's layout, a *ForCausalLM with the chat tokens and no "
+          "sentence-transformers modules (serve it with --hf_overrides).");
 ABSL_FLAG(std::string, word_list, "/usr/share/dict/words", "Word list for the vocabulary.");
 
 int main(int argc, char** argv) {
@@ -55,6 +58,7 @@ int main(int argc, char** argv) {
   spec.word_list = absl::GetFlag(FLAGS_word_list);
   spec.num_labels = absl::GetFlag(FLAGS_num_labels);
   spec.splade = absl::GetFlag(FLAGS_splade);
+  spec.causal_lm_reranker = absl::GetFlag(FLAGS_causal_lm_reranker);
   const absl::Status status =
       embedding::model_store::WriteDemoModel(absl::GetFlag(FLAGS_out), spec);
   if (!status.ok()) {

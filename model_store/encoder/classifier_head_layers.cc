@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "model_store/encoder/encoder_weights.h"
 
 namespace embedding::model_store {
 namespace {
@@ -26,6 +28,42 @@ absl::StatusOr<std::string> HeadActivation(const ClassifierStep& step,
       "config.json: ", head.activation_field, " '", name,
       "' is not supported; supported: gelu, gelu_new, gelu_pytorch_tanh, gelu_fast, relu, silu, "
       "swish, tanh"));
+}
+
+// classifier_from_token's rows of the LM head (or of the word embeddings it is tied to), as
+// the last layer: for two tokens the second's row less the first's, one logit whose sigmoid is
+// the softmax over the two.
+absl::StatusOr<torch::Tensor> LmHeadRows(const ArchitectureSpec& spec,
+                                         const ClassifierConfig& classifier,
+                                         const EncoderConfig& config, const Checkpoint& checkpoint) {
+  std::string name = spec.classifier.lm_head + ".weight";
+  const TensorView* view = checkpoint.Find(name);
+  if (view == nullptr && classifier.lm_head_tied) {
+    for (const std::string& prefix : spec.weight_prefixes) {
+      name = prefix + spec.word_embeddings + ".weight";
+      if ((view = checkpoint.Find(name)) != nullptr) break;
+    }
+  }
+  if (view == nullptr) {
+    return absl::DataLossError(absl::StrCat(
+        checkpoint.layout(), ": no tensor '", spec.classifier.lm_head, ".weight'",
+        classifier.lm_head_tied ? " or word embeddings" : " (config.json tie_word_embeddings is false)",
+        " for classifier_from_token"));
+  }
+  if (view->shape != std::vector<int64_t>{config.vocab_size, config.hidden_size}) {
+    return absl::DataLossError(absl::StrCat(checkpoint.layout(), ": tensor '", name, "' has shape [",
+                                            absl::StrJoin(view->shape, ", "), "]; expected [",
+                                            config.vocab_size, ", ", config.hidden_size,
+                                            "] (config.json vocab_size, hidden_size)"));
+  }
+  ASSIGN_OR_RETURN(torch::Tensor rows, FloatingRows(*view, classifier.from_token_ids));
+  rows = rows.to(torch::kFloat32);
+  if (!torch::isfinite(rows).all().item<bool>()) {
+    return absl::DataLossError(absl::StrCat(checkpoint.layout(), ": tensor '", name,
+                                            "' holds NaN or infinite values in the rows read"));
+  }
+  if (rows.size(0) == 2) rows = (rows[1] - rows[0]).unsqueeze(0);
+  return rows.contiguous();
 }
 
 }  // namespace
@@ -56,6 +94,11 @@ absl::StatusOr<std::vector<DenseLayer>> LoadClassifierHead(const ArchitectureSpe
     }
     DenseLayer layer;
     ASSIGN_OR_RETURN(layer.activation, HeadActivation(step, classifier, head));
+    if (last && !classifier.from_token_ids.empty()) {
+      ASSIGN_OR_RETURN(layer.weight, LmHeadRows(spec, classifier, config, checkpoint));
+      layers.push_back(std::move(layer));
+      break;
+    }
     ASSIGN_OR_RETURN(layer.weight,
                      ReadFp32Tensor(checkpoint, where, name + ".weight", {out, hidden}, source));
     const bool biased =

@@ -32,6 +32,28 @@ absl::StatusOr<torch::Tensor> FloatingTensor(const TensorView& view) {
   return t;
 }
 
+absl::StatusOr<torch::Tensor> FloatingRows(const TensorView& view,
+                                           const std::vector<int32_t>& rows) {
+  if (!IsFloating(view.dtype) || view.shape.size() != 2) {
+    return absl::DataLossError(absl::StrCat(view.file, ": tensor '", view.name, "' has dtype ",
+                                            DTypeName(view.dtype), " and ", view.shape.size(),
+                                            " dimensions; rows are read from a 2-D ",
+                                            FloatingDTypeNames(), " tensor"));
+  }
+  const size_t row_bytes = static_cast<size_t>(view.shape[1]) * DTypeSize(view.dtype);
+  torch::Tensor t = torch::empty({static_cast<int64_t>(rows.size()), view.shape[1]},
+                                 torch::TensorOptions().dtype(TorchType(view.dtype)));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] < 0 || rows[i] >= view.shape[0]) {
+      return absl::DataLossError(absl::StrCat(view.file, ": tensor '", view.name, "' has ",
+                                              view.shape[0], " rows; row ", rows[i], " asked"));
+    }
+    std::memcpy(static_cast<uint8_t*>(t.data_ptr()) + i * row_bytes,
+                view.data + static_cast<size_t>(rows[i]) * row_bytes, row_bytes);
+  }
+  return t;
+}
+
 namespace {
 
 class Binder {

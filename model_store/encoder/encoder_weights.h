@@ -63,6 +63,11 @@ struct EncoderWeights {
 // A copy of a checkpoint's floating tensor (F32, F16, BF16 or F64) in its own dtype.
 // DATA_LOSS naming the file, the tensor and its dtype for any other dtype: the model reads it.
 absl::StatusOr<torch::Tensor> FloatingTensor(const TensorView& view);
+// Rows `rows` of a 2-D floating tensor, copying only their bytes (two rows of a 150k-row LM
+// head, not the head), in its own dtype. DATA_LOSS as FloatingTensor's, or naming a row out
+// of range.
+absl::StatusOr<torch::Tensor> FloatingRows(const TensorView& view,
+                                           const std::vector<int32_t>& rows);
 
 // Finds every weight `spec` names (trying each prefix), checks its shape against `config`
 // and converts it to `dtype`. DATA_LOSS naming the tensor when one is missing or mis-shaped.

@@ -300,6 +300,8 @@ ArchitectureSpec DecoderLayout(std::string model_type, std::string known_checkpo
   spec.classifier.architecture = std::move(classifier);
   spec.classifier.steps = {{"score", false, "", "", "", /*bias=*/false}};
   spec.classifier.last_token = true;
+  // Qwen/Qwen3-Reranker-*: a Qwen3ForCausalLM read as a classifier through classifier_from_token.
+  spec.classifier.lm_head = "lm_head";
   return spec;
 }
 

@@ -68,6 +68,35 @@ absl::StatusOr<ScoreFunction> ReadScoreFunction(const std::string& label, const 
                                           "multi_label_classification or regression"));
 }
 
+absl::StatusOr<std::vector<std::string>> ReadFromTokens(const std::string& label,
+                                                        const Json& tokens,
+                                                        const std::string& family,
+                                                        const ClassifierHeadSpec& head) {
+  if (head.lm_head.empty()) {
+    std::vector<std::string> with_lm_heads;
+    for (const ArchitectureSpec& spec : AllArchitectures()) {
+      if (!spec.classifier.lm_head.empty()) with_lm_heads.push_back(spec.family);
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        label, ": classifier_from_token: the ", family,
+        " family has no language-model head here; families with one: ",
+        absl::StrJoin(with_lm_heads, ", ")));
+  }
+  std::vector<std::string> out;
+  if (tokens.is_array() && tokens.size() >= 2 && static_cast<int64_t>(tokens.size()) <= kMaxLabels) {
+    for (const Json& token : tokens) {
+      if (!token.is_string() || token.get<std::string>().empty()) break;
+      out.push_back(token.get<std::string>());
+    }
+  }
+  if (out.size() < 2 || out.size() != tokens.size()) {
+    return absl::DataLossError(absl::StrCat(
+        label, ": field 'classifier_from_token' must list 2 to ", kMaxLabels,
+        " vocabulary tokens as strings; got ", tokens.dump().substr(0, 200)));
+  }
+  return out;
+}
+
 }  // namespace
 
 const char* ModelKindName(ModelKind kind) {
@@ -102,7 +131,15 @@ absl::StatusOr<ClassifierConfig> ReadClassifierConfig(const std::string& label, 
   if (!architectures.is_array() || architectures.empty() || !architectures[0].is_string())
     return out;  // no class named: an embedder, as every encoder checkpoint before heads
   out.architecture = architectures[0].get<std::string>();
-  if (!absl::EndsWith(out.architecture, kSequenceClassification)) return out;
+  const Json& from_token = config.value("classifier_from_token", Json());
+  ASSIGN_OR_RETURN(out.prompt, ReadScorePrompt(label, config));
+  if (!absl::EndsWith(out.architecture, kSequenceClassification)) {
+    if (from_token.is_null() && out.prompt.empty()) return out;
+    return absl::InvalidArgumentError(absl::StrCat(
+        label, ": classifier_from_token and a score prompt make a classifier, but architectures is '",
+        out.architecture, "'; name the family's ", kSequenceClassification,
+        " class there too (as vLLM's --hf_overrides does)"));
+  }
   if (head.steps.empty()) {
     std::vector<std::string> with_heads;
     for (const ArchitectureSpec& spec : AllArchitectures()) {
@@ -113,7 +150,16 @@ absl::StatusOr<ClassifierConfig> ReadClassifierConfig(const std::string& label, 
         " family has no sequence-classification head here; families with one: ",
         absl::StrJoin(with_heads, ", ")));
   }
-  ASSIGN_OR_RETURN(out.labels, ReadLabels(label, config));
+  if (from_token.is_null()) {
+    ASSIGN_OR_RETURN(out.labels, ReadLabels(label, config));
+  } else {
+    ASSIGN_OR_RETURN(out.from_tokens, ReadFromTokens(label, from_token, family, head));
+    RETURN_IF_ERROR(ReadBool(label, config, "tie_word_embeddings", &out.lm_head_tied));
+    // Two tokens: one label, the second's probability in a softmax over the pair.
+    out.labels = out.from_tokens.size() == 2
+                     ? std::vector<std::string>{out.from_tokens[1]}
+                     : out.from_tokens;
+  }
   out.kind = out.labels.size() == 1 ? ModelKind::kReranker : ModelKind::kClassifier;
   ASSIGN_OR_RETURN(out.score, ReadScoreFunction(label, config, out.labels.size()));
   if (!head.pooling_field.empty()) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "model_store/spec/score_prompt.h"
 #include "nlohmann/json_fwd.hpp"
 
 namespace embedding::model_store {
@@ -33,6 +34,10 @@ struct ClassifierHeadSpec {
   bool last_token = false;
   // config.json's field naming the activation of a "config" step.
   std::string activation_field;
+  // The language-model head whose rows `classifier_from_token` reads in place of the last
+  // step (the decoders' lm_head); a checkpoint that ties it reads word_embeddings instead.
+  // Empty: classifier_from_token is refused.
+  std::string lm_head;
 };
 
 // What a model does with its encoder's output.
@@ -63,12 +68,26 @@ struct ClassifierConfig {
   std::string activation;  // the head's "config" activation (ModernBERT: classifier_activation)
   // Which optional head biases exist, by the spec's bias_field names.
   std::vector<std::string> biases_absent;
+  // vLLM's classifier_from_token (a language model served as a classifier, as Qwen3-Reranker
+  // is): the last step is these tokens' rows of the LM head, so no other row is read. Two
+  // tokens make one label scored by sigmoid(logit[1] - logit[0]), which is softmax over the
+  // pair's [1]; more make one label each. Empty for a trained head.
+  std::vector<std::string> from_tokens;
+  std::vector<int32_t> from_token_ids;  // their vocabulary ids, resolved with the tokenizer
+  // tie_word_embeddings (transformers' default: true): a checkpoint without lm_head's tensor
+  // reads those rows of the word embeddings.
+  bool lm_head_tied = true;
+  // The text pairs are read inside (Qwen3-Reranker's recipe); empty: the tokenizer's pair
+  // template alone.
+  ScorePrompt prompt;
 };
 
-// Reads architectures, num_labels / id2label and problem_type for the family's head. A
+// Reads architectures, num_labels / id2label and problem_type for the family's head, or
+// classifier_from_token and the prompt (is_original_qwen3_reranker, score_prompt). A
 // *ForSequenceClassification checkpoint of a family without a head spec is refused
-// (INVALID_ARGUMENT naming config.json's architectures and the families with heads); DATA_LOSS
-// naming the field for a malformed id2label or problem_type.
+// (INVALID_ARGUMENT naming config.json's architectures and the families with heads), and so is
+// classifier_from_token for a family without an LM head (naming the field); DATA_LOSS naming the
+// field for a malformed id2label, problem_type, classifier_from_token or prompt.
 absl::StatusOr<ClassifierConfig> ReadClassifierConfig(const std::string& label,
                                                       const nlohmann::json& config,
                                                       const std::string& family,

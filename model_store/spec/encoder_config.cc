@@ -38,11 +38,22 @@ std::vector<double> AlibiSlopes(int64_t heads) {
   return slopes;
 }
 
-absl::StatusOr<EncoderConfig> ParseEncoderConfig(const std::string& label,
-                                                 const std::string& text) {
+absl::StatusOr<EncoderConfig> ParseEncoderConfig(const std::string& given_label,
+                                                 const std::string& text,
+                                                 const std::string& overrides) {
   Json json = Json::parse(text, nullptr, false);
   if (json.is_discarded() || !json.is_object())
-    return absl::DataLossError(absl::StrCat(label, ": not a well-formed JSON object"));
+    return absl::DataLossError(absl::StrCat(given_label, ": not a well-formed JSON object"));
+  std::string label = given_label;
+  if (!overrides.empty()) {
+    const Json replace = Json::parse(overrides, nullptr, false);
+    if (replace.is_discarded() || !replace.is_object()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--hf_overrides for ", given_label, ": not a JSON object"));
+    }
+    for (const auto& [key, value] : replace.items()) json[key] = value;
+    label = absl::StrCat(given_label, " with --hf_overrides");
+  }
   EncoderConfig config;
   auto type_it = json.find("model_type");
   if (type_it == json.end() || !type_it->is_string())
@@ -103,12 +114,13 @@ absl::StatusOr<EncoderConfig> ParseEncoderConfig(const std::string& label,
   return config;
 }
 
-absl::StatusOr<EncoderConfig> LoadEncoderConfig(const std::string& path) {
+absl::StatusOr<EncoderConfig> LoadEncoderConfig(const std::string& path,
+                                                const std::string& overrides) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
   std::stringstream text;
   text << in.rdbuf();
-  return ParseEncoderConfig(path, text.str());
+  return ParseEncoderConfig(path, text.str(), overrides);
 }
 
 }  // namespace embedding::model_store

@@ -121,9 +121,14 @@ std::vector<double> AlibiSlopes(int64_t heads);
 // family's field names (positive, hidden divisible by heads), then its structure through the
 // family's config mapping. INVALID_ARGUMENT for an unsupported
 // model_type; DATA_LOSS names the file and the field; NOT_FOUND when the file is missing.
-absl::StatusOr<EncoderConfig> LoadEncoderConfig(const std::string& path);
+// `overrides`, when not empty, is a JSON object whose keys replace config.json's, as vLLM's
+// --hf-overrides does (Qwen3-Reranker's architectures and classifier_from_token); errors then
+// say so beside the file's name. INVALID_ARGUMENT for overrides that are not a JSON object.
+absl::StatusOr<EncoderConfig> LoadEncoderConfig(const std::string& path,
+                                                const std::string& overrides = "");
 
 // Same, from JSON text (for tests and for the demo-model writer's round trip).
-absl::StatusOr<EncoderConfig> ParseEncoderConfig(const std::string& label, const std::string& text);
+absl::StatusOr<EncoderConfig> ParseEncoderConfig(const std::string& label, const std::string& text,
+                                                 const std::string& overrides = "");
 
 }  // namespace embedding::model_store

@@ -183,6 +183,22 @@ std::vector<int32_t> Tokenizer::AddSpecialTokens(const std::vector<int32_t>& con
   return ids;
 }
 
+int32_t Tokenizer::TokenToId(std::string_view token) const {
+  for (size_t id = 0; id < id_to_token_.size(); ++id) {
+    if (id_to_token_[id] == token) return static_cast<int32_t>(id);
+  }
+  return -1;
+}
+
+void Tokenizer::AppendToPairTemplate(std::vector<int32_t> ids) {
+  PairTemplatePiece piece;
+  piece.ids = std::move(ids);
+  for (const PairTemplatePiece& given : config_.pair) {
+    if (given.kind == PairTemplatePiece::kSecond) piece.type_id = given.type_id;
+  }
+  config_.pair.push_back(std::move(piece));
+}
+
 const std::string& Tokenizer::IdToToken(int32_t id) const {
   static const std::string* const kEmpty = new std::string();
   if (id < 0 || static_cast<size_t>(id) >= id_to_token_.size()) return *kEmpty;

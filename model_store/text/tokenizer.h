@@ -106,6 +106,12 @@ class Tokenizer {
 
   // The token string for `id`, or "" when out of range.
   const std::string& IdToToken(int32_t id) const;
+  // The id of the vocabulary token spelled `token` (as tokenizer.json's vocab spells it), or
+  // -1. Linear in the vocabulary: for load time.
+  int32_t TokenToId(std::string_view token) const;
+  // Appends `ids` to the pair template as special tokens of the second sequence's type: the
+  // end of a score prompt (score_prompt.h). For Model::Load, before the tokenizer is shared.
+  void AppendToPairTemplate(std::vector<int32_t> ids);
   size_t vocab_size() const { return id_to_token_.size(); }
   const TokenizerConfig& config() const { return config_; }
 

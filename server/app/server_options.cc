@@ -19,6 +19,7 @@
 #include "model_store/hub/hub_reference.h"
 #include "model_store/hub/hub_settings.h"
 #include "model_store/kernels/compute_device.h"
+#include "nlohmann/json.hpp"
 #include "server/core/store_watcher.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC address (port 0 picks a free port).");
@@ -64,6 +65,12 @@ ABSL_FLAG(std::vector<std::string>, model, {},
           "[NAME=]DIR or [NAME=]ORG/REPO[@REVISION], repeatable: a model directory (or its "
           "versions' parent) or a Hugging Face repository served from the cache; NAME defaults "
           "to the directory's or repository's name. env EMBEDDING_MODELS, comma-separated.");
+// Taken out of argv like --model (a JSON object holds commas, so the flag repeats instead).
+ABSL_FLAG(std::vector<std::string>, hf_overrides, {},
+          "[NAME=]JSON, repeatable: a JSON object whose keys replace model NAME's config.json "
+          "keys, as vLLM's --hf-overrides; NAME may be left out when one model is served. "
+          "Qwen3-Reranker: {\"architectures\": [\"Qwen3ForSequenceClassification\"], "
+          "\"classifier_from_token\": [\"no\", \"yes\"], \"is_original_qwen3_reranker\": true}.");
 ABSL_FLAG(std::string, model_store, "",
           "Directory whose subdirectories are models, each served under its directory name.");
 ABSL_FLAG(std::string, default_model, "", "Model used when a request names none.");
@@ -209,11 +216,16 @@ absl::Status Positive(const char* flag, double value) {
 // Takes every --model out of argv (absl flags do not repeat) into `sources`, with the
 // EMBEDDING_MODELS fallback; returns the rest of argv for absl.
 absl::StatusOr<std::vector<char*>> TakeModelFlags(std::vector<std::string>& normalized,
-                                                  std::vector<ModelSource>* sources) {
+                                                  std::vector<ModelSource>* sources,
+                                                  std::vector<std::string>* overrides) {
   std::vector<char*> rest;
   for (size_t i = 0; i < normalized.size(); ++i) {
     absl::string_view arg = normalized[i];
-    if (arg.rfind("--model=", 0) == 0) {
+    if (arg.rfind("--hf_overrides=", 0) == 0) {
+      overrides->emplace_back(arg.substr(15));
+    } else if (arg == "--hf_overrides" && i + 1 < normalized.size()) {
+      overrides->push_back(normalized[++i]);
+    } else if (arg.rfind("--model=", 0) == 0) {
       ASSIGN_OR_RETURN(auto source, ParseModelSource(arg.substr(8)));
       sources->push_back(source);
     } else if (arg == "--model" && i + 1 < normalized.size()) {
@@ -263,6 +275,47 @@ absl::Status ReadListenerFlags(ServerOptions* options) {
   return absl::OkStatus();
 }
 
+// The source called `name`, or INVALID_ARGUMENT naming `item` and the served models.
+absl::StatusOr<ModelSource*> SourceNamed(const std::vector<ModelSource>::iterator begin,
+                                         const std::vector<ModelSource>::iterator end,
+                                         const std::string& name, absl::string_view item) {
+  auto source = std::find_if(begin, end, [&](const ModelSource& s) { return s.name == name; });
+  if (source != end) return &*source;
+  std::vector<std::string> names;
+  for (auto it = begin; it != end; ++it) names.push_back(it->name);
+  return absl::InvalidArgumentError(absl::StrCat(item, ": no served model '", name, "' (served: ",
+                                                 absl::StrJoin(names, ", "), ")"));
+}
+
+// --hf_overrides: each [NAME=]JSON onto its model's source, checked to be a JSON object now.
+absl::Status AttachOverrides(const std::vector<std::string>& items,
+                             std::vector<ModelSource>* sources) {
+  for (const std::string& item : items) {
+    const std::string flag = absl::StrCat("--hf_overrides=", item.substr(0, 200));
+    std::string name, text = item;
+    if (!item.empty() && item[0] != '{') {
+      const size_t eq = item.find('=');
+      if (eq == std::string::npos || eq == 0)
+        return absl::InvalidArgumentError(absl::StrCat(flag, ": expected [NAME=]JSON"));
+      name = item.substr(0, eq);
+      text = item.substr(eq + 1);
+    } else if (sources->size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          flag, ": ", sources->size(), " models are served; name one as NAME=JSON"));
+    } else {
+      name = sources->front().name;
+    }
+    const nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
+    if (parsed.is_discarded() || !parsed.is_object())
+      return absl::InvalidArgumentError(absl::StrCat(flag, ": not a JSON object"));
+    ASSIGN_OR_RETURN(ModelSource * source, SourceNamed(sources->begin(), sources->end(), name, flag));
+    if (!source->hf_overrides.empty())
+      return absl::InvalidArgumentError(absl::StrCat(flag, ": model '", name, "' has overrides already"));
+    source->hf_overrides = parsed.dump();
+  }
+  return absl::OkStatus();
+}
+
 // --tempscale-schedule: each NAME=FILE onto its model's source, the file parsed now so that a
 // bad one is refused at start naming the flag, not at the first load.
 absl::Status AttachSchedules(const std::string& flag, std::vector<ModelSource>* sources) {
@@ -273,15 +326,9 @@ absl::Status AttachSchedules(const std::string& flag, std::vector<ModelSource>* 
           absl::StrCat("--tempscale_schedule=", item, ": expected NAME=FILE"));
     }
     const std::string name(item.substr(0, eq)), file(item.substr(eq + 1));
-    auto source = std::find_if(sources->begin(), sources->end(),
-                               [&](const ModelSource& s) { return s.name == name; });
-    if (source == sources->end()) {
-      std::vector<std::string> names;
-      for (const ModelSource& s : *sources) names.push_back(s.name);
-      return absl::InvalidArgumentError(
-          absl::StrCat("--tempscale_schedule=", item, ": no served model '", name,
-                       "' (served: ", absl::StrJoin(names, ", "), ")"));
-    }
+    ASSIGN_OR_RETURN(ModelSource * source,
+                     SourceNamed(sources->begin(), sources->end(), name,
+                                 absl::StrCat("--tempscale_schedule=", item)));
     if (auto parsed = model_store::TempScaleSchedule::LoadFile(file); !parsed.ok()) {
       return absl::Status(parsed.status().code(), absl::StrCat("--tempscale_schedule=", item, ": ",
                                                                parsed.status().message()));
@@ -291,7 +338,7 @@ absl::Status AttachSchedules(const std::string& flag, std::vector<ModelSource>* 
   return absl::OkStatus();
 }
 
-absl::Status ReadModelFlags(ModelOptions* models) {
+absl::Status ReadModelFlags(const std::vector<std::string>& overrides, ModelOptions* models) {
   models->store = absl::GetFlag(FLAGS_model_store);
   if (!models->store.empty()) {
     ASSIGN_OR_RETURN(std::vector<ModelSource> found, ListStoreModels(models->store));
@@ -335,6 +382,7 @@ absl::Status ReadModelFlags(ModelOptions* models) {
   if (kept < 1 || kept > 16)
     return absl::InvalidArgumentError("--model_versions_kept: must be in [1, 16]");
   models->versions_kept = static_cast<size_t>(kept);
+  RETURN_IF_ERROR(AttachOverrides(overrides, &models->sources));
   return AttachSchedules(absl::GetFlag(FLAGS_tempscale_schedule), &models->sources);
 }
 
@@ -389,11 +437,13 @@ absl::Status ReadLimitFlags(RequestLimits* limits) {
 absl::StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv) {
   ServerOptions options;
   std::vector<std::string> normalized = UnderscoreFlagNames(argc, argv);
-  ASSIGN_OR_RETURN(std::vector<char*> rest, TakeModelFlags(normalized, &options.models.sources));
+  std::vector<std::string> overrides;
+  ASSIGN_OR_RETURN(std::vector<char*> rest,
+                   TakeModelFlags(normalized, &options.models.sources, &overrides));
   // Every flag of this file falls back to EMBEDDING_<FLAG>; the command line wins.
   RETURN_IF_ERROR(ApplyEnvironmentFallbacks("EMBEDDING", "server/app/server_options.cc"));
   absl::ParseCommandLine(static_cast<int>(rest.size()), rest.data());
-  RETURN_IF_ERROR(ReadModelFlags(&options.models));
+  RETURN_IF_ERROR(ReadModelFlags(overrides, &options.models));
   RETURN_IF_ERROR(ReadListenerFlags(&options));
   RETURN_IF_ERROR(ReadBatchingFlags(&options.batching));
   RETURN_IF_ERROR(ReadLimitFlags(&options.limits));

@@ -25,6 +25,8 @@ struct ModelSource {
   // --tempscale-schedule: a schedule file for this model instead of its directory's
   // tempscale.json; empty: the directory's.
   std::string tempscale_schedule;
+  // --hf_overrides: a JSON object whose keys replace config.json's (model.h); empty: none.
+  std::string hf_overrides;
 };
 
 struct ModelOptions {

@@ -61,19 +61,35 @@ absl::StatusOr<model_store::TokenizedText> EmbedJob::DocumentTokens(size_t i,
   const model_store::Model& model = *request_.model;
   if (std::holds_alternative<TokenInputs>(request_.inputs))
     return GivenTokens(i, field, model.config().vocab_size);
-  return model.tokenizer().Tokenize(documents_[i].text, field);
+  const std::string& lead = model.score_prompt().document_lead;
+  if (request_.pairs.texts.empty() || lead.empty())
+    return model.tokenizer().Tokenize(documents_[i].text, field);
+  // The prompt's lead joins the document's first token (" word"), as the recipe tokenises
+  // them; the spans stay the document's own.
+  ASSIGN_OR_RETURN(model_store::TokenizedText tokens,
+                   model.tokenizer().Tokenize(absl::StrCat(lead, documents_[i].text), field));
+  const auto shift = static_cast<uint32_t>(lead.size());
+  for (model_store::TextSpan& span : tokens.spans) {
+    span.begin = span.begin > shift ? span.begin - shift : 0;
+    span.end = span.end > shift ? span.end - shift : 0;
+  }
+  return tokens;
 }
 
 std::string EmbedJob::FirstField(size_t d) const {
-  if (request_.pair_firsts.size() == 1) return request_.pair_first_field;
-  return absl::StrCat(request_.pair_first_field, "[", d, "]");
+  if (request_.pairs.texts.size() == 1) return request_.pairs.field;
+  return absl::StrCat(request_.pairs.field, "[", d, "]");
 }
 
 absl::Status EmbedJob::TokenizePairFirsts() {
   const model_store::Tokenizer& tokenizer = request_.model->tokenizer();
-  for (size_t i = 0; i < request_.pair_firsts.size(); ++i) {
+  const model_store::ScorePrompt& prompt = request_.model->score_prompt();
+  for (size_t i = 0; i < request_.pairs.texts.size(); ++i) {
+    const std::string& text = request_.pairs.texts[i];
     ASSIGN_OR_RETURN(model_store::TokenizedText tokens,
-                     tokenizer.Tokenize(request_.pair_firsts[i], FirstField(i)));
+                     tokenizer.Tokenize(prompt.empty() ? text
+                                                       : prompt.FormatQuery(text, request_.pairs.instruction),
+                                        FirstField(i)));
     first_ids_.push_back(std::move(tokens.ids));
   }
   return absl::OkStatus();

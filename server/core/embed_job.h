@@ -27,6 +27,18 @@
 
 namespace embedding::server {
 
+// A cross-encoder's pairs: the first text of each input's pair (one shared by every input,
+// as a rerank's query, or one per input); no texts: single texts. Every sequence is then the
+// pair template over this text and a chunk of the input, and the chunks shrink to fit. A model
+// with a score prompt (Qwen3-Reranker) reads the first text inside its prompt, with
+// `instruction` (empty: the prompt's default).
+struct PairFirsts {
+  std::vector<std::string> texts;
+  // How refusals name a pair's first text: "query", or "text_pairs" (then "text_pairs[i]").
+  std::string field = "query";
+  std::string instruction;
+};
+
 class EmbedJob : public std::enable_shared_from_this<EmbedJob> {
  public:
   using DoneCallback = std::function<void(absl::StatusOr<EmbedResult>)>;
@@ -44,12 +56,7 @@ class EmbedJob : public std::enable_shared_from_this<EmbedJob> {
     EmbedInputs inputs;
     // How refusals name the inputs: "inputs", or a rerank's "documents" (then "documents[i]").
     std::string inputs_field = "inputs";
-    // A cross-encoder's pairs: the first text of each input's pair (one shared by every input,
-    // as a rerank's query, or one per input); empty: single texts. Every sequence is then the
-    // pair template over this text and a chunk of the input, and the chunks shrink to fit.
-    std::vector<std::string> pair_firsts;
-    // How refusals name a pair's first text: "query", or "inputs" (then "inputs[i].text").
-    std::string pair_first_field = "query";
+    PairFirsts pairs;
     absl::Time deadline = absl::InfiniteFuture();
     uint32_t max_tokens_per_document = 0;
     int64_t max_response_bytes = std::numeric_limits<int64_t>::max();
@@ -107,7 +114,7 @@ class EmbedJob : public std::enable_shared_from_this<EmbedJob> {
   const absl::Time created_;
   std::vector<EncodedDocument> documents_;  // each (document, sequence) slot written once
   const std::set<int32_t> sparse_dropped_ids_;
-  // The pairs' first texts as content ids, one per entry of request_.pair_firsts.
+  // The pairs' first texts as content ids, one per entry of request_.pairs.texts.
   std::vector<std::vector<int32_t>> first_ids_;
   const size_t multi_vector_dim_;
 

@@ -74,8 +74,7 @@ absl::Status RequireKind(const ServedModel& served, const char* method,
 
 absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartJob(
     std::shared_ptr<const ServedModel> model, const EmbedParams& params, EmbedInputs inputs,
-    std::string inputs_field, std::vector<std::string> pair_firsts, std::string pair_first_field, absl::Time deadline,
-    JobDone done) {
+    std::string inputs_field, PairFirsts pairs, absl::Time deadline, JobDone done) {
   ASSIGN_OR_RETURN(AdmissionPermit permit, admission_.Admit());
   EmbedJob::Request job;
   job.model = model->model.get();
@@ -84,8 +83,7 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartJob(
   job.params = params;
   job.inputs = std::move(inputs);
   job.inputs_field = std::move(inputs_field);
-  job.pair_firsts = std::move(pair_firsts);
-  job.pair_first_field = std::move(pair_first_field);
+  job.pairs = std::move(pairs);
   job.deadline = deadline;
   job.max_tokens_per_document = limits_.max_tokens_per_document;
   job.max_response_bytes = limits_.max_response_bytes;
@@ -100,7 +98,7 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartEmbed(EmbedCall call, E
                               "an embedding model"));
   ASSIGN_OR_RETURN(EmbedParams params, ValidateEmbedCall(call, *model->model, limits_));
   return StartJob(
-      model, params, std::move(call.inputs), "inputs", {}, "", call.deadline,
+      model, params, std::move(call.inputs), "inputs", PairFirsts{{}, ""}, call.deadline,
       [this, model, params, done = std::move(done)](absl::StatusOr<EmbedResult> result) {
         if (!result.ok()) return done(result.status());
         for (const CallObserver& observer : observers_) {
@@ -113,12 +111,11 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartEmbed(EmbedCall call, E
 absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartScoring(
     const char* method, std::shared_ptr<const ServedModel> model, const ScoreOptions& options,
     TextInputs inputs, std::string inputs_field,
-    std::vector<std::string> pair_firsts, std::string pair_first_field, absl::Time deadline,
-    std::function<void(absl::StatusOr<ScoreAnswer>)> done) {
+    PairFirsts pairs, absl::Time deadline, std::function<void(absl::StatusOr<ScoreAnswer>)> done) {
   // Under the call's own name for the list (a rerank's documents) before the core's checks.
   RETURN_IF_ERROR(ValidateInputCount(inputs.size(), limits_, inputs_field));
   RETURN_IF_ERROR(ValidateTextBytes(inputs, 0, limits_, inputs_field));
-  RETURN_IF_ERROR(ValidatePairFirsts(pair_firsts, pair_first_field, inputs, limits_));
+  RETURN_IF_ERROR(ValidatePairFirsts(pairs.texts, pairs.field, inputs, limits_));
   EmbedCall call;
   call.options.temperature = options.temperature;
   call.options.temperature_mode = options.temperature_mode;
@@ -131,7 +128,7 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartScoring(
   ASSIGN_OR_RETURN(EmbedParams params, ValidateScoreCall(call, options, *model->model, limits_));
   const model_store::ScoreFunction function = model->model->config().classifier.score;
   return StartJob(model, params, std::move(call.inputs), std::move(inputs_field),
-                  std::move(pair_firsts), std::move(pair_first_field), deadline,
+                  std::move(pairs), deadline,
                   [this, method, model, params, options, function,
                    done = std::move(done)](absl::StatusOr<EmbedResult> result) {
                     if (!result.ok()) return done(result.status());
@@ -175,7 +172,8 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartRerank(RerankCall call,
   if (top_n.has_value() && *top_n < 1)
     return absl::InvalidArgumentError("top_n: 0 is not allowed; allowed [1, 4294967295] (unset: all)");
   return StartScoring("Rerank", model, call.options, std::move(call.documents), "documents",
-                      {std::move(call.query)}, "query", call.deadline,
+                      PairFirsts{{std::move(call.query)}, "query", call.options.instruction},
+                      call.deadline,
                       [top_n, done = std::move(done)](absl::StatusOr<ScoreAnswer> answer) {
                         if (answer.ok()) RankResults(&answer->results, top_n);
                         done(std::move(answer));
@@ -195,12 +193,18 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartClassify(ClassifyCall c
                                                    " first texts for ", call.inputs.size(),
                                                    " inputs; give one per input or none"));
   }
+  if (call.pair_firsts.empty() && !model->model->score_prompt().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "text_pairs: model '", model->name,
+        "' reads a pair inside its prompt; give a first text per input in text_pairs"));
+  }
   if (!call.pair_firsts.empty() && !model->model->tokenizer().has_pair_template()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "text_pairs: model '", model->name, "' has no pair template in its tokenizer; send single texts"));
   }
   return StartScoring("Classify", model, call.options, std::move(call.inputs), "inputs",
-                      std::move(call.pair_firsts), "text_pairs", call.deadline, std::move(done));
+                      PairFirsts{std::move(call.pair_firsts), "text_pairs", call.options.instruction},
+                      call.deadline, std::move(done));
 }
 
 absl::Status Embedder::StartTokenize(TokenizeCall call, TokenizeDone done) {

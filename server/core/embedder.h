@@ -107,16 +107,13 @@ class Embedder {
   using JobDone = std::function<void(absl::StatusOr<EmbedResult>)>;
   absl::StatusOr<std::shared_ptr<EmbedJob>> StartJob(std::shared_ptr<const ServedModel> model,
                                                      const EmbedParams& params, EmbedInputs inputs,
-                                                     std::string inputs_field,
-                                                     std::vector<std::string> pair_firsts,
-                                                     std::string pair_first_field,
+                                                     std::string inputs_field, PairFirsts pairs,
                                                      absl::Time deadline, JobDone done);
   // Validates a score call's options and inputs on `model` and starts its job; `done` gets
   // the scored inputs in input order.
   absl::StatusOr<std::shared_ptr<EmbedJob>> StartScoring(
       const char* method, std::shared_ptr<const ServedModel> model, const ScoreOptions& options,
-      TextInputs inputs, std::string inputs_field,
-      std::vector<std::string> pair_firsts, std::string pair_first_field, absl::Time deadline,
+      TextInputs inputs, std::string inputs_field, PairFirsts pairs, absl::Time deadline,
       std::function<void(absl::StatusOr<ScoreAnswer>)> done);
 
   const RequestLimits limits_;

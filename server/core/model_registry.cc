@@ -91,6 +91,14 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::LoadVersion(
     load_options.content_version = content_version;
   }
   load_options.tempscale_schedule_file = source.tempscale_schedule;
+  load_options.config_overrides = source.hf_overrides;
+  // Overrides make another model of the same files (a reranker of a causal LM): a version of
+  // its own, and a dtype choice of its own.
+  const std::string overrides_tag =
+      source.hf_overrides.empty()
+          ? ""
+          : absl::StrCat("+overrides.", model_store::Sha256Hex(source.hf_overrides).substr(0, 8));
+  if (auto_dtype) absl::StrAppend(&load_options.content_version, overrides_tag);
   // On a thread of its own that then exits: LibTorch's OpenMP gives every thread that starts
   // parallel work a pool of its own, and while those pools outnumber the CPUs libgomp cuts
   // spin-waits, which tripled forward-pass times when the main thread loaded and a batcher
@@ -113,6 +121,7 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::LoadVersion(
     if (!digest.ok()) return digest.status();
     absl::StrAppend(&served->version, "+tempscale.", digest->substr(0, 8));
   }
+  absl::StrAppend(&served->version, overrides_tag);
   served->hub = source.hub;
   if (keep_dtype) served->dtype_kept_from = keep_dtype_of->version;
   served->model = *std::move(model);

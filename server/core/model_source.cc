@@ -31,6 +31,7 @@ absl::StatusOr<LocatedSource> LocateSource(const ModelSource& source,
   }
   out.located = *std::move(located);
   out.tempscale_schedule = source.tempscale_schedule;
+  out.hf_overrides = source.hf_overrides;
   if (!out.tempscale_schedule.empty()) {
     std::error_code size_error, time_error;
     const auto size = std::filesystem::file_size(out.tempscale_schedule, size_error);

@@ -25,6 +25,7 @@ struct LocatedSource {
   model_store::LocatedVersion located;
   std::optional<HubOrigin> hub;
   std::string tempscale_schedule;  // the source's, or empty
+  std::string hf_overrides;        // the source's, or empty
 };
 
 // The version to load now, a Hub model fetched first unless offline; `log` gets a line per

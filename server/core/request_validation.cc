@@ -256,6 +256,19 @@ absl::StatusOr<EmbedParams> ValidateScoreCall(const EmbedCall& call, const Score
                                 "chunk_mean, chunk_weighted_mean (return_chunks gives each "
                                 "chunk's score)"));
   }
+  if (!options.instruction.empty()) {
+    if (!model.score_prompt().takes_instruction()) {
+      return Invalid("instruction: this model's prompt takes none (a reranker reads one where "
+                     "its config names a score prompt with {instruction}, as Qwen3-Reranker's "
+                     "does); leave it empty");
+    }
+    const auto size = static_cast<int64_t>(options.instruction.size());
+    if (size > MaxInputBytes(limits)) {
+      return Invalid(absl::StrCat("instruction: ", size,
+                                  " bytes of text exceed the bound; allowed [0, ",
+                                  MaxInputBytes(limits), "]"));
+    }
+  }
   params.normalize = false;
   params.dimensions = 0;
   params.traits.returns_chunks = options.return_chunks;

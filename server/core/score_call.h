@@ -33,6 +33,9 @@ struct ScoreOptions {
   std::optional<uint32_t> chunk_overlap_tokens;
   bool raw_scores = false;     // the logits, not the model's score function of them
   bool return_chunks = false;  // each chunk's score and span
+  // What a prompted reranker is asked (Qwen3-Reranker's "<Instruct>"); empty: its default.
+  // Refused for a model whose prompt takes none.
+  std::string instruction;
 };
 
 struct RerankCall {

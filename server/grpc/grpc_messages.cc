@@ -411,6 +411,7 @@ void FillModelInfo(const ServedModel& served, const RequestLimits& limits, v1::M
     for (const std::string& label : head.labels) info->add_labels(label);
     info->set_head(head.architecture);
     info->set_score_function(ScoreFunctionName(head.score));
+    info->set_default_instruction(head.prompt.default_instruction);
   }
   const std::vector<int32_t>& appended = model.tokenizer().config().suffix_ids;
   if (model.pooling() == model_store::PoolingMode::kLastToken && !appended.empty()) {

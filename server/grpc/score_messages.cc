@@ -54,6 +54,7 @@ absl::StatusOr<RerankCall> ToRerankCall(v1::RerankRequest* request, absl::Time d
   for (std::string& document : *request->mutable_documents())
     call.documents.push_back(std::move(document));
   if (request->has_top_n()) call.top_n = request->top_n();
+  call.options.instruction = std::move(*request->mutable_instruction());
   call.deadline = deadline;
   return call;
 }
@@ -65,6 +66,7 @@ absl::StatusOr<ClassifyCall> ToClassifyCall(v1::ClassifyRequest* request, absl::
   for (std::string& input : *request->mutable_inputs()) call.inputs.push_back(std::move(input));
   for (std::string& first : *request->mutable_text_pairs())
     call.pair_firsts.push_back(std::move(first));
+  call.options.instruction = std::move(*request->mutable_instruction());
   call.deadline = deadline;
   return call;
 }

@@ -34,6 +34,8 @@ absl::Status ReadScoreOption(const std::string& key, const nlohmann::json& value
     ASSIGN_OR_RETURN(options->raw_scores, ReadJsonBool(value, "raw_scores"));
   } else if (key == "return_chunks") {
     ASSIGN_OR_RETURN(options->return_chunks, ReadJsonBool(value, "return_chunks"));
+  } else if (key == "instruction") {
+    ASSIGN_OR_RETURN(options->instruction, ReadJsonString(value, "instruction"));
   } else {
     *taken = false;
   }
@@ -42,7 +44,7 @@ absl::Status ReadScoreOption(const std::string& key, const nlohmann::json& value
 
 const char* ScoreOptionNames() {
   return "temperature, temperature_mode, strategy, truncation_side, chunk_tokens, "
-         "chunk_overlap_tokens, raw_scores, return_chunks";
+         "chunk_overlap_tokens, raw_scores, return_chunks, instruction";
 }
 
 }  // namespace embedding::server

@@ -1,8 +1,8 @@
 // The scoring options every HTTP rerank and classify route accepts beside its own fields, in
 // the OpenAI route's spelling of Embed's: temperature, temperature_mode ("fixed" | "auto"),
 // strategy ("reject", "truncate", "chunk_max", "chunk_mean", "chunk_weighted_mean"),
-// truncation_side ("start" | "end"), chunk_tokens, chunk_overlap_tokens, raw_scores and
-// return_chunks.
+// truncation_side ("start" | "end"), chunk_tokens, chunk_overlap_tokens, raw_scores,
+// return_chunks and instruction (a prompted reranker's, as Qwen3-Reranker's).
 #pragma once
 
 #include <string>
