@@ -74,6 +74,9 @@ ABSL_FLAG(std::string, prompt_name, "",
 ABSL_FLAG(uint32_t, top_n, 0, "rerank: the best N documents (0: all).");
 ABSL_FLAG(bool, raw_scores, false, "rerank, classify: the logits, not the model's scores.");
 ABSL_FLAG(bool, return_chunks, false, "rerank, classify: each chunk's scores and spans.");
+ABSL_FLAG(std::string, instruction, "",
+          "rerank, classify: a prompted reranker's instruction (Qwen3-Reranker's; empty: the "
+          "model's default_instruction).");
 ABSL_FLAG(std::string, text_pair, "",
           "classify: score each text as the pair (this text, the input).");
 ABSL_FLAG(std::string, input, "", "Read documents from FILE (one per line), or - for stdin.");
@@ -297,7 +300,8 @@ int Rerank(EmbeddingClient& client, const std::vector<char*>& positional) {
   if (!options.ok()) return Fail(options.status());
   const uint32_t top_n = absl::GetFlag(FLAGS_top_n);
   return RerankCommand(client, absl::GetFlag(FLAGS_model), positional[2], *docs,
-                       top_n > 0 ? std::optional<uint32_t>(top_n) : std::nullopt, *options);
+                       top_n > 0 ? std::optional<uint32_t>(top_n) : std::nullopt,
+                       absl::GetFlag(FLAGS_instruction), *options);
 }
 
 int Classify(EmbeddingClient& client, const std::vector<char*>& positional) {
@@ -306,7 +310,7 @@ int Classify(EmbeddingClient& client, const std::vector<char*>& positional) {
   auto options = ScoreOptionsFromFlags();
   if (!options.ok()) return Fail(options.status());
   return ClassifyCommand(client, absl::GetFlag(FLAGS_model), *docs, absl::GetFlag(FLAGS_text_pair),
-                         *options);
+                         absl::GetFlag(FLAGS_instruction), *options);
 }
 
 int Models(EmbeddingClient& client) {
@@ -321,12 +325,16 @@ int Models(EmbeddingClient& client) {
     }
     std::printf(
         "%s%s kind=%s version=%s arch=%s dims=%u window=%u pooling=%s dtype=%s tau=%.2f "
-        "[%.2f, %.2f] auto=[%s]%s\n",
+        "[%.2f, %.2f] auto=[%s]%s%s\n",
         m.name().c_str(), m.name() == response->default_model() ? " (default)" : "",
         m.kind().c_str(), m.version().c_str(), m.architecture().c_str(), m.dimensions(),
         m.max_window_tokens(),
         m.pooling().c_str(), m.dtype().c_str(), m.default_temperature(), m.min_temperature(),
-        m.max_temperature(), schedule.c_str(), m.demo() ? " DEMO (vectors not meaningful)" : "");
+        m.max_temperature(), schedule.c_str(),
+        m.default_instruction().empty()
+            ? ""
+            : absl::StrCat(" instruction=\"", m.default_instruction(), "\"").c_str(),
+        m.demo() ? " DEMO (vectors not meaningful)" : "");
   }
   return 0;
 }

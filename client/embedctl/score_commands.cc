@@ -28,13 +28,14 @@ Json Chunks(const google::protobuf::RepeatedPtrField<v1::ChunkScore>& chunks) {
 
 int RerankCommand(EmbeddingClient& client, const std::string& model, const std::string& query,
                   const std::vector<std::string>& documents, std::optional<uint32_t> top_n,
-                  const v1::ScoreOptions& options) {
+                  const std::string& instruction, const v1::ScoreOptions& options) {
   v1::RerankRequest request;
   request.set_model(model);
   request.set_query(query);
   for (const std::string& document : documents) request.add_documents(document);
   if (top_n.has_value()) request.set_top_n(*top_n);
   request.set_return_documents(true);
+  request.set_instruction(instruction);
   *request.mutable_options() = options;
   auto response = client.Rerank(request);
   if (!response.ok()) return Fail(response.status());
@@ -50,9 +51,10 @@ int RerankCommand(EmbeddingClient& client, const std::string& model, const std::
 
 int ClassifyCommand(EmbeddingClient& client, const std::string& model,
                     const std::vector<std::string>& inputs, const std::string& text_pair,
-                    const v1::ScoreOptions& options) {
+                    const std::string& instruction, const v1::ScoreOptions& options) {
   v1::ClassifyRequest request;
   request.set_model(model);
+  request.set_instruction(instruction);
   for (const std::string& input : inputs) {
     request.add_inputs(input);
     if (!text_pair.empty()) request.add_text_pairs(text_pair);

@@ -268,6 +268,11 @@ class RerankRoutesTest(unittest.TestCase):
                                                 chunk_overlap_tokens=58), "chunk_overlap_tokens")
         self.grpc_refusal(lambda: client.classify(["a", "b"], model="classifier",
                                                   text_pairs=["q"]), "text_pairs")
+        # An instruction reaches only a prompted reranker (Qwen3-Reranker's).
+        self.assertIn("takes none", self.grpc_refusal(lambda: client.rerank(
+            QUERY, ["x"], model="reranker", instruction="Find owls"), "instruction"))
+        self.grpc_refusal(lambda: client.classify(["x"], model="classifier", text_pairs=["q"],
+                                                  instruction="Find owls"), "instruction")
         for path, body, field in (
                 ("/v1/embeddings", {"model": "reranker", "input": "x"}, "model"),
                 ("/v2/rerank", {"query": QUERY}, "documents"),
@@ -276,10 +281,19 @@ class RerankRoutesTest(unittest.TestCase):
                 ("/v1/rerank", {"query": QUERY, "documents": [{"title": "x"}]}, "documents[0]"),
                 ("/v2/rerank", {"model": "embedder", "query": QUERY, "documents": ["x"]}, "model"),
                 ("/v2/rerank", {"query": QUERY, "documents": ["x"], "strategy": "late_chunking"},
-                 "strategy")):
+                 "strategy"),
+                ("/v1/rerank", {"query": QUERY, "documents": ["x"], "instruction": "owls"},
+                 "instruction"),
+                ("/v2/rerank", {"query": QUERY, "documents": ["x"], "instruction": 3},
+                 "instruction")):
             status, body = post(self.base, path, body)
             self.assertEqual(status, 400, (path, body))
             self.assertEqual(body["error"]["param"], field, (path, body))
+        # TEI's doors answer the core's refusals (past the parse) with 413, as TEI does.
+        status, body = post(self.base, "/rerank", {"query": QUERY, "texts": ["x"],
+                                                   "instruction": "owls"})
+        self.assertEqual((status, body["error_type"]), (413, "Validation"), body)
+        self.assertTrue(body["error"].startswith("instruction:"), body)
         for path, body, field in (("/rerank", {"texts": ["x"]}, "query"),
                                   ("/predict", {"inputs": [["a", "b"], "c"]}, "inputs[1]"),
                                   ("/similarity", {"inputs": "x"}, "inputs")):

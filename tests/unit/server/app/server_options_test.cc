@@ -134,6 +134,29 @@ TEST(ServerOptions, AModelStoreIsScannedForModelDirectoriesInNameOrder) {
   EXPECT_EQ(options->models.sources[1].name, "zeta");
 }
 
+// --hf_overrides repeats like --model and holds commas; NAME may be left out for one model.
+TEST(ServerOptions, ConfigOverridesAttachToTheirModel) {
+  auto one = Parse({"--model=r=/m/r", R"(--hf_overrides={"architectures": ["X"], "a": 1})"});
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->models.sources[0].hf_overrides, R"({"a":1,"architectures":["X"]})");
+  auto named = Parse({"--model=a=/m/a", "--model=b=/m/b", "--hf_overrides", R"(b={"k": true})"});
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_EQ(named->models.sources[0].hf_overrides, "");
+  EXPECT_EQ(named->models.sources[1].hf_overrides, R"({"k":true})");
+  for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--model=a=/m/a", "--hf_overrides=[1, 2]"}, "expected [NAME=]JSON"},
+           {{"--model=a=/m/a", "--hf_overrides=a=[1, 2]"}, "not a JSON object"},
+           {{"--model=a=/m/a", "--hf_overrides={\"a\": "}, "not a JSON object"},
+           {{"--model=a=/m/a", "--model=b=/m/b", "--hf_overrides={}"}, "name one as NAME=JSON"},
+           {{"--model=a=/m/a", R"(--hf_overrides=c={})"}, "no served model 'c' (served: a)"},
+           {{"--model=a=/m/a", "--hf_overrides=a={}", "--hf_overrides=a={}"}, "overrides already"}}) {
+    auto options = Parse(args);
+    EXPECT_EQ(options.status().code(), absl::StatusCode::kInvalidArgument) << args.back();
+    EXPECT_THAT(std::string(options.status().message()),
+                ::testing::AllOf(::testing::StartsWith("--hf_overrides="), HasSubstr(message)));
+  }
+}
+
 TEST(ServerOptions, BadValuesNameTheirFlag) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{}, "--model: at least one model is required"},
