@@ -70,7 +70,8 @@ ABSL_FLAG(std::vector<std::string>, hf_overrides, {},
           "[NAME=]JSON, repeatable: a JSON object whose keys replace model NAME's config.json "
           "keys, as vLLM's --hf-overrides; NAME may be left out when one model is served. "
           "Qwen3-Reranker: {\"architectures\": [\"Qwen3ForSequenceClassification\"], "
-          "\"classifier_from_token\": [\"no\", \"yes\"], \"is_original_qwen3_reranker\": true}.");
+          "\"classifier_from_token\": [\"no\", \"yes\"], \"is_original_qwen3_reranker\": true}. "
+          "env EMBEDDING_HF_OVERRIDES: one [NAME=]JSON.");
 ABSL_FLAG(std::string, model_store, "",
           "Directory whose subdirectories are models, each served under its directory name.");
 ABSL_FLAG(std::string, default_model, "", "Model used when a request names none.");
@@ -234,6 +235,10 @@ absl::StatusOr<std::vector<char*>> TakeModelFlags(std::vector<std::string>& norm
     } else {
       rest.push_back(normalized[i].data());
     }
+  }
+  if (overrides->empty()) {  // one [NAME=]JSON: a JSON object holds the commas a list splits on
+    if (const char* env = std::getenv("EMBEDDING_HF_OVERRIDES"); env != nullptr && *env != '\0')
+      overrides->emplace_back(env);
   }
   if (sources->empty()) {
     if (const char* env = std::getenv("EMBEDDING_MODELS")) {

@@ -143,6 +143,11 @@ TEST(ServerOptions, ConfigOverridesAttachToTheirModel) {
   ASSERT_TRUE(named.ok()) << named.status();
   EXPECT_EQ(named->models.sources[0].hf_overrides, "");
   EXPECT_EQ(named->models.sources[1].hf_overrides, R"({"k":true})");
+  setenv("EMBEDDING_HF_OVERRIDES", R"(a={"x": [1, 2]})", 1);
+  auto from_env = Parse({"--model=a=/m/a"});
+  unsetenv("EMBEDDING_HF_OVERRIDES");
+  ASSERT_TRUE(from_env.ok()) << from_env.status();
+  EXPECT_EQ(from_env->models.sources[0].hf_overrides, R"({"x":[1,2]})");
   for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--model=a=/m/a", "--hf_overrides=[1, 2]"}, "expected [NAME=]JSON"},
            {{"--model=a=/m/a", "--hf_overrides=a=[1, 2]"}, "not a JSON object"},
