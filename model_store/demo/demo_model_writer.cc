@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -79,8 +80,10 @@ class WeightFactory {
     (*out)[name + ".bias"] = Normal({rows}, 0.02);
   }
 
-  void Norm(std::map<std::string, F32Tensor>* out, const std::string& name, int64_t size) {
-    (*out)[name + ".weight"] = Normal({size}, 0.1, 1.0);
+  // Weights near `mean` (1, or 0 where the model multiplies by 1 + w).
+  void Norm(std::map<std::string, F32Tensor>* out, const std::string& name, int64_t size,
+            double mean = 1.0) {
+    (*out)[name + ".weight"] = Normal({size}, 0.1, mean);
     (*out)[name + ".bias"] = Normal({size}, 0.05);
   }
 
@@ -106,7 +109,7 @@ std::map<std::string, F32Tensor> MakeWeights(uint64_t seed, const ArchitectureSp
   if (!arch.token_type_embeddings.empty() && config.type_vocab_size > 0)
     w[arch.token_type_embeddings + ".weight"] = f.Normal({config.type_vocab_size, h}, 0.5);
   auto norm = [&](const std::string& name, int64_t size) {
-    f.Norm(&w, name, size);
+    f.Norm(&w, name, size, 1.0 - arch.norm_weight_offset);
     if (!config.norm_bias) w.erase(name + ".bias");
   };
   if (!arch.embeddings_norm.empty()) norm(arch.embeddings_norm, h);
@@ -137,6 +140,8 @@ std::map<std::string, F32Tensor> MakeWeights(uint64_t seed, const ArchitectureSp
     if (gated && halves_apart) linear(layer + arch.mlp_gate, inner, h, config.mlp_in_bias);
     linear(layer + arch.mlp_out, h, inner, config.mlp_out_bias);
     norm(layer + arch.output_norm, h);
+    if (!arch.attention_post_norm.empty()) norm(layer + arch.attention_post_norm, h);
+    if (!arch.output_post_norm.empty()) norm(layer + arch.output_post_norm, h);
   }
   if (!arch.final_norm.empty()) norm(arch.final_norm, h);
   return w;
@@ -209,6 +214,35 @@ absl::Status WriteSpladeModules(const fs::path& root, int64_t vocab_size) {
   return WriteTextFile(root / "1_SpladePooling" / "config.json", pooling.dump(2));
 }
 
+// EmbeddingGemma's modules after mean pooling: 2_Dense (hidden -> 4 x hidden) and 3_Dense
+// (back), without bias or activation, then 4_Normalize.
+absl::Status WriteGemmaDenseModules(const fs::path& root, const DemoModelSpec& spec) {
+  std::error_code ec;
+  fs::remove_all(root / "2_Normalize", ec);
+  WeightFactory f(spec.seed + 2);
+  const int64_t h = spec.hidden_size, wide = 4 * h;
+  Json modules = {
+      {{"idx", 0}, {"name", "0"}, {"path", ""}, {"type", "sentence_transformers.models.Transformer"}},
+      {{"idx", 1}, {"name", "1"}, {"path", "1_Pooling"}, {"type", "sentence_transformers.models.Pooling"}}};
+  for (const auto& [idx, in, out] : {std::tuple{2, h, wide}, std::tuple{3, wide, h}}) {
+    const std::string folder = absl::StrCat(idx, "_Dense");
+    fs::create_directories(root / folder, ec);
+    if (ec) return absl::InternalError(absl::StrCat(root.string(), ": ", ec.message()));
+    const Json dense = {{"in_features", in}, {"out_features", out}, {"bias", false},
+                        {"activation_function", "torch.nn.modules.linear.Identity"}};
+    RETURN_IF_ERROR(WriteTextFile(root / folder / "config.json", dense.dump(2)));
+    std::map<std::string, F32Tensor> weights;
+    weights["linear.weight"] = f.Normal({out, in}, 1.0 / std::sqrt(static_cast<double>(in)));
+    RETURN_IF_ERROR(WriteSafetensors((root / folder / "model.safetensors").string(), weights));
+    modules.push_back({{"idx", idx}, {"name", std::to_string(idx)}, {"path", folder},
+                       {"type", "sentence_transformers.models.Dense"}});
+  }
+  fs::create_directories(root / "4_Normalize", ec);
+  modules.push_back({{"idx", 4}, {"name", "4"}, {"path", "4_Normalize"},
+                     {"type", "sentence_transformers.models.Normalize"}});
+  return WriteTextFile(root / "modules.json", modules.dump(2));
+}
+
 // config.json in the family's own field names and conventions.
 Json ConfigJson(const DemoModelSpec& spec, const ArchitectureSpec& arch, int64_t vocab_size,
                 int64_t intermediate) {
@@ -277,6 +311,34 @@ Json ConfigJson(const DemoModelSpec& spec, const ArchitectureSpec& arch, int64_t
     config["local_attention"] = 128;
     config["global_rope_theta"] = 160000;
     config["local_rope_theta"] = 10000;
+  } else if (arch.family == "gemma3") {  // google/embeddinggemma-300m's keys
+    config.erase(f.layer_norm_eps);
+    config.erase("type_vocab_size");
+    config["architectures"] = {"Gemma3TextModel"};
+    config["hidden_activation"] = "gelu_pytorch_tanh";
+    config.erase(f.activation);
+    config["rms_norm_eps"] = 1e-6;
+    config["num_key_value_heads"] = spec.num_kv_heads > 0 ? spec.num_kv_heads : spec.num_heads;
+    const int head_dim = spec.head_dim > 0 ? spec.head_dim : spec.hidden_size / spec.num_heads;
+    config["head_dim"] = head_dim;
+    config["query_pre_attn_scalar"] = head_dim;
+    config["rope_theta"] = 1000000.0;
+    config["rope_local_base_freq"] = 10000.0;
+    config["rope_scaling"] = nullptr;
+    // A window well inside the demo's, so the bands matter; every third layer global.
+    config["sliding_window"] = std::max(2, spec.max_positions / 8);
+    Json types = Json::array();
+    for (int i = 0; i < spec.num_layers; ++i)
+      types.push_back((i + 1) % 3 == 0 ? "full_attention" : "sliding_attention");
+    config["layer_types"] = types;
+    config["use_bidirectional_attention"] = true;
+    config["attention_bias"] = false;
+    config["attention_dropout"] = 0.0;
+    config["attn_logit_softcapping"] = nullptr;
+    config["final_logit_softcapping"] = nullptr;
+    config["pad_token_id"] = 0;
+    config["eos_token_id"] = 1;
+    config["bos_token_id"] = 2;
   } else if (arch.decoder) {  // Qwen3-Embedding-0.6B's keys (the others' are a subset)
     config.erase(f.layer_norm_eps);
     config.erase("type_vocab_size");
@@ -353,7 +415,14 @@ absl::StatusOr<int64_t> WriteTokenizerFiles(const fs::path& root, const DemoMode
       {"sep_token", "</s>"}, {"pad_token", "<pad>"}, {"mask_token", "<mask>"}};
   // As each family's Hub checkpoints tokenize: the decoders and RoBERTa with byte-level BPE,
   // XLM-R and CamemBERT with SentencePiece Unigram, BERT's kin with WordPiece.
-  if (arch.decoder) {
+  if (arch.family == "gemma3") {
+    ASSIGN_OR_RETURN(auto words, DemoWords(spec));
+    tokenizer = GemmaBpeTokenizerJson(words, spec.vocab_size);
+    vocab_size = spec.vocab_size;
+    settings = {{"bos_token", "<bos>"}, {"eos_token", "<eos>"}, {"pad_token", "<pad>"},
+                {"unk_token", "<unk>"}, {"add_bos_token", true}, {"add_eos_token", true},
+                {"padding_side", "right"}};
+  } else if (arch.decoder) {
     ASSIGN_OR_RETURN(auto words, DemoWords(spec));
     tokenizer = spec.causal_lm_reranker ? ChatBpeTokenizerJson(words, spec.vocab_size)
                                         : ByteLevelBpeTokenizerJson(words, spec.vocab_size - 1);
@@ -414,9 +483,15 @@ absl::Status WriteDemoModel(const std::string& dir, const DemoModelSpec& spec) {
   // The writer reads its own config back, so weights follow exactly what the loader will see.
   ASSIGN_OR_RETURN(const EncoderConfig config,
                    ParseEncoderConfig((root / "config.json").string(), config_json.dump()));
-  // NomicBert's published task prefixes, Qwen3-Embedding's query instruction for the decoders
-  // (documents get none), e5-style ones for the others.
-  const Json prompts = arch->family == "nomic_bert" ? Json{{"search_query", "search_query: "},
+  // EmbeddingGemma's prompts; NomicBert's published task prefixes, Qwen3-Embedding's query
+  // instruction for the decoders (documents get none), e5-style ones for the others.
+  const Json prompts = arch->family == "gemma3"
+                           ? Json{{"query", "task: search result | query: "},
+                                  {"document", "title: none | text: "},
+                                  {"Retrieval-query", "task: search result | query: "},
+                                  {"Retrieval-document", "title: none | text: "},
+                                  {"STS", "task: sentence similarity | query: "}}
+                       : arch->family == "nomic_bert" ? Json{{"search_query", "search_query: "},
                                                            {"search_document", "search_document: "},
                                                            {"clustering", "clustering: "},
                                                            {"classification", "classification: "}}
@@ -440,6 +515,7 @@ absl::Status WriteDemoModel(const std::string& dir, const DemoModelSpec& spec) {
                    "the service, never for retrieval.\n")));
   auto weights = MakeWeights(spec.seed, *arch, config);
   if (spec.num_labels > 0) weights = WithClassifierHead(spec.seed, *arch, config, weights);
+  if (arch->family == "gemma3") RETURN_IF_ERROR(WriteGemmaDenseModules(root, spec));
   if (spec.splade) {
     if (arch->mlm_head.transform.empty())
       return absl::InvalidArgumentError("splade: bert or distilbert (the families with an MLM head)");

@@ -1,5 +1,7 @@
 #include "model_store/demo/demo_tokenizer_json.h"
 
+#include <cstdio>
+
 #include "model_store/text/pre_tokenizer.h"
 #include "model_store/text/unicode_text.h"
 
@@ -171,6 +173,78 @@ Json ByteLevelBpeTokenizerJson(const std::vector<std::string>& words, int64_t vo
             {"special_tokens", {{kEos, {{"id", kEos}, {"ids", {eos}}, {"tokens", {kEos}}}}}}}},
           {"decoder", byte_level},
           {"model", BpeModel(vocab, merges)}};
+}
+
+Json GemmaBpeTokenizerJson(const std::vector<std::string>& words, int64_t vocab_size) {
+  const char* kSpecials[] = {"<pad>", "<eos>", "<bos>", "<unk>"};
+  Json vocab = Json::object(), merges = Json::array(), added = Json::array();
+  int next = 0;
+  for (const char* special : kSpecials) {
+    added.push_back(AddedToken(next, special));
+    vocab[special] = next++;
+  }
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof(name), "<0x%02X>", b);
+    vocab[name] = next++;
+  }
+  const std::string space = "\u2581";
+  auto symbols_of = [](const std::string& text) {  // UTF-8 characters
+    std::vector<std::string> out;
+    for (size_t i = 0; i < text.size();) {
+      size_t n = 1;
+      const auto lead = static_cast<unsigned char>(text[i]);
+      if (lead >= 0xF0) n = 4; else if (lead >= 0xE0) n = 3; else if (lead >= 0xC0) n = 2;
+      out.push_back(text.substr(i, n));
+      i += n;
+    }
+    return out;
+  };
+  for (const std::string& word : words) {
+    const std::vector<std::string> symbols = symbols_of(space + word);
+    for (const std::string& symbol : symbols) {
+      if (!vocab.contains(symbol) && next < vocab_size) vocab[symbol] = next++;
+    }
+    std::string prefix = symbols[0];
+    for (size_t i = 1; i < symbols.size() && next < vocab_size; ++i) {
+      const std::string merged = prefix + symbols[i];
+      if (!vocab.contains(merged) && vocab.contains(symbols[i])) {
+        merges.push_back(Json::array({prefix, symbols[i]}));
+        vocab[merged] = next++;
+      }
+      prefix = merged;
+    }
+  }
+  auto special = [](const char* name) {
+    return Json{{"SpecialToken", {{"id", name}, {"type_id", 0}}}};
+  };
+  Json model = BpeModel(vocab, merges);
+  model["unk_token"] = "<unk>";
+  model["fuse_unk"] = true;
+  model["byte_fallback"] = true;
+  return {{"version", "1.0"},
+          {"truncation", nullptr},
+          {"padding", nullptr},
+          {"added_tokens", added},
+          {"normalizer", {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", space}}},
+          {"pre_tokenizer", nullptr},
+          {"post_processor",
+           {{"type", "TemplateProcessing"},
+            {"single", {special("<bos>"), {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
+                        special("<eos>")}},
+            {"pair", {special("<bos>"), {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
+                      special("<eos>"), {{"Sequence", {{"id", "B"}, {"type_id", 1}}}},
+                      special("<eos>")}},
+            {"special_tokens",
+             {{"<bos>", {{"id", "<bos>"}, {"ids", {2}}, {"tokens", {"<bos>"}}}},
+              {"<eos>", {{"id", "<eos>"}, {"ids", {1}}, {"tokens", {"<eos>"}}}}}}}},
+          {"decoder",
+           {{"type", "Sequence"},
+            {"decoders",
+             {{{"type", "Replace"}, {"pattern", {{"String", space}}}, {"content", " "}},
+              {{"type", "ByteFallback"}},
+              {{"type", "Fuse"}}}}}},
+          {"model", model}};
 }
 
 Json ChatBpeTokenizerJson(const std::vector<std::string>& words, int64_t vocab_size) {

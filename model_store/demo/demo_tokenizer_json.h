@@ -29,6 +29,11 @@ nlohmann::json UnigramTokenizerJson(const std::vector<std::pair<std::string, dou
 // merges of its prefixes, until `vocab_size` tokens; <|endoftext|> takes the next id.
 nlohmann::json ByteLevelBpeTokenizerJson(const std::vector<std::string>& words, int64_t vocab_size);
 
+// Gemma's layout: spaces replaced by "▁", no pre-tokenizer, BPE over UTF-8 characters with
+// byte fallback (<0x00>..<0xFF>) and fused unknowns; <pad> 0, <eos> 1, <bos> 2, <unk> 3; each
+// sequence <bos> A <eos> (EmbeddingGemma's). Words enter as "▁word" built by merges.
+nlohmann::json GemmaBpeTokenizerJson(const std::vector<std::string>& words, int64_t vocab_size);
+
 // Qwen3-Reranker's kind (a chat model's): the same, but a ByteLevel post-processor that adds
 // nothing, the chat tokens <|im_start|>, <|im_end|>, <think> and </think> as added tokens, and
 // bare "yes" and "no" reachable by merges; ids below `vocab_size`.

@@ -265,7 +265,7 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
     const torch::Tensor types =
         any_type ? torch::from_blob(type_data.data(), {packed.rows}, torch::kInt64)
                  : torch::Tensor();
-    torch::Tensor x = Embeddings(w, ids, positions, types, config_.layer_norm_eps);
+    torch::Tensor x = Embeddings(w, ids, positions, types, config_);
     for (size_t i = 0; i < w.layers.size(); ++i) {
       LayerAttention attention{0, &packed.temperatures, rotary, &packed.angles, &w.relative_bias};
       if (!config_.layer_bands.empty() && config_.layer_bands[i] > 0) {

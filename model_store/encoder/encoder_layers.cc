@@ -80,15 +80,18 @@ torch::Tensor Norm(const torch::Tensor& x, const NormWeights& w, double eps) {
 }
 
 torch::Tensor Embeddings(const EncoderWeights& w, const torch::Tensor& ids,
-                         const torch::Tensor& positions, const torch::Tensor& types, double eps) {
+                         const torch::Tensor& positions, const torch::Tensor& types,
+                         const EncoderConfig& config) {
   torch::Tensor x = w.word_embeddings.index_select(0, ids);
+  // Gemma's sqrt(hidden), as a scalar of the weights' dtype.
+  if (config.embedding_scale != 1.0) x.mul_(config.embedding_scale);
   if (w.position_embeddings.defined()) x = x + w.position_embeddings.index_select(0, positions);
   if (w.token_type_embeddings.defined()) {
     // One segment (every embedding call): type 0's row for all, as before pairs existed.
     x = types.defined() ? x + w.token_type_embeddings.index_select(0, types)
                         : x + w.token_type_embeddings[0];
   }
-  return Norm(x, w.embeddings_norm, eps);
+  return Norm(x, w.embeddings_norm, config.layer_norm_eps);
 }
 
 torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
@@ -102,7 +105,9 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
   // TempScale: dividing sequence b's logits by tau_b is scaling its queries by 1/tau_b, after
   // the q/k norm and the rotary positions (which rotate queries and keys, not logits): folded
   // in before an RMSNorm, tau would cancel out.
-  const double base_scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  const double base_scale = config.attention_scale > 0
+                                ? config.attention_scale
+                                : 1.0 / std::sqrt(static_cast<double>(head_dim));
   // int8 keeps attention in fp32: with bf16 attention (7.6 ms against 11.9 ms per
   // [12 heads, 512, 64]) its pooled cosine to fp32 fell to 0.984 on real text at tau 0.5
   // (0.9995 with fp32 attention), though bf16 linear layers with the same attention hold
@@ -230,11 +235,15 @@ torch::Tensor TransformerLayer(torch::Tensor x, const LayerWeights& layer,
                                const PackedSequences& batch, const EncoderConfig& config,
                                const LayerAttention& attention) {
   const double eps = config.layer_norm_eps;
-  if (config.prenorm) {
+  if (config.prenorm) {  // x + post(f(pre(x))), where post is a norm only in Gemma's sandwich
     torch::Tensor h =
-        SelfAttention(Norm(x, layer.attention_norm, eps), layer, batch, config, attention).add_(x);
+        Norm(SelfAttention(Norm(x, layer.attention_norm, eps), layer, batch, config, attention),
+             layer.attention_post_norm, eps)
+            .add_(x);
     x.reset();
-    return FeedForward(Norm(h, layer.output_norm, eps), layer, config).add_(h);
+    return Norm(FeedForward(Norm(h, layer.output_norm, eps), layer, config),
+                layer.output_post_norm, eps)
+        .add_(h);
   }
   torch::Tensor sum = SelfAttention(x, layer, batch, config, attention).add_(x);
   x.reset();

@@ -37,10 +37,11 @@ torch::Tensor Activate(const torch::Tensor& x, Activation act);
 // no such norm (ModernBERT's first attention norm).
 torch::Tensor Norm(const torch::Tensor& x, const NormWeights& w, double eps);
 
-// Word + absolute position (when the model has a table) + token type (`types` per row, or
-// type 0 for every row when undefined), normalised. [rows, H]
+// Word (times config.embedding_scale) + absolute position (when the model has a table) + token
+// type (`types` per row, or type 0 for every row when undefined), normalised. [rows, H]
 torch::Tensor Embeddings(const EncoderWeights& w, const torch::Tensor& ids,
-                         const torch::Tensor& positions, const torch::Tensor& types, double eps);
+                         const torch::Tensor& positions, const torch::Tensor& types,
+                         const EncoderConfig& config);
 
 // How one layer attends: globally or within a band, and with which rotary positions.
 struct LayerAttention {

@@ -58,8 +58,10 @@ namespace {
 
 class Binder {
  public:
-  Binder(const Checkpoint& checkpoint, std::string prefix, torch::ScalarType dtype)
-      : checkpoint_(checkpoint), prefix_(std::move(prefix)), dtype_(dtype) {}
+  Binder(const Checkpoint& checkpoint, std::string prefix, torch::ScalarType dtype,
+         double norm_offset)
+      : checkpoint_(checkpoint), prefix_(std::move(prefix)), dtype_(dtype),
+        norm_offset_(norm_offset) {}
 
   // Copies the tensor out of the mapping (which may be unaligned) and converts it to `dtype`
   // (the compute dtype unless given).
@@ -101,6 +103,7 @@ class Binder {
     NormWeights norm;
     norm.rms = rms;
     ASSIGN_OR_RETURN(norm.weight, Take(name + ".weight", {size}, torch::kFloat32));
+    if (norm_offset_ != 0.0) norm.weight.add_(norm_offset_);  // in fp32, as Gemma's 1 + w
     if (bias) {
       ASSIGN_OR_RETURN(norm.bias, Take(name + ".bias", {size}, torch::kFloat32));
     }
@@ -111,6 +114,7 @@ class Binder {
   const Checkpoint& checkpoint_;
   std::string prefix_;
   torch::ScalarType dtype_;
+  double norm_offset_;
 };
 
 // [all queries; all keys; all values] rows reordered by key/value head (the group's queries,
@@ -156,7 +160,7 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
     return absl::DataLossError(absl::StrCat("missing tensor '", probe, "' (tried prefixes '",
                                             absl::StrJoin(spec.weight_prefixes, "', '"), "')"));
   }
-  Binder bind(checkpoint, *prefix, dtype);
+  Binder bind(checkpoint, *prefix, dtype, spec.norm_weight_offset);
   const int64_t h = config.hidden_size;
   const int64_t inner = config.intermediate_size;
   const int64_t head_dim = config.head_dim();
@@ -233,6 +237,14 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
     }
     ASSIGN_OR_RETURN(layer.mlp_out, bind.Linear(p + spec.mlp_out, h, inner, config.mlp_out_bias));
     ASSIGN_OR_RETURN(layer.output_norm, bind.Norm(p + spec.output_norm, h, config.norm_bias, rms));
+    if (!spec.attention_post_norm.empty()) {
+      ASSIGN_OR_RETURN(layer.attention_post_norm,
+                       bind.Norm(p + spec.attention_post_norm, h, config.norm_bias, rms));
+    }
+    if (!spec.output_post_norm.empty()) {
+      ASSIGN_OR_RETURN(layer.output_post_norm,
+                       bind.Norm(p + spec.output_post_norm, h, config.norm_bias, rms));
+    }
     w.layers.push_back(std::move(layer));
   }
   if (!spec.final_norm.empty()) {

@@ -48,6 +48,8 @@ struct LayerWeights {
   LinearWeights mlp_in;
   LinearWeights mlp_out;
   NormWeights attention_norm, output_norm;
+  // Gemma3's norms on the attention's and the MLP's outputs; undefined where none.
+  NormWeights attention_post_norm, output_post_norm;
 };
 
 struct EncoderWeights {

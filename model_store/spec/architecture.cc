@@ -305,6 +305,24 @@ ArchitectureSpec DecoderLayout(std::string model_type, std::string known_checkpo
   return spec;
 }
 
+// Gemma3's text model (google/embeddinggemma-300m): the decoders' layout with Gemma's sandwich
+// norms, RMSNorm as x (1 + w), q/k norms, a GeGLU MLP (tanh GELU), embeddings scaled by
+// sqrt(hidden), sliding and full layers with their own rotary bases, bidirectional for embedding.
+ArchitectureSpec Gemma3Spec() {
+  ArchitectureSpec spec = DecoderLayout("gemma3_text", "google/embeddinggemma-300m", "");
+  spec.family = "gemma3";
+  spec.map_config = MapGemma3Config;
+  spec.weight_prefixes = {"", "model.", "language_model.model."};
+  spec.query_norm = "self_attn.q_norm";
+  spec.key_norm = "self_attn.k_norm";
+  spec.attention_post_norm = "post_attention_layernorm";
+  spec.output_norm = "pre_feedforward_layernorm";
+  spec.output_post_norm = "post_feedforward_layernorm";
+  spec.norm_weight_offset = 1.0;
+  spec.classifier = ClassifierHeadSpec();  // no sequence-classification head served
+  return spec;
+}
+
 ArchitectureSpec Qwen3Spec() {
   ArchitectureSpec spec = DecoderLayout(
       "qwen3", "Qwen/Qwen3-Embedding-0.6B, Qwen/Qwen3-Embedding-4B, Qwen/Qwen3-Embedding-8B",
@@ -362,6 +380,7 @@ const std::vector<ArchitectureSpec>& AllArchitectures() {
       ModernBertSpec(),
       Qwen3Spec(),
       Qwen2Spec(),
+      Gemma3Spec(),
       MistralSpec(),
       DecoderLayout("llama", "McGill-NLP/LLM2Vec-Meta-Llama-3-8B-Instruct-mntp",
                     "LlamaForSequenceClassification")};

@@ -87,6 +87,11 @@ struct ArchitectureSpec {
   std::string mlp_gate;
   std::string mlp_out;
   std::string output_norm;
+  // Gemma3's sandwich: a norm on the attention's and the MLP's output before each residual
+  // add (x + post(f(pre(x)))). Empty: none.
+  std::string attention_post_norm, output_post_norm;
+  // Added to every norm's weight at load: Gemma's RMSNorm multiplies by (1 + w).
+  double norm_weight_offset = 0.0;
   // A language model's layout (Qwen, Mistral, Llama): its demo model gets a byte-level BPE
   // tokenizer appending an end token, last-token pooling and Qwen3's instruction prompt.
   bool decoder = false;

@@ -84,6 +84,10 @@ struct EncoderConfig {
   // MPNet: rows of its learned relative position bias ([buckets, heads]); 0: none.
   int64_t relative_attention_buckets = 0;
   LognScale logn_scale;
+  // The logits' scale before τ: 0 for 1/sqrt(head_dim); Gemma3's query_pre_attn_scalar^-1/2.
+  double attention_scale = 0.0;
+  // The word embeddings' factor (Gemma: sqrt(hidden_size)); 1 for none.
+  double embedding_scale = 1.0;
   // Per layer: 0 for global attention, or a local band's half-width (keys |i - j| <= band).
   // Empty: every layer global.
   std::vector<int64_t> layer_bands;

@@ -1,5 +1,7 @@
 #include "model_store/spec/family_configs.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "model_store/spec/config_fields.h"
@@ -358,6 +360,69 @@ absl::Status MapMistralConfig(const std::string& label, const Json& json, Encode
       config->layer_bands.assign(config->num_hidden_layers, window - 1);
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status MapGemma3Config(const std::string& label, const Json& json, EncoderConfig* config) {
+  RETURN_IF_ERROR(MapDecoderConfig(label, json, config));
+  RETURN_IF_ERROR(MapActivation(label, json, "hidden_activation", "gelu_pytorch_tanh",
+                                &config->hidden_act));
+  if (auto it = json.find("attn_logit_softcapping"); it != json.end() && !it->is_null()) {
+    return absl::DataLossError(absl::StrCat(label, ": field 'attn_logit_softcapping' is ",
+                                            it->dump(), "; supported: null (Gemma3's)"));
+  }
+  double scalar = 256.0;  // Gemma3TextConfig's default
+  RETURN_IF_ERROR(ReadNumber(label, json, "query_pre_attn_scalar", 0.0, 1e9, &scalar));
+  config->attention_scale = 1.0 / std::sqrt(scalar);
+  config->embedding_scale = std::sqrt(static_cast<double>(config->hidden_size));
+  // Which layers slide: layer_types, else every sliding_window_pattern-th layer is full.
+  const int64_t layers = config->num_hidden_layers;
+  std::vector<bool> sliding(layers);
+  if (auto types = json.find("layer_types"); types != json.end() && !types->is_null()) {
+    if (!types->is_array() || static_cast<int64_t>(types->size()) != layers) {
+      return absl::DataLossError(
+          absl::StrCat(label, ": field 'layer_types' must list ", layers, " layers"));
+    }
+    for (int64_t i = 0; i < layers; ++i) {
+      const Json& type = (*types)[i];
+      if (type != "sliding_attention" && type != "full_attention") {
+        return absl::DataLossError(absl::StrCat(label, ": field 'layer_types[", i, "]' is ",
+                                                type.dump(),
+                                                "; supported: full_attention, sliding_attention"));
+      }
+      sliding[i] = type == "sliding_attention";
+    }
+  } else {
+    int64_t pattern = 6;
+    RETURN_IF_ERROR(ReadPositive(label, json, "sliding_window_pattern", false, &pattern));
+    for (int64_t i = 0; i < layers; ++i) sliding[i] = (i + 1) % pattern != 0;
+  }
+  int64_t window = 4096;
+  RETURN_IF_ERROR(ReadPositive(label, json, "sliding_window", false, &window));
+  if (window < 2) {
+    return absl::DataLossError(absl::StrCat(label, ": field 'sliding_window' must be >= 2"));
+  }
+  // Keys within the window: i - window < j <= i causal, |i - j| < window bidirectional.
+  for (int64_t i = 0; i < layers; ++i)
+    config->layer_bands.push_back(sliding[i] && window < config->max_position_embeddings ? window - 1 : 0);
+  RotaryConfig& rotary = config->rotary;
+  rotary.base = 1000000.0;
+  double local_base = 10000.0;
+  if (auto parameters = json.find("rope_parameters");
+      parameters != json.end() && !parameters->is_null()) {
+    if (!parameters->is_object()) {
+      return absl::DataLossError(
+          absl::StrCat(label, ": field 'rope_parameters' must be an object"));
+    }
+    RETURN_IF_ERROR(ReadRopeParameters(label, *parameters, "full_attention", &rotary.base));
+    RETURN_IF_ERROR(ReadRopeParameters(label, *parameters, "sliding_attention", &local_base));
+  } else {
+    RETURN_IF_ERROR(ReadNumber(label, json, "rope_theta", 1.0, 1e12, &rotary.base));
+    RETURN_IF_ERROR(ReadNumber(label, json, "rope_local_base_freq", 1.0, 1e12, &local_base));
+  }
+  config->local_rotary_base = local_base;
+  // Gemma3's published code computes the angles t x f in fp32: their rounding is the model's.
+  rotary.exact_angles = false;
   return absl::OkStatus();
 }
 

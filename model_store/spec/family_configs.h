@@ -48,6 +48,12 @@ absl::Status MapDecoderConfig(const std::string& label, const nlohmann::json& js
 // Mistral: the decoder's, and sliding_window as a causal band in every layer.
 absl::Status MapMistralConfig(const std::string& label, const nlohmann::json& json,
                               EncoderConfig* config);
+// Gemma3's text model: the decoder's keys, hidden_activation, query_pre_attn_scalar,
+// embeddings scaled by sqrt(hidden_size), layer_types (or sliding_window_pattern) with
+// sliding_window as a band (bidirectional under use_bidirectional_attention), rope_theta for
+// full layers and rope_local_base_freq for sliding ones. attn_logit_softcapping is refused.
+absl::Status MapGemma3Config(const std::string& label, const nlohmann::json& json,
+                             EncoderConfig* config);
 // Qwen2: the decoder's, with biases on q, k, v and none on o, as its code fixes them.
 absl::Status MapQwen2Config(const std::string& label, const nlohmann::json& json,
                             EncoderConfig* config);

@@ -42,6 +42,7 @@ from torch.nn import functional as F
 
 from attention_formula import tempscale_attention
 from reference_decoder import DECODER_TYPES, ReferenceDecoder, is_causal
+from reference_gemma3 import ReferenceGemma3
 
 TOLERANCE = 1e-4
 HEAD_BY_HEAD_TOKENS = 4100
@@ -578,6 +579,8 @@ def reference_class(config):
         return ReferenceJinaBert
     if config["model_type"] in DECODER_TYPES:
         return ReferenceDecoder
+    if config["model_type"] == "gemma3_text":
+        return ReferenceGemma3
     return REFERENCES[config["model_type"]]
 
 
@@ -612,6 +615,56 @@ def sliding_window_check(binary, model_dir, config, weights, ids):
     print(f"mistral sliding_window 64: max |C++ - torch| = {diff:.3e} (the window moves the "
           f"states by {effect:.3e})")
     return diff <= TOLERANCE and effect > 1e-2
+
+
+def dense_modules(model_dir):
+    """sentence-transformers' Dense modules in modules.json's order, as functions of a pooled
+    vector: activation(W x + b) (Identity and Tanh here)."""
+    try:
+        modules = json.load(open(f"{model_dir}/modules.json"))
+    except FileNotFoundError:
+        return []
+    layers = []
+    for module in modules:
+        if not module["type"].endswith(".Dense"):
+            continue
+        folder = f"{model_dir}/{module['path']}"
+        config = json.load(open(f"{folder}/config.json"))
+        w = read_safetensors(f"{folder}/model.safetensors")
+        act = {"torch.nn.modules.linear.Identity": lambda x: x,
+               "torch.nn.modules.activation.Tanh": np.tanh}[config["activation_function"]]
+        weight = w["linear.weight"].double().numpy()
+        bias = w["linear.bias"].double().numpy() if config.get("bias", True) else 0.0
+        layers.append(lambda x, weight=weight, bias=bias, act=act: act(weight @ x + bias))
+    return layers
+
+
+def band_check(binary, model_dir, config, rng):
+    """Gemma3's sliding layers: with every layer sliding, a token changed at position p moves
+    only the states within layers x (window - 1) of p; with the full layers, all of them."""
+    scratch = tempfile.mkdtemp(prefix="compare-band-")
+    shutil.copytree(model_dir, scratch, dirs_exist_ok=True)
+    layers, window = config["num_hidden_layers"], config["sliding_window"]
+    reach = layers * (window - 1)
+    length = min(config["max_position_embeddings"], 2 * reach + 40)
+    ids = [2] + [rng.randrange(5, config["vocab_size"]) for _ in range(length - 1)]
+    other = list(ids)
+    other[0 + 1] = (ids[1] + 1) % config["vocab_size"]
+
+    def moved(cfg):
+        json.dump(cfg, open(f"{scratch}/config.json", "w"))
+        out = subprocess.run([binary, scratch], input=json.dumps(
+            {"sequences": [ids, other], "temperatures": [0.7, 0.7], "pooling": "mean"}),
+            capture_output=True, text=True, check=True)
+        a, b = (np.array(h).reshape(length, -1) for h in json.loads(out.stdout)["hidden_states"])
+        return np.abs(a - b).max(axis=1)
+    banded = moved(dict(config, layer_types=["sliding_attention"] * layers))
+    full = moved(config)
+    beyond, within = banded[1 + reach + 1:].max(), banded[1:1 + reach].max()
+    print(f"sliding window {window} x {layers} layers: a token moves states beyond its reach by "
+          f"{beyond:.3e} (within it by {within:.3e}); with full layers, beyond it by "
+          f"{full[1 + reach + 1:].max():.3e}")
+    return beyond <= 1e-6 and within > 1e-3 and full[1 + reach + 1:].max() > 1e-3
 
 
 def decoder_checks(binary, model_dir, config, weights, sequences, rng):
@@ -689,6 +742,7 @@ def main():
     dim = cpp["dim"]
 
     models = {tau: reference(config, weights, tau) for tau in TEMPERATURES}
+    dense_layers = dense_modules(model_dir)
     if "--local-tau" in flags:
         for model in models.values():
             model.local_tau = LOCAL_TAU
@@ -698,6 +752,8 @@ def main():
         ref_hidden = models[tau](ids).numpy().astype(np.float64)
         got_hidden = np.array(cpp["hidden_states"][i], dtype=np.float64).reshape(len(ids), dim)
         ref_pooled = ref_hidden[-1] if last_token else ref_hidden.mean(axis=0)
+        for dense in dense_layers:
+            ref_pooled = dense(ref_pooled)
         got_pooled = np.array(cpp["pooled"][i], dtype=np.float64)
         diff = max(np.abs(ref_hidden - got_hidden).max(), np.abs(ref_pooled - got_pooled).max())
         worst[tau] = max(worst[tau], diff)
@@ -720,6 +776,8 @@ def main():
     if reference is ReferenceDecoder and not decoder_checks(binary, model_dir, config, weights,
                                                             sequences, rng):
         failures.append("decoder")
+    if reference is ReferenceGemma3 and not band_check(binary, model_dir, config, rng):
+        failures.append("band")
     if failures or not worst_hf <= TOLERANCE or spread < 1e-2:
         print("FAILED")
         return 1
