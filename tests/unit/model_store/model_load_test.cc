@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -492,6 +494,53 @@ TEST(ModelLoad, UnsupportedPoolingModeIsNamed) {
   auto model = Model::Load(dir, {});
   EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(model.status().message(), HasSubstr("pooling_mode_mean_sqrt_len_tokens"));
+}
+
+// EmbeddingGemma's config: its scales, bands and rotary bases, in either spelling of the layer
+// kinds; what Gemma3 has and this encoder does not run is refused naming the field.
+TEST(ModelLoad, Gemma3ConfigsReadTheirScalesAndBandsAndRefuseSoftcapping) {
+  const Json base = {{"model_type", "gemma3_text"}, {"vocab_size", 9000}, {"hidden_size", 64},
+                     {"num_hidden_layers", 6}, {"num_attention_heads", 4},
+                     {"num_key_value_heads", 1}, {"head_dim", 32}, {"intermediate_size", 256},
+                     {"max_position_embeddings", 2048}, {"query_pre_attn_scalar", 256},
+                     {"sliding_window", 512}, {"use_bidirectional_attention", true},
+                     {"rope_theta", 1000000.0}, {"rope_local_base_freq", 10000.0},
+                     {"hidden_activation", "gelu_pytorch_tanh"}, {"rms_norm_eps", 1e-6}};
+  auto config = ParseEncoderConfig("config.json", base.dump());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->family, "gemma3");
+  EXPECT_DOUBLE_EQ(config->attention_scale, 1.0 / 16);
+  EXPECT_DOUBLE_EQ(config->embedding_scale, 8.0);
+  EXPECT_FALSE(config->causal);
+  EXPECT_EQ(config->hidden_act, Activation::kGeluTanh);
+  // No layer_types: every sixth layer full (sliding_window_pattern's default).
+  EXPECT_EQ(config->layer_bands, (std::vector<int64_t>{511, 511, 511, 511, 511, 0}));
+  EXPECT_DOUBLE_EQ(config->rotary.base, 1000000.0);
+  EXPECT_DOUBLE_EQ(config->local_rotary_base, 10000.0);
+  Json typed = base;
+  typed["layer_types"] = {"full_attention", "sliding_attention", "full_attention",
+                          "sliding_attention", "sliding_attention", "full_attention"};
+  typed.erase("rope_theta");
+  typed.erase("rope_local_base_freq");
+  typed["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 5e5}}},
+                              {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 1e4}}}};
+  config = ParseEncoderConfig("config.json", typed.dump());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->layer_bands, (std::vector<int64_t>{0, 511, 0, 511, 511, 0}));
+  EXPECT_DOUBLE_EQ(config->rotary.base, 5e5);
+  for (const auto& [field, value, message] : std::vector<std::tuple<std::string, Json, std::string>>{
+           {"attn_logit_softcapping", Json(50.0), "'attn_logit_softcapping' is 50"},
+           {"layer_types", Json::array({"full_attention"}), "'layer_types' must list 6"},
+           {"layer_types", Json(std::vector<std::string>(6, "chunked_attention")),
+            "'layer_types[0]' is \"chunked_attention\""},
+           {"sliding_window", Json(1), "'sliding_window' must be >= 2"},
+           {"rope_scaling", Json({{"rope_type", "linear"}, {"factor", 8.0}}), "'rope_scaling' is"}}) {
+    Json json = base;
+    json[field] = value;
+    auto refused = ParseEncoderConfig("config.json", json.dump());
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kDataLoss) << field;
+    EXPECT_THAT(refused.status().message(), HasSubstr(message)) << field;
+  }
 }
 
 // Config integers stay below 2^31: 4 x hidden_size and pad_token_id + 1 once overflowed int64
