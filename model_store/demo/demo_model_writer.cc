@@ -6,7 +6,6 @@
 #include <fstream>
 #include <map>
 #include <random>
-#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -214,17 +213,20 @@ absl::Status WriteSpladeModules(const fs::path& root, int64_t vocab_size) {
   return WriteTextFile(root / "1_SpladePooling" / "config.json", pooling.dump(2));
 }
 
-// EmbeddingGemma's modules after mean pooling: 2_Dense (hidden -> 4 x hidden) and 3_Dense
-// (back), without bias or activation, then 4_Normalize.
-absl::Status WriteGemmaDenseModules(const fs::path& root, const DemoModelSpec& spec) {
+// Dense modules after mean pooling, without bias or activation, each `outs` wide in turn, then
+// Normalize: EmbeddingGemma's 2_Dense (hidden -> 4 x hidden) and 3_Dense (back), gtr-t5's one
+// 2_Dense (hidden -> hidden).
+absl::Status WriteDenseModules(const fs::path& root, const DemoModelSpec& spec,
+                               const std::vector<int64_t>& outs) {
   std::error_code ec;
   fs::remove_all(root / "2_Normalize", ec);
   WeightFactory f(spec.seed + 2);
-  const int64_t h = spec.hidden_size, wide = 4 * h;
   Json modules = {
       {{"idx", 0}, {"name", "0"}, {"path", ""}, {"type", "sentence_transformers.models.Transformer"}},
       {{"idx", 1}, {"name", "1"}, {"path", "1_Pooling"}, {"type", "sentence_transformers.models.Pooling"}}};
-  for (const auto& [idx, in, out] : {std::tuple{2, h, wide}, std::tuple{3, wide, h}}) {
+  int idx = 2;
+  int64_t in = spec.hidden_size;
+  for (const int64_t out : outs) {
     const std::string folder = absl::StrCat(idx, "_Dense");
     fs::create_directories(root / folder, ec);
     if (ec) return absl::InternalError(absl::StrCat(root.string(), ": ", ec.message()));
@@ -236,9 +238,12 @@ absl::Status WriteGemmaDenseModules(const fs::path& root, const DemoModelSpec& s
     RETURN_IF_ERROR(WriteSafetensors((root / folder / "model.safetensors").string(), weights));
     modules.push_back({{"idx", idx}, {"name", std::to_string(idx)}, {"path", folder},
                        {"type", "sentence_transformers.models.Dense"}});
+    ++idx;
+    in = out;
   }
-  fs::create_directories(root / "4_Normalize", ec);
-  modules.push_back({{"idx", 4}, {"name", "4"}, {"path", "4_Normalize"},
+  const std::string normalize = absl::StrCat(idx, "_Normalize");
+  fs::create_directories(root / normalize, ec);
+  modules.push_back({{"idx", idx}, {"name", std::to_string(idx)}, {"path", normalize},
                      {"type", "sentence_transformers.models.Normalize"}});
   return WriteTextFile(root / "modules.json", modules.dump(2));
 }
@@ -311,6 +316,19 @@ Json ConfigJson(const DemoModelSpec& spec, const ArchitectureSpec& arch, int64_t
     config["local_attention"] = 128;
     config["global_rope_theta"] = 160000;
     config["local_rope_theta"] = 10000;
+  } else if (arch.model_type == "t5") {  // gtr-t5-base's keys (T5EncoderModel)
+    config.erase(f.layer_norm_eps);
+    config.erase("type_vocab_size");
+    config["architectures"] = {"T5EncoderModel"};
+    config[f.activation] = arch.family == "t5_gated" ? "gated-gelu" : "relu";
+    config["d_kv"] = spec.head_dim > 0 ? spec.head_dim : spec.hidden_size / spec.num_heads;
+    config["relative_attention_num_buckets"] = 32;
+    config["relative_attention_max_distance"] = 128;
+    config["layer_norm_epsilon"] = 1e-6;
+    config["is_encoder_decoder"] = true;
+    config["pad_token_id"] = 0;
+    config["eos_token_id"] = 1;
+    config["decoder_start_token_id"] = 0;
   } else if (arch.family == "gemma3") {  // google/embeddinggemma-300m's keys
     config.erase(f.layer_norm_eps);
     config.erase("type_vocab_size");
@@ -447,6 +465,11 @@ absl::StatusOr<int64_t> WriteTokenizerFiles(const fs::path& root, const DemoMode
     tokenizer = RobertaBpeTokenizerJson(words, spec.vocab_size);
     vocab_size = spec.vocab_size;
     settings = roberta_specials;
+  } else if (arch.model_type == "t5") {
+    ASSIGN_OR_RETURN(auto pieces, BuildDemoUnigramVocabulary(spec.word_list, spec.vocab_size + 2));
+    tokenizer = T5UnigramTokenizerJson(pieces);
+    vocab_size = static_cast<int64_t>(tokenizer["model"]["vocab"].size());
+    settings = {{"eos_token", "</s>"}, {"pad_token", "<pad>"}, {"unk_token", "<unk>"}};
   } else if (arch.positions == PositionKind::kAbsoluteAfterPadding) {
     ASSIGN_OR_RETURN(auto pieces, BuildDemoUnigramVocabulary(spec.word_list, spec.vocab_size));
     tokenizer = UnigramTokenizerJson(pieces);
@@ -491,6 +514,7 @@ absl::Status WriteDemoModel(const std::string& dir, const DemoModelSpec& spec) {
                                   {"Retrieval-query", "task: search result | query: "},
                                   {"Retrieval-document", "title: none | text: "},
                                   {"STS", "task: sentence similarity | query: "}}
+                       : arch->model_type == "t5" ? Json::object()  // gtr-t5 has none
                        : arch->family == "nomic_bert" ? Json{{"search_query", "search_query: "},
                                                            {"search_document", "search_document: "},
                                                            {"clustering", "clustering: "},
@@ -515,7 +539,9 @@ absl::Status WriteDemoModel(const std::string& dir, const DemoModelSpec& spec) {
                    "the service, never for retrieval.\n")));
   auto weights = MakeWeights(spec.seed, *arch, config);
   if (spec.num_labels > 0) weights = WithClassifierHead(spec.seed, *arch, config, weights);
-  if (arch->family == "gemma3") RETURN_IF_ERROR(WriteGemmaDenseModules(root, spec));
+  const int64_t h = spec.hidden_size;
+  if (arch->family == "gemma3") RETURN_IF_ERROR(WriteDenseModules(root, spec, {4 * h, h}));
+  if (arch->model_type == "t5") RETURN_IF_ERROR(WriteDenseModules(root, spec, {h}));
   if (spec.splade) {
     if (arch->mlm_head.transform.empty())
       return absl::InvalidArgumentError("splade: bert or distilbert (the families with an MLM head)");

@@ -175,6 +175,36 @@ Json ByteLevelBpeTokenizerJson(const std::vector<std::string>& words, int64_t vo
           {"model", BpeModel(vocab, merges)}};
 }
 
+Json T5UnigramTokenizerJson(const std::vector<std::pair<std::string, double>>& pieces) {
+  Json vocab = Json::array({Json::array({"<pad>", 0.0}), Json::array({"</s>", 0.0}),
+                            Json::array({"<unk>", 0.0})});
+  for (size_t i = 4; i + 1 < pieces.size(); ++i)
+    vocab.push_back(Json::array({pieces[i].first, pieces[i].second}));
+  Json added = Json::array({AddedToken(0, "<pad>"), AddedToken(1, "</s>"), AddedToken(2, "<unk>")});
+  const Json metaspace = {{"type", "Metaspace"},
+                          {"replacement", "\u2581"},
+                          {"prepend_scheme", "always"},
+                          {"split", true}};
+  auto sequence = [](const char* id, int type) {
+    return Json{{"Sequence", {{"id", id}, {"type_id", type}}}};
+  };
+  auto eos = [](int type) { return Json{{"SpecialToken", {{"id", "</s>"}, {"type_id", type}}}}; };
+  return {
+      {"version", "1.0"},
+      {"truncation", nullptr},
+      {"padding", nullptr},
+      {"added_tokens", added},
+      {"normalizer", {{"type", "NFKC"}}},
+      {"pre_tokenizer", metaspace},
+      {"post_processor",
+       {{"type", "TemplateProcessing"},
+        {"single", {sequence("A", 0), eos(0)}},
+        {"pair", {sequence("A", 0), eos(0), sequence("B", 1), eos(1)}},
+        {"special_tokens", {{"</s>", {{"id", "</s>"}, {"ids", {1}}, {"tokens", {"</s>"}}}}}}}},
+      {"decoder", metaspace},
+      {"model", {{"type", "Unigram"}, {"unk_id", 2}, {"vocab", vocab}, {"byte_fallback", false}}}};
+}
+
 Json GemmaBpeTokenizerJson(const std::vector<std::string>& words, int64_t vocab_size) {
   const char* kSpecials[] = {"<pad>", "<eos>", "<bos>", "<unk>"};
   Json vocab = Json::object(), merges = Json::array(), added = Json::array();

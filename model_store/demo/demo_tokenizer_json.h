@@ -29,6 +29,11 @@ nlohmann::json UnigramTokenizerJson(const std::vector<std::pair<std::string, dou
 // merges of its prefixes, until `vocab_size` tokens; <|endoftext|> takes the next id.
 nlohmann::json ByteLevelBpeTokenizerJson(const std::vector<std::string>& words, int64_t vocab_size);
 
+// T5's SentencePiece layout: Unigram over `pieces` without their first four and last (the
+// XLM-R specials the demo vocabulary carries), led by <pad> 0, </s> 1, <unk> 2; NFKC, Metaspace,
+// no byte fallback; each sequence $A </s>.
+nlohmann::json T5UnigramTokenizerJson(const std::vector<std::pair<std::string, double>>& pieces);
+
 // Gemma's layout: spaces replaced by "▁", no pre-tokenizer, BPE over UTF-8 characters with
 // byte fallback (<0x00>..<0xFF>) and fused unknowns; <pad> 0, <eos> 1, <bos> 2, <unk> 3; each
 // sequence <bos> A <eos> (EmbeddingGemma's). Words enter as "▁word" built by merges.

@@ -145,6 +145,7 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
     for (int64_t h = 0; h < count * group && !config.alibi_slopes.empty(); ++h) {
       pattern.alibi.push_back(config.alibi_slopes[first * group + h] / tau);
     }
+    pattern.relative_max_distance = config.relative_attention_max_distance;
     if (attention.relative_bias != nullptr && attention.relative_bias->defined()) {
       pattern.relative_bias =
           attention.relative_bias->slice(0, first * group, (first + count) * group) / tau;

@@ -323,6 +323,49 @@ ArchitectureSpec Gemma3Spec() {
   return spec;
 }
 
+// T5's encoder (transformers' T5EncoderModel, as sentence-transformers ships gtr-t5 and
+// sentence-t5): pre-norm RMSNorm blocks without biases, no position table but one relative
+// attention bias in the first layer, bucketed bidirectionally and shared by every layer, and
+// no 1/sqrt(d) (T5 folds it into its weights). The feed-forward block is ReLU ("relu") or a
+// gated tanh GELU ("gated-gelu", T5 v1.1), one spec each, told apart by feed_forward_proj.
+ArchitectureSpec T5Spec(bool gated) {
+  ArchitectureSpec spec;
+  spec.model_type = "t5";
+  spec.family = gated ? "t5_gated" : "t5";
+  spec.known_checkpoints = gated ? "google/t5-v1_1-base (encoder), google/flan-t5-base (encoder)"
+                                 : "sentence-transformers/gtr-t5-base, sentence-transformers/"
+                                   "gtr-t5-large, sentence-transformers/sentence-t5-base";
+  spec.variant_field = "feed_forward_proj";
+  spec.variant_values = {gated ? "gated-gelu" : "relu"};
+  spec.variant_default = !gated;  // T5Config's default is relu
+  spec.fields.hidden_size = "d_model";
+  spec.fields.num_layers = "num_layers";
+  spec.fields.num_heads = "num_heads";
+  spec.fields.intermediate_size = "d_ff";
+  spec.fields.max_positions = "n_positions";
+  spec.fields.default_max_positions = 512;  // t5's tokenizer and sentence-transformers' bound
+  spec.fields.layer_norm_eps = "layer_norm_epsilon";
+  spec.fields.activation = "feed_forward_proj";
+  spec.map_config = MapT5Config;
+  spec.positions = PositionKind::kAbsolute;  // with no table: positions only in the bias
+  spec.weight_prefixes = {""};
+  spec.word_embeddings = "shared";  // encoder.embed_tokens is the same tensor, tied
+  spec.relative_attention_bias = "encoder.block.0.layer.0.SelfAttention.relative_attention_bias";
+  spec.layer_prefix = "encoder.block.";
+  spec.query = "layer.0.SelfAttention.q";
+  spec.key = "layer.0.SelfAttention.k";
+  spec.value = "layer.0.SelfAttention.v";
+  spec.attention_output = "layer.0.SelfAttention.o";
+  spec.attention_norm = "layer.0.layer_norm";
+  spec.mlp = gated ? MlpKind::kGatedActivateFirst : MlpKind::kPlain;
+  spec.mlp_in = gated ? "layer.1.DenseReluDense.wi_0" : "layer.1.DenseReluDense.wi";
+  if (gated) spec.mlp_gate = "layer.1.DenseReluDense.wi_1";
+  spec.mlp_out = "layer.1.DenseReluDense.wo";
+  spec.output_norm = "layer.1.layer_norm";
+  spec.final_norm = "encoder.final_layer_norm";
+  return spec;
+}
+
 ArchitectureSpec Qwen3Spec() {
   ArchitectureSpec spec = DecoderLayout(
       "qwen3", "Qwen/Qwen3-Embedding-0.6B, Qwen/Qwen3-Embedding-4B, Qwen/Qwen3-Embedding-8B",
@@ -381,6 +424,8 @@ const std::vector<ArchitectureSpec>& AllArchitectures() {
       Qwen3Spec(),
       Qwen2Spec(),
       Gemma3Spec(),
+      T5Spec(/*gated=*/false),
+      T5Spec(/*gated=*/true),
       MistralSpec(),
       DecoderLayout("llama", "McGill-NLP/LLM2Vec-Meta-Llama-3-8B-Instruct-mntp",
                     "LlamaForSequenceClassification")};

@@ -41,6 +41,9 @@ struct ConfigFieldNames {
   std::string max_positions = "max_position_embeddings";
   std::string layer_norm_eps = "layer_norm_eps";
   std::string activation = "hidden_act";
+  // The window when max_positions is absent (T5 has no position table; 0: the field is
+  // required).
+  int64_t default_max_positions = 0;
 };
 
 struct ArchitectureSpec {

@@ -69,8 +69,9 @@ absl::StatusOr<EncoderConfig> ParseEncoderConfig(const std::string& given_label,
   // as both BERT and GPT-2 define it.
   config.intermediate_size = 4 * config.hidden_size;
   RETURN_IF_ERROR(ReadPositive(label, json, f.intermediate_size, false, &config.intermediate_size));
-  RETURN_IF_ERROR(
-      ReadPositive(label, json, f.max_positions, true, &config.max_position_embeddings));
+  config.max_position_embeddings = f.default_max_positions;
+  RETURN_IF_ERROR(ReadPositive(label, json, f.max_positions, f.default_max_positions == 0,
+                               &config.max_position_embeddings));
   RETURN_IF_ERROR(ReadCount(label, json, "type_vocab_size", &config.type_vocab_size));
   RETURN_IF_ERROR(ReadBool(label, json, "demo_model", &config.demo_model));
   if (auto it = json.find("pad_token_id"); it != json.end() && it->is_number_integer()) {

@@ -83,6 +83,8 @@ struct EncoderConfig {
   std::vector<double> alibi_slopes;
   // MPNet: rows of its learned relative position bias ([buckets, heads]); 0: none.
   int64_t relative_attention_buckets = 0;
+  // Where the buckets turn logarithmic up to (T5's relative_attention_max_distance; MPNet 128).
+  int64_t relative_attention_max_distance = 128;
   LognScale logn_scale;
   // The logits' scale before τ: 0 for 1/sqrt(head_dim); Gemma3's query_pre_attn_scalar^-1/2.
   double attention_scale = 0.0;

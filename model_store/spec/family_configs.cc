@@ -426,6 +426,33 @@ absl::Status MapGemma3Config(const std::string& label, const Json& json, Encoder
   return absl::OkStatus();
 }
 
+absl::Status MapT5Config(const std::string& label, const Json& json, EncoderConfig* config) {
+  config->hidden_act = config->mlp == MlpKind::kPlain ? Activation::kRelu : Activation::kGeluTanh;
+  config->prenorm = true;
+  config->rms_norm = true;
+  config->norm_bias = false;
+  config->attention_bias = config->attention_output_bias = false;
+  config->mlp_in_bias = config->mlp_out_bias = false;
+  config->type_vocab_size = 0;
+  config->attention_scale = 1.0;
+  config->layer_norm_eps = 1e-6;
+  RETURN_IF_ERROR(ReadNumber(label, json, "layer_norm_epsilon", 0.0, 1.0, &config->layer_norm_eps));
+  RETURN_IF_ERROR(ReadPositive(label, json, "d_kv", false, &config->attention_head_dim));
+  int64_t buckets = 32;
+  RETURN_IF_ERROR(ReadPositive(label, json, "relative_attention_num_buckets", false, &buckets));
+  RETURN_IF_ERROR(ReadPositive(label, json, "relative_attention_max_distance", false,
+                               &config->relative_attention_max_distance));
+  // Half the buckets per direction, half of those exact: the logarithmic part needs room.
+  if (buckets < 4 || buckets % 4 != 0 || config->relative_attention_max_distance <= buckets / 4) {
+    return absl::DataLossError(absl::StrCat(
+        label, ": fields 'relative_attention_num_buckets' ", buckets,
+        " and 'relative_attention_max_distance' ", config->relative_attention_max_distance,
+        "; supported: a multiple of 4, and a distance past a quarter of it"));
+  }
+  config->relative_attention_buckets = buckets;
+  return absl::OkStatus();
+}
+
 absl::Status MapQwen2Config(const std::string& label, const Json& json, EncoderConfig* config) {
   RETURN_IF_ERROR(MapDecoderConfig(label, json, config));
   // Qwen2's code fixes its biases whatever the config says: q, k, v with, o without.

@@ -54,6 +54,11 @@ absl::Status MapMistralConfig(const std::string& label, const nlohmann::json& js
 // full layers and rope_local_base_freq for sliding ones. attn_logit_softcapping is refused.
 absl::Status MapGemma3Config(const std::string& label, const nlohmann::json& json,
                              EncoderConfig* config);
+// T5's encoder: d_kv, relative_attention_num_buckets and _max_distance, layer_norm_epsilon;
+// RMSNorm pre-norm without biases, no type table, logits unscaled (T5 folds 1/sqrt(d) into its
+// weights). feed_forward_proj chose the spec (relu or gated-gelu, whose GELU is tanh's).
+absl::Status MapT5Config(const std::string& label, const nlohmann::json& json,
+                         EncoderConfig* config);
 // Qwen2: the decoder's, with biases on q, k, v and none on o, as its code fixes them.
 absl::Status MapQwen2Config(const std::string& label, const nlohmann::json& json,
                             EncoderConfig* config);

@@ -43,6 +43,7 @@ from torch.nn import functional as F
 from attention_formula import tempscale_attention
 from reference_decoder import DECODER_TYPES, ReferenceDecoder, is_causal
 from reference_gemma3 import ReferenceGemma3
+from reference_t5 import ReferenceT5
 
 TOLERANCE = 1e-4
 HEAD_BY_HEAD_TOKENS = 4100
@@ -581,6 +582,8 @@ def reference_class(config):
         return ReferenceDecoder
     if config["model_type"] == "gemma3_text":
         return ReferenceGemma3
+    if config["model_type"] == "t5":
+        return ReferenceT5
     return REFERENCES[config["model_type"]]
 
 

@@ -543,6 +543,44 @@ TEST(ModelLoad, Gemma3ConfigsReadTheirScalesAndBandsAndRefuseSoftcapping) {
   }
 }
 
+// T5 (gtr-t5's keys): no position table, so its window defaults to 512; unscaled logits; the
+// relative bias's reach from the config; feed_forward_proj picks ReLU or the gated GELU, and
+// any other is refused listing the two.
+TEST(ModelLoad, T5ConfigsChooseTheirFeedForwardAndRefuseWhatTheyDoNotRun) {
+  const Json base = {{"model_type", "t5"}, {"vocab_size", 32128}, {"d_model", 64},
+                     {"d_kv", 16}, {"num_heads", 4}, {"num_layers", 2}, {"d_ff", 256},
+                     {"relative_attention_max_distance", 256}};
+  auto config = ParseEncoderConfig("config.json", base.dump());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->family, "t5");
+  EXPECT_EQ(config->max_position_embeddings, 512);
+  EXPECT_EQ(config->mlp, MlpKind::kPlain);
+  EXPECT_EQ(config->hidden_act, Activation::kRelu);
+  EXPECT_DOUBLE_EQ(config->attention_scale, 1.0);
+  EXPECT_EQ(config->relative_attention_buckets, 32);
+  EXPECT_EQ(config->relative_attention_max_distance, 256);
+  Json gated = base;
+  gated["feed_forward_proj"] = "gated-gelu";
+  gated["n_positions"] = 1024;
+  config = ParseEncoderConfig("config.json", gated.dump());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->family, "t5_gated");
+  EXPECT_EQ(config->mlp, MlpKind::kGatedActivateFirst);
+  EXPECT_EQ(config->hidden_act, Activation::kGeluTanh);
+  EXPECT_EQ(config->max_position_embeddings, 1024);
+  Json silu = base;
+  silu["feed_forward_proj"] = "gated-silu";
+  config = ParseEncoderConfig("config.json", silu.dump());
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(config.status().message(),
+              AllOf(HasSubstr("feed_forward_proj"), HasSubstr("relu"), HasSubstr("gated-gelu")));
+  Json buckets = base;
+  buckets["relative_attention_num_buckets"] = 6;
+  config = ParseEncoderConfig("config.json", buckets.dump());
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(config.status().message(), HasSubstr("'relative_attention_num_buckets' 6"));
+}
+
 // Config integers stay below 2^31: 4 x hidden_size and pad_token_id + 1 once overflowed int64
 // for values the reader accepted.
 TEST(ModelLoad, ConfigIntegersPastTwoToTheThirtyOneAreRefusedNamingTheField) {
