@@ -133,6 +133,17 @@ std::map<std::string, F32Tensor> MakeWeights(uint64_t seed, const ArchitectureSp
     }
     linear(layer + arch.attention_output, h, queries, config.attention_output_bias);
     if (i > 0 || arch.first_layer_attention_norm) norm(layer + arch.attention_norm, h);
+    if (config.IsMoeLayer(i)) {  // the router, the stacked experts and their bias
+      w[layer + arch.moe.router + ".weight"] =
+          f.Normal({config.num_experts, h}, 1.0 / std::sqrt(static_cast<double>(h)));
+      w[layer + arch.moe.w1] =
+          f.Normal({config.num_experts * inner, h}, 1.0 / std::sqrt(static_cast<double>(h)));
+      w[layer + arch.moe.w2] =
+          f.Normal({config.num_experts * inner, h}, 1.0 / std::sqrt(static_cast<double>(inner)));
+      w[layer + arch.moe.bias] = f.Normal({h}, 0.02);
+      norm(layer + arch.output_norm, h);
+      continue;
+    }
     const bool gated = config.mlp != MlpKind::kPlain;
     const bool halves_apart = !arch.mlp_gate.empty();
     linear(layer + arch.mlp_in, gated && !halves_apart ? 2 * inner : inner, h, config.mlp_in_bias);
@@ -306,6 +317,25 @@ Json ConfigJson(const DemoModelSpec& spec, const ArchitectureSpec& arch, int64_t
     config["mlp_fc1_bias"] = false;
     config["mlp_fc2_bias"] = false;
     config["prenorm"] = false;
+  } else if (arch.family == "nomic_bert_moe") {  // nomic-embed-text-v2-moe's (4 experts here)
+    config["architectures"] = {"NomicBertModel"};
+    config[f.activation] = "gelu";
+    config["rotary_emb_base"] = 10000;
+    config["rotary_emb_fraction"] = 1.0;
+    config["rotary_emb_interleaved"] = false;
+    config["rotary_scaling_factor"] = nullptr;
+    config["qkv_proj_bias"] = true;
+    config["mlp_fc1_bias"] = true;
+    config["mlp_fc2_bias"] = true;
+    config["prenorm"] = false;
+    config["type_vocab_size"] = 1;
+    config[f.layer_norm_eps] = 1e-5;
+    config["moe_every_n_layers"] = 2;
+    config["num_experts"] = 4;
+    config["moe_top_k"] = 2;
+    config["moe_normalize_expert_weights"] = false;
+    config["moe_impl"] = "megablocks";
+    config["pad_token_id"] = 1;
   } else if (arch.family == "modernbert") {  // ModernBERT-base's, in the legacy spelling
     config["architectures"] = {"ModernBertForMaskedLM"};
     config["norm_bias"] = false;
@@ -465,6 +495,11 @@ absl::StatusOr<int64_t> WriteTokenizerFiles(const fs::path& root, const DemoMode
     tokenizer = RobertaBpeTokenizerJson(words, spec.vocab_size);
     vocab_size = spec.vocab_size;
     settings = roberta_specials;
+  } else if (arch.family == "nomic_bert_moe") {  // XLM-R's SentencePiece, as v2-moe ships it
+    ASSIGN_OR_RETURN(auto pieces, BuildDemoUnigramVocabulary(spec.word_list, spec.vocab_size));
+    tokenizer = UnigramTokenizerJson(pieces);
+    vocab_size = static_cast<int64_t>(pieces.size());
+    settings = roberta_specials;
   } else if (arch.model_type == "t5") {
     ASSIGN_OR_RETURN(auto pieces, BuildDemoUnigramVocabulary(spec.word_list, spec.vocab_size + 2));
     tokenizer = T5UnigramTokenizerJson(pieces);
@@ -515,7 +550,8 @@ absl::Status WriteDemoModel(const std::string& dir, const DemoModelSpec& spec) {
                                   {"Retrieval-document", "title: none | text: "},
                                   {"STS", "task: sentence similarity | query: "}}
                        : arch->model_type == "t5" ? Json::object()  // gtr-t5 has none
-                       : arch->family == "nomic_bert" ? Json{{"search_query", "search_query: "},
+                       : arch->family.rfind("nomic_bert", 0) == 0
+                           ? Json{{"search_query", "search_query: "},
                                                            {"search_document", "search_document: "},
                                                            {"clustering", "clustering: "},
                                                            {"classification", "classification: "}}

@@ -195,8 +195,35 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
   return ApplyLinear(context, layer.attention_output);
 }
 
+namespace {
+
+// Each row through its moe_top_k most probable experts (softmax over the router's logits in
+// fp32), weighted by those probabilities, plus the shared bias; each expert runs once, on the
+// rows that chose it, so a row costs k expert MLPs whatever the expert count.
+torch::Tensor MixtureOfExperts(const torch::Tensor& x, const LayerWeights& layer,
+                               const EncoderConfig& config) {
+  const torch::Tensor probabilities =
+      torch::softmax(ApplyLinear(x.to(torch::kFloat32), layer.moe_router), -1);
+  const auto [weights, experts] = probabilities.topk(config.moe_top_k, -1);
+  torch::Tensor out = torch::zeros_like(x);
+  for (int64_t e = 0; e < config.num_experts; ++e) {
+    const torch::Tensor chosen = experts.eq(e);  // a row picks an expert at most once
+    const torch::Tensor rows = chosen.any(1).nonzero().squeeze(1);
+    if (rows.numel() == 0) continue;
+    const torch::Tensor weight =
+        (weights * chosen).sum(1).index_select(0, rows).unsqueeze(1).to(x.scalar_type());
+    const torch::Tensor hidden =
+        Activate(ApplyLinear(x.index_select(0, rows), layer.moe_in[e]), config.hidden_act);
+    out.index_add_(0, rows, ApplyLinear(hidden, layer.moe_out[e]).mul_(weight));
+  }
+  return out.add_(layer.moe_bias);
+}
+
+}  // namespace
+
 torch::Tensor FeedForward(const torch::Tensor& x, const LayerWeights& layer,
                           const EncoderConfig& config) {
+  if (!layer.moe_in.empty()) return MixtureOfExperts(x, layer, config);
   const int64_t inner = config.intermediate_size;
   auto block = [&](const torch::Tensor& in) {
     torch::Tensor hidden = ApplyLinear(in, layer.mlp_in);

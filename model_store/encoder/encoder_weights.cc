@@ -224,18 +224,38 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
       ASSIGN_OR_RETURN(layer.attention_norm,
                        bind.Norm(p + spec.attention_norm, h, config.norm_bias, rms));
     }
-    if (config.mlp == MlpKind::kPlain || !spec.mlp_gate.empty()) {
+    if (config.IsMoeLayer(i)) {
+      const int64_t experts = config.num_experts;
+      ASSIGN_OR_RETURN(layer.moe_router.weight,
+                       bind.Take(p + spec.moe.router + ".weight", {experts, h}, torch::kFloat32));
+      layer.moe_router.bias = torch::zeros({experts}, torch::kFloat32);
+      ASSIGN_OR_RETURN(const torch::Tensor w1, bind.Take(p + spec.moe.w1, {experts * inner, h}));
+      ASSIGN_OR_RETURN(const torch::Tensor w2, bind.Take(p + spec.moe.w2, {experts * inner, h}));
+      for (int64_t e = 0; e < experts; ++e) {
+        LinearWeights in, out;
+        in.weight = w1.slice(0, e * inner, (e + 1) * inner).contiguous();
+        in.bias = torch::zeros({inner}, in.weight.options());
+        out.weight = w2.slice(0, e * inner, (e + 1) * inner).t().contiguous();
+        out.bias = torch::zeros({h}, out.weight.options());
+        layer.moe_in.push_back(std::move(in));
+        layer.moe_out.push_back(std::move(out));
+      }
+      ASSIGN_OR_RETURN(layer.moe_bias, bind.Take(p + spec.moe.bias, {h}));
+    } else if (config.mlp == MlpKind::kPlain || !spec.mlp_gate.empty()) {
       ASSIGN_OR_RETURN(layer.mlp_in, bind.Linear(p + spec.mlp_in, inner, h, config.mlp_in_bias));
     } else {  // both halves in one projection
       ASSIGN_OR_RETURN(layer.mlp_in,
                        bind.Linear(p + spec.mlp_in, 2 * inner, h, config.mlp_in_bias));
     }
-    if (config.mlp != MlpKind::kPlain && !spec.mlp_gate.empty()) {
+    if (config.mlp != MlpKind::kPlain && !spec.mlp_gate.empty() && !config.IsMoeLayer(i)) {
       ASSIGN_OR_RETURN(LinearWeights gate,
                        bind.Linear(p + spec.mlp_gate, inner, h, config.mlp_in_bias));
       layer.mlp_in = stack({layer.mlp_in, gate});
     }
-    ASSIGN_OR_RETURN(layer.mlp_out, bind.Linear(p + spec.mlp_out, h, inner, config.mlp_out_bias));
+    if (!config.IsMoeLayer(i)) {
+      ASSIGN_OR_RETURN(layer.mlp_out,
+                       bind.Linear(p + spec.mlp_out, h, inner, config.mlp_out_bias));
+    }
     ASSIGN_OR_RETURN(layer.output_norm, bind.Norm(p + spec.output_norm, h, config.norm_bias, rms));
     if (!spec.attention_post_norm.empty()) {
       ASSIGN_OR_RETURN(layer.attention_post_norm,

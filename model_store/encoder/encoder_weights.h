@@ -48,6 +48,13 @@ struct LayerWeights {
   LinearWeights mlp_in;
   LinearWeights mlp_out;
   NormWeights attention_norm, output_norm;
+  // A mixture-of-experts layer's, in place of mlp_in and mlp_out (empty elsewhere): the router
+  // [experts, hidden] (fp32), and per expert its two linear layers [intermediate, hidden] and
+  // [hidden, intermediate] (w2 transposed) with the shared bias [hidden], all through the
+  // linear kernels, so a row's result does not depend on how many rows chose the expert.
+  LinearWeights moe_router;
+  std::vector<LinearWeights> moe_in, moe_out;
+  torch::Tensor moe_bias;
   // Gemma3's norms on the attention's and the MLP's outputs; undefined where none.
   NormWeights attention_post_norm, output_post_norm;
 };

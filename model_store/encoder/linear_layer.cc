@@ -30,8 +30,19 @@ std::optional<LinearWeights> OutputSlice(const LinearWeights& w, int64_t begin, 
 absl::Status PrepareLinearLayers(LinearKernel kernel, int64_t kv_heads, EncoderWeights* w) {
   for (LayerWeights& layer : w->layers) {
     if (kernel != LinearKernel::kDefault) {
-      for (LinearWeights* linear :
-           {&layer.qkv, &layer.attention_output, &layer.mlp_in, &layer.mlp_out}) {
+      std::vector<LinearWeights*> linears = {&layer.qkv, &layer.attention_output, &layer.mlp_in,
+                                             &layer.mlp_out};
+      for (size_t e = 0; e < layer.moe_in.size(); ++e)
+        linears.insert(linears.end(), {&layer.moe_in[e], &layer.moe_out[e]});
+      // The router stays fp32 whatever the kernel: it ranks the experts, and a rounding that
+      // swapped two would move a row by a whole expert.
+      if (layer.moe_router.weight.defined()) {
+        layer.moe_router.packed =
+            std::make_shared<const Fp32Matmul>(layer.moe_router.weight, layer.moe_router.bias);
+        layer.moe_router.weight = torch::Tensor();
+      }
+      for (LinearWeights* linear : linears) {
+        if (!linear->weight.defined()) continue;  // an expert layer has no plain MLP
         if (kernel == LinearKernel::kInt8) {
           linear->packed = std::make_shared<const Int8Matmul>(linear->weight, linear->bias);
         } else {

@@ -177,6 +177,27 @@ ArchitectureSpec NomicBertSpec() {
   spec.mlp_gate = "mlp.fc12";
   spec.mlp_out = "mlp.fc2";
   spec.output_norm = "norm2";
+  // v1's gated MLPs; nomic_bert_moe takes "gelu".
+  spec.variant_field = "activation_function";
+  spec.variant_values = {"swiglu", "geglu"};
+  spec.variant_default = true;
+  return spec;
+}
+
+// nomic-embed-text-v2-moe (nomic's contrastors code, TEI's nomic.rs): NomicBert with a plain
+// GELU MLP (fc1, fc2) and, every moe_every_n_layers-th layer from layer 1, a mixture of experts
+// in its place. Told from v1 by activation_function gelu.
+ArchitectureSpec NomicBertMoeSpec() {
+  ArchitectureSpec spec = NomicBertSpec();
+  spec.family = "nomic_bert_moe";
+  spec.known_checkpoints = "nomic-ai/nomic-embed-text-v2-moe";
+  spec.variant_field = "activation_function";
+  spec.variant_values = {"gelu"};
+  spec.variant_default = false;
+  spec.mlp = MlpKind::kPlain;
+  spec.mlp_in = "mlp.fc1";
+  spec.mlp_gate.clear();
+  spec.moe = {"mlp.router.layer", "mlp.experts.mlp.w1", "mlp.experts.mlp.w2", "mlp.experts.bias"};
   return spec;
 }
 
@@ -418,6 +439,7 @@ const std::vector<ArchitectureSpec>& AllArchitectures() {
       DistilBertSpec(),
       MpnetSpec(),
       NomicBertSpec(),
+      NomicBertMoeSpec(),
       GteSpec(),
       JinaBertSpec(),
       ModernBertSpec(),

@@ -93,6 +93,13 @@ struct ArchitectureSpec {
   // Gemma3's sandwich: a norm on the attention's and the MLP's output before each residual
   // add (x + post(f(pre(x)))). Empty: none.
   std::string attention_post_norm, output_post_norm;
+  // A mixture of experts in place of the MLP in the layers EncoderConfig::IsMoeLayer names
+  // (NomicBert v2's megablocks layout): the router's linear layer, the experts' stacked w1 and
+  // w2 ([experts x intermediate, hidden] each; an expert is w2_e^T act(w1_e x)) and their
+  // shared output bias. Empty router: none.
+  struct MoeNames {
+    std::string router, w1, w2, bias;
+  } moe;
   // Added to every norm's weight at load: Gemma's RMSNorm multiplies by (1 + w).
   double norm_weight_offset = 0.0;
   // A language model's layout (Qwen, Mistral, Llama): its demo model gets a byte-level BPE

@@ -86,6 +86,13 @@ struct EncoderConfig {
   // Where the buckets turn logarithmic up to (T5's relative_attention_max_distance; MPNet 128).
   int64_t relative_attention_max_distance = 128;
   LognScale logn_scale;
+  // NomicBert v2's mixture of experts: layer i with i % moe_every == 1 sends each token to the
+  // moe_top_k most probable of num_experts experts (a softmax in fp32 over the router's
+  // logits), weighted by those probabilities, none dropped. 0: no expert layers.
+  int64_t moe_every = 0;
+  int64_t num_experts = 0;
+  int64_t moe_top_k = 0;
+  bool IsMoeLayer(int64_t layer) const { return moe_every > 0 && layer % moe_every == 1; }
   // The logits' scale before τ: 0 for 1/sqrt(head_dim); Gemma3's query_pre_attn_scalar^-1/2.
   double attention_scale = 0.0;
   // The word embeddings' factor (Gemma: sqrt(hidden_size)); 1 for none.

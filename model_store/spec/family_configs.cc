@@ -74,18 +74,47 @@ absl::Status MapDistilBertConfig(const std::string& label, const Json& json,
   return MapActivation(label, json, "activation", "gelu", &config->hidden_act);
 }
 
+namespace {
+
+// nomic-embed-text-v2-moe's experts: moe_every_n_layers, num_experts, moe_top_k; the top-k
+// weights are used as the softmax gives them (moe_normalize_expert_weights false or null).
+absl::Status MapNomicExperts(const std::string& label, const Json& json, EncoderConfig* config) {
+  RETURN_IF_ERROR(ReadCount(label, json, "moe_every_n_layers", &config->moe_every));
+  if (config->moe_every == 0) return absl::OkStatus();
+  RETURN_IF_ERROR(ReadPositive(label, json, "num_experts", true, &config->num_experts));
+  RETURN_IF_ERROR(ReadPositive(label, json, "moe_top_k", true, &config->moe_top_k));
+  // Every expert is a full MLP in memory: a damaged count is refused before weights are sized.
+  if (config->num_experts > 1024 || config->moe_top_k > config->num_experts) {
+    return absl::DataLossError(absl::StrCat(label, ": fields 'num_experts' ", config->num_experts,
+                                            " and 'moe_top_k' ", config->moe_top_k,
+                                            "; supported: 1 <= moe_top_k <= num_experts <= 1024"));
+  }
+  if (auto it = json.find("moe_normalize_expert_weights");
+      it != json.end() && !it->is_null() && *it != false && *it != 0) {
+    return absl::DataLossError(absl::StrCat(label, ": field 'moe_normalize_expert_weights' is ",
+                                            it->dump(), "; supported: false or null"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status MapNomicBertConfig(const std::string& label, const Json& json, EncoderConfig* config) {
-  // nomic's MLP is gated: swiglu is SiLU, geglu GELU, on the gate.
-  std::string activation = "swiglu";
+  // v1's MLP is gated (swiglu is SiLU, geglu GELU, on the gate); v2's is plain GELU with experts.
+  std::string activation = config->mlp == MlpKind::kPlain ? "gelu" : "swiglu";
   RETURN_IF_ERROR(ReadString(label, json, "activation_function", &activation));
   if (activation == "swiglu") {
     config->hidden_act = Activation::kSilu;
-  } else if (activation == "geglu") {
+  } else if (activation == "geglu" || activation == "gelu") {
     config->hidden_act = Activation::kGeluErf;
-  } else {
-    return absl::DataLossError(absl::StrCat(label, ": field 'activation_function' is '", activation,
-                                            "'; supported for nomic_bert: swiglu, "
-                                            "geglu"));
+  }
+  if (config->mlp == MlpKind::kPlain) {
+    RETURN_IF_ERROR(MapNomicExperts(label, json, config));
+  } else if (auto it = json.find("moe_every_n_layers");
+             it != json.end() && it->is_number() && *it != 0) {
+    return absl::DataLossError(absl::StrCat(
+        label, ": field 'moe_every_n_layers' is ", it->dump(),
+        " with a gated MLP; experts are served with activation_function gelu (v2-moe's layout)"));
   }
   RETURN_IF_ERROR(ReadBool(label, json, "prenorm", &config->prenorm));
   RETURN_IF_ERROR(ReadBool(label, json, "qkv_proj_bias", &config->attention_bias));

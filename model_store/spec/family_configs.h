@@ -23,6 +23,8 @@ absl::Status MapDistilBertConfig(const std::string& label, const nlohmann::json&
                                  EncoderConfig* config);
 // NomicBert: activation_function (swiglu or geglu), rotary_emb_*, max_trained_positions,
 // prenorm, qkv_proj_bias, mlp_fc1_bias, mlp_fc2_bias.
+// (nomic_bert_moe: the same, with a plain GELU MLP and moe_every_n_layers, num_experts,
+// moe_top_k; moe_normalize_expert_weights other than false is refused.)
 absl::Status MapNomicBertConfig(const std::string& label, const nlohmann::json& json,
                                 EncoderConfig* config);
 // JinaBERT v2: feed_forward_type (geglu or reglu), ALiBi slopes for num_attention_heads.

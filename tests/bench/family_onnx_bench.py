@@ -7,7 +7,8 @@ ONNX export of the family's torch.nn reference (tests/reference/compare_encoder.
 same token windows, 2 threads each. Rounds interleave the three systems; every ratio compares
 figures of one round.
 
-usage: family_onnx_bench.py BUILD_DIR [--families new,jina_bert,modernbert,qwen3] [--tokens 2046]
+usage: family_onnx_bench.py BUILD_DIR [--families new,jina_bert,modernbert,qwen3,gemma3,t5]
+       [--tokens 2046]
        [--docs 3] [--rounds 2]
 """
 import argparse
@@ -39,7 +40,12 @@ SHAPES = {"modernbert": ["--layers=22", "--hidden=768", "--heads=12", "--interme
                          "--max_positions=8192"],
           "qwen3": ["--layers=28", "--hidden=1024", "--heads=16", "--kv_heads=8",
                     "--head_dim=128", "--intermediate=3072", "--max_positions=32768",
-                    "--pooling=last_token"]}
+                    "--pooling=last_token"],
+          # EmbeddingGemma-300m's shape: 24 layers, 768 wide, 3 query heads of 256 on one
+          # key/value head, MLP 1,152, 2,048 positions.
+          "gemma3": ["--layers=24", "--hidden=768", "--heads=3", "--kv_heads=1",
+                     "--head_dim=256", "--intermediate=1152", "--max_positions=2048"],
+          "t5": BASE}
 
 
 class OneSequence(torch.nn.Module):

@@ -300,6 +300,71 @@ def build_batch(config, max_len, rng):
     return [sequences[i] for i in order], [taus[i] for i in order]
 
 
+class ReferenceNomicBertMoe(ReferenceNomicBert):
+    """nomic-embed-text-v2-moe as nomic's contrastors code (and TEI's nomic.rs) computes it:
+    NomicBert v1's attention and post-norm blocks, a plain MLP fc2(gelu(fc1(x))), and in layers
+    i with i % moe_every_n_layers == 1 a mixture of experts instead: softmax(router(x)) in fp32,
+    its top moe_top_k experts e, each w2_e^T gelu(w1_e x) weighted by its probability, summed,
+    plus the experts' shared bias."""
+
+    def __init__(self, config, weights, tau):
+        nn.Module.__init__(self)
+        h = config["n_embd"]
+        self.heads, self.head_dim, self.tau = config["n_head"], h // config["n_head"], tau
+        self.prenorm = config.get("prenorm", False)
+        eps = config.get("layer_norm_epsilon", 1e-12)
+        inner = config["n_inner"]
+        self.rotary_dim = int(self.head_dim * config.get("rotary_emb_fraction", 1.0))
+        self.base = config.get("rotary_emb_base", 10000)
+        self.interleaved = config.get("rotary_emb_interleaved", False)
+        self.scaling = config.get("rotary_scaling_factor")
+        self.trained = config.get("max_trained_positions", 2048)
+        self.experts, self.top_k = config["num_experts"], config["moe_top_k"]
+        every = config["moe_every_n_layers"]
+        self.word = nn.Embedding(config["vocab_size"], h)
+        self.token_type = nn.Embedding(config.get("type_vocab_size", 2), h)
+        self.emb_ln = nn.LayerNorm(h, eps=eps)
+        self.layers = nn.ModuleList()
+        self.moe = {}
+        with torch.no_grad():
+            self.word.weight.copy_(weights["embeddings.word_embeddings.weight"])
+            self.token_type.weight.copy_(weights["embeddings.token_type_embeddings.weight"])
+            self.emb_ln.weight.copy_(weights["emb_ln.weight"])
+            self.emb_ln.bias.copy_(weights["emb_ln.bias"])
+            for i in range(config["n_layer"]):
+                p = f"encoder.layers.{i}."
+                layer = {"Wqkv": nn.Linear(h, 3 * h), "out_proj": nn.Linear(h, h),
+                         "norm1": nn.LayerNorm(h, eps=eps), "norm2": nn.LayerNorm(h, eps=eps)}
+                names = {"Wqkv": "attn.Wqkv", "out_proj": "attn.out_proj", "norm1": "norm1",
+                         "norm2": "norm2"}
+                if i % every == 1:
+                    self.moe[i] = {
+                        "router": weights[p + "mlp.router.layer.weight"],
+                        "w1": weights[p + "mlp.experts.mlp.w1"].view(self.experts, inner, h),
+                        "w2": weights[p + "mlp.experts.mlp.w2"].view(self.experts, inner, h),
+                        "bias": weights[p + "mlp.experts.bias"]}
+                else:
+                    layer.update({"fc1": nn.Linear(h, inner), "fc2": nn.Linear(inner, h)})
+                    names.update({"fc1": "mlp.fc1", "fc2": "mlp.fc2"})
+                layer = nn.ModuleDict(layer)
+                copy_layer(layer, names, weights, p)
+                layer.index = i
+                self.layers.append(layer)
+        self.eval()
+
+    def mlp(self, layer, x):
+        if layer.index not in self.moe:
+            return layer["fc2"](F.gelu(layer["fc1"](x)))
+        moe = self.moe[layer.index]
+        probabilities = torch.softmax((x.float() @ moe["router"].T), dim=-1)
+        weights, chosen = probabilities.topk(self.top_k, dim=-1)
+        out = torch.zeros_like(x)
+        for row in range(x.shape[0]):
+            for weight, e in zip(weights[row], chosen[row]):
+                out[row] += weight * (F.gelu(x[row] @ moe["w1"][e].T) @ moe["w2"][e])
+        return out + moe["bias"]
+
+
 class ReferenceGte(nn.Module):
     """GTE "new" as Alibaba-NLP/new-impl's NewModel computes it: word (+ token type) embeddings
     and LayerNorm; per layer, post-norm attention with a packed qkv_proj, rotary (rotate-half,
@@ -584,6 +649,8 @@ def reference_class(config):
         return ReferenceGemma3
     if config["model_type"] == "t5":
         return ReferenceT5
+    if config["model_type"] == "nomic_bert" and config.get("activation_function") == "gelu":
+        return ReferenceNomicBertMoe
     return REFERENCES[config["model_type"]]
 
 

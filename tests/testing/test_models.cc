@@ -41,6 +41,10 @@ std::string RobertaModelDir() { return EMB_ROBERTA_MODEL_DIR; }
 std::string CamembertModelDir() { return EMB_CAMEMBERT_MODEL_DIR; }
 std::string DistilBertModelDir() { return EMB_DISTILBERT_MODEL_DIR; }
 std::string MpnetModelDir() { return EMB_MPNET_MODEL_DIR; }
+std::string Gemma3ModelDir() { return EMB_GEMMA3_MODEL_DIR; }
+std::string T5ModelDir() { return EMB_T5_MODEL_DIR; }
+std::string T5GatedModelDir() { return EMB_T5_GATED_MODEL_DIR; }
+std::string NomicMoeModelDir() { return EMB_NOMIC_MOE_MODEL_DIR; }
 std::string NomicBertHeadsOf64ModelDir() { return EMB_NOMIC_HEADS64_MODEL_DIR; }
 
 std::string SingleTokenWords(int n, uint32_t seed) {

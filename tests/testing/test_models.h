@@ -43,6 +43,12 @@ std::string CamembertModelDir();
 std::string DistilBertModelDir();
 // MPNet (2 layers, 64 wide, 512 positions): a relative position bias shared by its layers.
 std::string MpnetModelDir();
+// EmbeddingGemma's layout (3 layers, 64 wide, 4,096 positions, a band of +-511 in layers 0 and
+// 1), T5 encoders (ReLU, and gated) and NomicBert v2's experts (4 of them, top 2, layers 1, 3).
+std::string Gemma3ModelDir();
+std::string T5ModelDir();
+std::string T5GatedModelDir();
+std::string NomicMoeModelDir();
 
 // `n` words, seeded, that the demo models' vocabulary holds as one token each.
 std::string SingleTokenWords(int n, uint32_t seed);

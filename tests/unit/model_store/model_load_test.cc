@@ -153,8 +153,10 @@ TEST(ModelLoad, NomicBertConfigErrorsNameTheirGpt2Fields) {
   ExpectConfigRefused(dir, [](nlohmann::json& j) { j.erase("n_embd"); }, {"config.json", "n_embd"});
   ExpectConfigRefused(dir, [](nlohmann::json& j) { j["rotary_emb_fraction"] = 0.0; },
                       {"rotary_emb_fraction"});
+  // Another activation is refused by the family lookup (NomicMoeConfigs... checks it); gelu
+  // is v2's plain MLP (fc1, fc2), which a v1 checkpoint lacks.
   ExpectConfigRefused(dir, [](nlohmann::json& j) { j["activation_function"] = "gelu"; },
-                      {"activation_function", "swiglu"});
+                      {"encoder.layers.0.mlp.fc1.weight"});
   ExpectConfigRefused(dir, [](nlohmann::json& j) { j["n_head"] = 5; }, {"n_head", "not divisible"});
   // A checkpoint with biases the config denies is read as the config says, so a missing bias
   // the config promises is a named missing tensor.
@@ -579,6 +581,43 @@ TEST(ModelLoad, T5ConfigsChooseTheirFeedForwardAndRefuseWhatTheyDoNotRun) {
   config = ParseEncoderConfig("config.json", buckets.dump());
   EXPECT_EQ(config.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(config.status().message(), HasSubstr("'relative_attention_num_buckets' 6"));
+}
+
+// nomic-embed-text-v2-moe's keys: gelu picks the expert family, whose layers 1, 3, ... route
+// to experts; experts on a gated (v1) MLP, a top-k past the experts and normalised expert
+// weights are refused naming the field.
+TEST(ModelLoad, NomicMoeConfigsNameTheirExpertLayersAndRefuseWhatTheyDoNotRun) {
+  const Json base = {{"model_type", "nomic_bert"}, {"vocab_size", 9000}, {"n_embd", 64},
+                     {"n_head", 4}, {"n_layer", 4}, {"n_inner", 256}, {"n_positions", 2048},
+                     {"activation_function", "gelu"}, {"moe_every_n_layers", 2},
+                     {"num_experts", 8}, {"moe_top_k", 2}, {"moe_normalize_expert_weights", false},
+                     {"type_vocab_size", 1}};
+  auto config = ParseEncoderConfig("config.json", base.dump());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->family, "nomic_bert_moe");
+  EXPECT_EQ(config->mlp, MlpKind::kPlain);
+  EXPECT_EQ(config->hidden_act, Activation::kGeluErf);
+  EXPECT_EQ(config->num_experts, 8);
+  EXPECT_EQ(config->moe_top_k, 2);
+  std::vector<bool> experts;
+  for (int64_t i = 0; i < 4; ++i) experts.push_back(config->IsMoeLayer(i));
+  EXPECT_EQ(experts, (std::vector<bool>{false, true, false, true}));
+  for (const auto& [field, value, message] : std::vector<std::tuple<std::string, Json, std::string>>{
+           {"activation_function", Json("swiglu"), "'moe_every_n_layers' is 2 with a gated MLP"},
+           {"moe_top_k", Json(9), "'num_experts' 8 and 'moe_top_k' 9"},
+           {"moe_normalize_expert_weights", Json(1), "'moe_normalize_expert_weights' is 1"}}) {
+    Json json = base;
+    json[field] = value;
+    auto refused = ParseEncoderConfig("config.json", json.dump());
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kDataLoss) << field;
+    EXPECT_THAT(refused.status().message(), HasSubstr(message)) << field;
+  }
+  Json relu = base;
+  relu["activation_function"] = "relu";
+  auto refused = ParseEncoderConfig("config.json", relu.dump());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(),
+              AllOf(HasSubstr("activation_function"), HasSubstr("swiglu"), HasSubstr("gelu")));
 }
 
 // Config integers stay below 2^31: 4 x hidden_size and pad_token_id + 1 once overflowed int64

@@ -142,35 +142,43 @@ TEST_P(EncoderHeadByHead, EverySequenceOfALongBatchEqualsItselfAlone) {
 class FamilyBatchInvariance : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(FamilyBatchInvariance, EachSequenceOfABatchEqualsItselfAlone) {
-  auto model = Model::Load(GetParam(), {});
-  ASSERT_TRUE(model.ok()) << model.status();
-  std::mt19937 rng(36);
-  std::uniform_int_distribution<int32_t> id(5, (*model)->config().vocab_size - 1);
-  // Lengths past a 512-token window are that window.
-  const int window = static_cast<int>((*model)->config().max_sequence_length());
-  auto sequence = [&](int length) {
-    std::vector<int32_t> content(std::min(length, window) - 2);
-    for (auto& v : content) v = id(rng);
-    return (*model)->tokenizer().AddSpecialTokens(content);
-  };
-  for (const std::vector<int>& lengths :
-       {std::vector<int>{2, 9, 300, 1200, 40}, std::vector<int>{300, 300, 300, 300}}) {
-    EncodeBatch batch;
-    batch.return_hidden_states = true;
-    for (size_t i = 0; i < lengths.size(); ++i) {
-      batch.sequences.push_back(sequence(lengths[i]));
-      batch.temperatures.push_back(i % 2 == 0 ? 1.0f : 0.45f + 0.1f * i);
-    }
-    auto together = (*model)->encoder().Encode(batch);
-    ASSERT_TRUE(together.ok()) << together.status();
-    for (size_t i = 0; i < lengths.size(); ++i) {
-      EncodeBatch one = batch;
-      one.sequences = {batch.sequences[i]};
-      one.temperatures = {batch.temperatures[i]};
-      auto alone = (*model)->encoder().Encode(one);
-      ASSERT_TRUE(alone.ok()) << alone.status();
-      EXPECT_EQ(alone->hidden_states[0], together->hidden_states[i])
-          << "sequence " << i << " of " << lengths[i] << " tokens";
+  // In every dtype this CPU runs (bf16 needs avx512_bf16 or AMX: refused elsewhere).
+  for (const ComputeDType dtype :
+       {ComputeDType::kFloat32, ComputeDType::kBFloat16, ComputeDType::kInt8}) {
+    SCOPED_TRACE(ComputeDTypeName(dtype));
+    ModelOptions options;
+    options.encoder.dtype = dtype;
+    auto model = Model::Load(GetParam(), options);
+    if (model.status().code() == absl::StatusCode::kFailedPrecondition) continue;
+    ASSERT_TRUE(model.ok()) << model.status();
+    std::mt19937 rng(36);
+    std::uniform_int_distribution<int32_t> id(5, (*model)->config().vocab_size - 1);
+    // Lengths past a 512-token window are that window.
+    const int window = static_cast<int>((*model)->config().max_sequence_length());
+    auto sequence = [&](int length) {
+      std::vector<int32_t> content(std::min(length, window) - 2);
+      for (auto& v : content) v = id(rng);
+      return (*model)->tokenizer().AddSpecialTokens(content);
+    };
+    for (const std::vector<int>& lengths :
+         {std::vector<int>{2, 9, 300, 1200, 40}, std::vector<int>{300, 300, 300, 300}}) {
+      EncodeBatch batch;
+      batch.return_hidden_states = true;
+      for (size_t i = 0; i < lengths.size(); ++i) {
+        batch.sequences.push_back(sequence(lengths[i]));
+        batch.temperatures.push_back(i % 2 == 0 ? 1.0f : 0.45f + 0.1f * i);
+      }
+      auto together = (*model)->encoder().Encode(batch);
+      ASSERT_TRUE(together.ok()) << together.status();
+      for (size_t i = 0; i < lengths.size(); ++i) {
+        EncodeBatch one = batch;
+        one.sequences = {batch.sequences[i]};
+        one.temperatures = {batch.temperatures[i]};
+        auto alone = (*model)->encoder().Encode(one);
+        ASSERT_TRUE(alone.ok()) << alone.status();
+        EXPECT_EQ(alone->hidden_states[0], together->hidden_states[i])
+            << "sequence " << i << " of " << lengths[i] << " tokens";
+      }
     }
   }
 }
@@ -182,7 +190,10 @@ INSTANTIATE_TEST_SUITE_P(Families, FamilyBatchInvariance,
                                            testing::ModernBertModelDir(), testing::Qwen3ModelDir(),
                                            testing::Qwen2ModelDir(), testing::RobertaModelDir(),
                                            testing::CamembertModelDir(),
-                                           testing::DistilBertModelDir(), testing::MpnetModelDir()),
+                                           testing::DistilBertModelDir(), testing::MpnetModelDir(),
+                                           testing::Gemma3ModelDir(), testing::T5ModelDir(),
+                                           testing::T5GatedModelDir(),
+                                           testing::NomicMoeModelDir()),
                          [](const auto& info) {
                            const std::string& dir = info.param;
                            std::string name = dir.substr(dir.rfind('/') + 1);
