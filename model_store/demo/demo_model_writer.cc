@@ -48,6 +48,8 @@ absl::Status ValidateSpec(const DemoModelSpec& spec) {
     return absl::InvalidArgumentError("num_labels: must be >= 0 (0: an embedder)");
   if (spec.splade && spec.num_labels > 0)
     return absl::InvalidArgumentError("splade: a SPLADE model has no classification head");
+  if (spec.num_experts < 2 || spec.moe_every < 0)
+    return absl::InvalidArgumentError("experts: must be >= 2; moe_every: must be >= 0");
   if (spec.causal_lm_reranker && (spec.num_labels > 0 || spec.splade))
     return absl::InvalidArgumentError("causal_lm_reranker: a causal LM has no other head");
   if (spec.pooling != "cls" && spec.pooling != "mean" && spec.pooling != "max" &&
@@ -317,7 +319,7 @@ Json ConfigJson(const DemoModelSpec& spec, const ArchitectureSpec& arch, int64_t
     config["mlp_fc1_bias"] = false;
     config["mlp_fc2_bias"] = false;
     config["prenorm"] = false;
-  } else if (arch.family == "nomic_bert_moe") {  // nomic-embed-text-v2-moe's (4 experts here)
+  } else if (arch.family == "nomic_bert_moe") {  // nomic-embed-text-v2-moe's
     config["architectures"] = {"NomicBertModel"};
     config[f.activation] = "gelu";
     config["rotary_emb_base"] = 10000;
@@ -330,8 +332,8 @@ Json ConfigJson(const DemoModelSpec& spec, const ArchitectureSpec& arch, int64_t
     config["prenorm"] = false;
     config["type_vocab_size"] = 1;
     config[f.layer_norm_eps] = 1e-5;
-    config["moe_every_n_layers"] = 2;
-    config["num_experts"] = 4;
+    config["moe_every_n_layers"] = spec.moe_every;
+    config["num_experts"] = spec.num_experts;
     config["moe_top_k"] = 2;
     config["moe_normalize_expert_weights"] = false;
     config["moe_impl"] = "megablocks";

@@ -33,6 +33,10 @@ struct DemoModelSpec {
   // tokenizer has the chat tokens, bare "yes" and "no", and no post-processor template, and no
   // sentence-transformers modules. Served as a reranker through --hf_overrides.
   bool causal_lm_reranker = false;
+  // nomic_bert_moe: experts per expert layer, and every how many layers one is (0: none, a
+  // plain MLP in every layer).
+  int num_experts = 8;
+  int moe_every = 2;
   std::string word_list = "/usr/share/dict/words";
 };
 

@@ -31,6 +31,9 @@ ABSL_FLAG(bool, splade, false,
 ABSL_FLAG(bool, causal_lm_reranker, false,
           "Decoders: Qwen/Qwen3-Reranker's layout, a *ForCausalLM with the chat tokens and no "
           "sentence-transformers modules (serve it with --hf_overrides).");
+ABSL_FLAG(int, experts, 8, "nomic_bert_moe: experts per expert layer (top 2 are used).");
+ABSL_FLAG(int, moe_every, 2, "nomic_bert_moe: every how many layers from layer 1 is an expert "
+          "layer; 0: none.");
 ABSL_FLAG(std::string, word_list, "/usr/share/dict/words", "Word list for the vocabulary.");
 
 int main(int argc, char** argv) {
@@ -59,6 +62,8 @@ int main(int argc, char** argv) {
   spec.num_labels = absl::GetFlag(FLAGS_num_labels);
   spec.splade = absl::GetFlag(FLAGS_splade);
   spec.causal_lm_reranker = absl::GetFlag(FLAGS_causal_lm_reranker);
+  spec.num_experts = absl::GetFlag(FLAGS_experts);
+  spec.moe_every = absl::GetFlag(FLAGS_moe_every);
   const absl::Status status =
       embedding::model_store::WriteDemoModel(absl::GetFlag(FLAGS_out), spec);
   if (!status.ok()) {
