@@ -176,33 +176,24 @@ Json ByteLevelBpeTokenizerJson(const std::vector<std::string>& words, int64_t vo
 }
 
 Json T5UnigramTokenizerJson(const std::vector<std::pair<std::string, double>>& pieces) {
-  Json vocab = Json::array({Json::array({"<pad>", 0.0}), Json::array({"</s>", 0.0}),
-                            Json::array({"<unk>", 0.0})});
-  for (size_t i = 4; i + 1 < pieces.size(); ++i)
-    vocab.push_back(Json::array({pieces[i].first, pieces[i].second}));
-  Json added = Json::array({AddedToken(0, "<pad>"), AddedToken(1, "</s>"), AddedToken(2, "<unk>")});
-  const Json metaspace = {{"type", "Metaspace"},
-                          {"replacement", "\u2581"},
-                          {"prepend_scheme", "always"},
-                          {"split", true}};
+  std::vector<std::pair<std::string, double>> t5 = {{"<pad>", 0.0}, {"</s>", 0.0}, {"<unk>", 0.0}};
+  t5.insert(t5.end(), pieces.begin() + 4, pieces.end() - 1);
+  // XLM-R's layout (NFKC, Metaspace), with T5's specials, template and unknown id.
+  Json tokenizer = UnigramTokenizerJson(t5);
+  tokenizer["added_tokens"] =
+      Json::array({AddedToken(0, "<pad>"), AddedToken(1, "</s>"), AddedToken(2, "<unk>")});
   auto sequence = [](const char* id, int type) {
     return Json{{"Sequence", {{"id", id}, {"type_id", type}}}};
   };
   auto eos = [](int type) { return Json{{"SpecialToken", {{"id", "</s>"}, {"type_id", type}}}}; };
-  return {
-      {"version", "1.0"},
-      {"truncation", nullptr},
-      {"padding", nullptr},
-      {"added_tokens", added},
-      {"normalizer", {{"type", "NFKC"}}},
-      {"pre_tokenizer", metaspace},
-      {"post_processor",
-       {{"type", "TemplateProcessing"},
-        {"single", {sequence("A", 0), eos(0)}},
-        {"pair", {sequence("A", 0), eos(0), sequence("B", 1), eos(1)}},
-        {"special_tokens", {{"</s>", {{"id", "</s>"}, {"ids", {1}}, {"tokens", {"</s>"}}}}}}}},
-      {"decoder", metaspace},
-      {"model", {{"type", "Unigram"}, {"unk_id", 2}, {"vocab", vocab}, {"byte_fallback", false}}}};
+  tokenizer["post_processor"] = {
+      {"type", "TemplateProcessing"},
+      {"single", {sequence("A", 0), eos(0)}},
+      {"pair", {sequence("A", 0), eos(0), sequence("B", 1), eos(1)}},
+      {"special_tokens", {{"</s>", {{"id", "</s>"}, {"ids", {1}}, {"tokens", {"</s>"}}}}}}};
+  tokenizer["model"]["unk_id"] = 2;
+  tokenizer["model"]["byte_fallback"] = false;
+  return tokenizer;
 }
 
 Json GemmaBpeTokenizerJson(const std::vector<std::string>& words, int64_t vocab_size) {

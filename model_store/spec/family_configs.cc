@@ -171,6 +171,47 @@ absl::Status ReadRopeParameters(const std::string& label, const Json& parameters
   return ReadNumber(field, *entry, "rope_theta", 1.0, 1e12, theta);
 }
 
+// layer_types (transformers v5's spelling of which layers slide) into `sliding`, one per
+// layer; false when the config has none (the caller's legacy keys decide).
+absl::StatusOr<bool> ReadLayerTypes(const std::string& label, const Json& json, int64_t layers,
+                                    std::vector<bool>* sliding) {
+  auto types = json.find("layer_types");
+  if (types == json.end() || types->is_null()) return false;
+  if (!types->is_array() || static_cast<int64_t>(types->size()) != layers) {
+    return absl::DataLossError(
+        absl::StrCat(label, ": field 'layer_types' must list ", layers, " layers"));
+  }
+  sliding->assign(layers, false);
+  for (int64_t i = 0; i < layers; ++i) {
+    const Json& type = (*types)[i];
+    if (type != "sliding_attention" && type != "full_attention") {
+      return absl::DataLossError(absl::StrCat(label, ": field 'layer_types[", i, "]' is ",
+                                              type.dump(),
+                                              "; supported: full_attention, sliding_attention"));
+    }
+    (*sliding)[i] = type == "sliding_attention";
+  }
+  return true;
+}
+
+// The rotary bases of full and sliding layers: rope_parameters per layer kind (v5), else the
+// family's two legacy fields; each left as given where the config is silent.
+absl::Status ReadLayerRotaryBases(const std::string& label, const Json& json,
+                                  const std::string& full_field, const std::string& sliding_field,
+                                  double* full, double* sliding) {
+  if (auto parameters = json.find("rope_parameters");
+      parameters != json.end() && !parameters->is_null()) {
+    if (!parameters->is_object()) {
+      return absl::DataLossError(
+          absl::StrCat(label, ": field 'rope_parameters' must be an object"));
+    }
+    RETURN_IF_ERROR(ReadRopeParameters(label, *parameters, "full_attention", full));
+    return ReadRopeParameters(label, *parameters, "sliding_attention", sliding);
+  }
+  RETURN_IF_ERROR(ReadNumber(label, json, full_field, 1.0, 1e12, full));
+  return ReadNumber(label, json, sliding_field, 1.0, 1e12, sliding);
+}
+
 }  // namespace
 
 absl::Status MapModernBertConfig(const std::string& label, const Json& json,
@@ -187,27 +228,12 @@ absl::Status MapModernBertConfig(const std::string& label, const Json& json,
   config->mlp_in_bias = config->mlp_out_bias = mlp_bias;
   // Which layers attend globally: layer_types (transformers v5), else every n-th from 0.
   const int64_t layers = config->num_hidden_layers;
-  std::vector<bool> global(layers);
-  if (auto types = json.find("layer_types"); types != json.end() && !types->is_null()) {
-    if (!types->is_array() || static_cast<int64_t>(types->size()) != layers) {
-      return absl::DataLossError(
-          absl::StrCat(label, ": field 'layer_types' must list ", layers, " layers"));
-    }
-    for (int64_t i = 0; i < layers; ++i) {
-      const Json& type = (*types)[i];
-      if (type == "full_attention") {
-        global[i] = true;
-      } else if (type != "sliding_attention") {
-        return absl::DataLossError(absl::StrCat(label, ": field 'layer_types[", i, "]' is ",
-                                                type.dump(),
-                                                "; supported: full_attention, "
-                                                "sliding_attention"));
-      }
-    }
-  } else {
+  std::vector<bool> sliding;
+  ASSIGN_OR_RETURN(const bool typed, ReadLayerTypes(label, json, layers, &sliding));
+  if (!typed) {
     int64_t every = 3;  // transformers' default
     RETURN_IF_ERROR(ReadPositive(label, json, "global_attn_every_n_layers", false, &every));
-    for (int64_t i = 0; i < layers; ++i) global[i] = i % every == 0;
+    for (int64_t i = 0; i < layers; ++i) sliding.push_back(i % every != 0);
   }
   // local_attention is the whole window: a local layer attends |i - j| <= local_attention / 2.
   int64_t window = 128;
@@ -215,7 +241,7 @@ absl::Status MapModernBertConfig(const std::string& label, const Json& json,
   if (window < 2) {
     return absl::DataLossError(absl::StrCat(label, ": field 'local_attention' must be >= 2"));
   }
-  for (int64_t i = 0; i < layers; ++i) config->layer_bands.push_back(global[i] ? 0 : window / 2);
+  for (int64_t i = 0; i < layers; ++i) config->layer_bands.push_back(sliding[i] ? window / 2 : 0);
   RotaryConfig& rotary = config->rotary;
   rotary.dim = config->head_dim();
   if (rotary.dim % 2 != 0) {
@@ -227,19 +253,8 @@ absl::Status MapModernBertConfig(const std::string& label, const Json& json,
   // transformers' defaults, then either spelling.
   rotary.base = 160000.0;
   double local_base = 10000.0;
-  if (auto parameters = json.find("rope_parameters");
-      parameters != json.end() && !parameters->is_null()) {
-    if (!parameters->is_object()) {
-      return absl::DataLossError(absl::StrCat(label,
-                                              ": field 'rope_parameters' must be an "
-                                              "object"));
-    }
-    RETURN_IF_ERROR(ReadRopeParameters(label, *parameters, "full_attention", &rotary.base));
-    RETURN_IF_ERROR(ReadRopeParameters(label, *parameters, "sliding_attention", &local_base));
-  } else {
-    RETURN_IF_ERROR(ReadNumber(label, json, "global_rope_theta", 1.0, 1e12, &rotary.base));
-    RETURN_IF_ERROR(ReadNumber(label, json, "local_rope_theta", 1.0, 1e12, &local_base));
-  }
+  RETURN_IF_ERROR(ReadLayerRotaryBases(label, json, "global_rope_theta", "local_rope_theta",
+                                       &rotary.base, &local_base));
   config->local_rotary_base = local_base;
   return absl::OkStatus();
 }
@@ -406,25 +421,12 @@ absl::Status MapGemma3Config(const std::string& label, const Json& json, Encoder
   config->embedding_scale = std::sqrt(static_cast<double>(config->hidden_size));
   // Which layers slide: layer_types, else every sliding_window_pattern-th layer is full.
   const int64_t layers = config->num_hidden_layers;
-  std::vector<bool> sliding(layers);
-  if (auto types = json.find("layer_types"); types != json.end() && !types->is_null()) {
-    if (!types->is_array() || static_cast<int64_t>(types->size()) != layers) {
-      return absl::DataLossError(
-          absl::StrCat(label, ": field 'layer_types' must list ", layers, " layers"));
-    }
-    for (int64_t i = 0; i < layers; ++i) {
-      const Json& type = (*types)[i];
-      if (type != "sliding_attention" && type != "full_attention") {
-        return absl::DataLossError(absl::StrCat(label, ": field 'layer_types[", i, "]' is ",
-                                                type.dump(),
-                                                "; supported: full_attention, sliding_attention"));
-      }
-      sliding[i] = type == "sliding_attention";
-    }
-  } else {
+  std::vector<bool> sliding;
+  ASSIGN_OR_RETURN(const bool typed, ReadLayerTypes(label, json, layers, &sliding));
+  if (!typed) {
     int64_t pattern = 6;
     RETURN_IF_ERROR(ReadPositive(label, json, "sliding_window_pattern", false, &pattern));
-    for (int64_t i = 0; i < layers; ++i) sliding[i] = (i + 1) % pattern != 0;
+    for (int64_t i = 0; i < layers; ++i) sliding.push_back((i + 1) % pattern != 0);
   }
   int64_t window = 4096;
   RETURN_IF_ERROR(ReadPositive(label, json, "sliding_window", false, &window));
@@ -437,18 +439,8 @@ absl::Status MapGemma3Config(const std::string& label, const Json& json, Encoder
   RotaryConfig& rotary = config->rotary;
   rotary.base = 1000000.0;
   double local_base = 10000.0;
-  if (auto parameters = json.find("rope_parameters");
-      parameters != json.end() && !parameters->is_null()) {
-    if (!parameters->is_object()) {
-      return absl::DataLossError(
-          absl::StrCat(label, ": field 'rope_parameters' must be an object"));
-    }
-    RETURN_IF_ERROR(ReadRopeParameters(label, *parameters, "full_attention", &rotary.base));
-    RETURN_IF_ERROR(ReadRopeParameters(label, *parameters, "sliding_attention", &local_base));
-  } else {
-    RETURN_IF_ERROR(ReadNumber(label, json, "rope_theta", 1.0, 1e12, &rotary.base));
-    RETURN_IF_ERROR(ReadNumber(label, json, "rope_local_base_freq", 1.0, 1e12, &local_base));
-  }
+  RETURN_IF_ERROR(ReadLayerRotaryBases(label, json, "rope_theta", "rope_local_base_freq",
+                                       &rotary.base, &local_base));
   config->local_rotary_base = local_base;
   // Gemma3's published code computes the angles t x f in fp32: their rounding is the model's.
   rotary.exact_angles = false;
