@@ -83,9 +83,9 @@ absl::Status ResolveScoreTokens(const std::string& model_dir, ClassifierConfig* 
   for (const std::string& token : classifier->from_tokens) {
     const int32_t id = tokenizer->TokenToId(token);
     if (id < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          model_dir, "/config.json: classifier_from_token '", token,
-          "' is not a token of tokenizer.json's vocabulary"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(model_dir, "/config.json: classifier_from_token '", token,
+                       "' is not a token of tokenizer.json's vocabulary"));
     }
     classifier->from_token_ids.push_back(id);
   }
@@ -116,8 +116,8 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
   if (!std::filesystem::is_directory(model_dir))
     return absl::NotFoundError(absl::StrCat(model_dir, ": not a directory"));
   auto model = std::unique_ptr<Model>(new Model());
-  ASSIGN_OR_RETURN(EncoderConfig config, LoadEncoderConfig(model_dir + "/config.json",
-                                                           options.config_overrides));
+  ASSIGN_OR_RETURN(EncoderConfig config,
+                   LoadEncoderConfig(model_dir + "/config.json", options.config_overrides));
   ASSIGN_OR_RETURN(const ArchitectureSpec* spec, FindFamily(config.family));
   ASSIGN_OR_RETURN(model->tokenizer_, Tokenizer::Load(model_dir));
   if (static_cast<int64_t>(model->tokenizer_->vocab_size()) > config.vocab_size) {

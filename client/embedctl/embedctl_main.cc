@@ -328,9 +328,8 @@ int Models(EmbeddingClient& client) {
         "[%.2f, %.2f] auto=[%s]%s%s\n",
         m.name().c_str(), m.name() == response->default_model() ? " (default)" : "",
         m.kind().c_str(), m.version().c_str(), m.architecture().c_str(), m.dimensions(),
-        m.max_window_tokens(),
-        m.pooling().c_str(), m.dtype().c_str(), m.default_temperature(), m.min_temperature(),
-        m.max_temperature(), schedule.c_str(),
+        m.max_window_tokens(), m.pooling().c_str(), m.dtype().c_str(), m.default_temperature(),
+        m.min_temperature(), m.max_temperature(), schedule.c_str(),
         m.default_instruction().empty()
             ? ""
             : absl::StrCat(" instruction=\"", m.default_instruction(), "\"").c_str(),

@@ -11,7 +11,8 @@
 namespace embedding::client {
 
 // One line per result, best first: {index, score, document, token_count, chunk_count,
-// truncated[, chunks]}. `instruction`: a prompted reranker's (empty: its default). Returns the process exit code (1 with the error on stderr).
+// truncated[, chunks]}. `instruction`: a prompted reranker's (empty: its default). Returns the
+// process exit code (1 with the error on stderr).
 int RerankCommand(EmbeddingClient& client, const std::string& model, const std::string& query,
                   const std::vector<std::string>& documents, std::optional<uint32_t> top_n,
                   const std::string& instruction, const v1::ScoreOptions& options);

@@ -234,29 +234,40 @@ absl::Status WriteDenseModules(const fs::path& root, const DemoModelSpec& spec,
   std::error_code ec;
   fs::remove_all(root / "2_Normalize", ec);
   WeightFactory f(spec.seed + 2);
-  Json modules = {
-      {{"idx", 0}, {"name", "0"}, {"path", ""}, {"type", "sentence_transformers.models.Transformer"}},
-      {{"idx", 1}, {"name", "1"}, {"path", "1_Pooling"}, {"type", "sentence_transformers.models.Pooling"}}};
+  Json modules = {{{"idx", 0},
+                   {"name", "0"},
+                   {"path", ""},
+                   {"type", "sentence_transformers.models.Transformer"}},
+                  {{"idx", 1},
+                   {"name", "1"},
+                   {"path", "1_Pooling"},
+                   {"type", "sentence_transformers.models.Pooling"}}};
   int idx = 2;
   int64_t in = spec.hidden_size;
   for (const int64_t out : outs) {
     const std::string folder = absl::StrCat(idx, "_Dense");
     fs::create_directories(root / folder, ec);
     if (ec) return absl::InternalError(absl::StrCat(root.string(), ": ", ec.message()));
-    const Json dense = {{"in_features", in}, {"out_features", out}, {"bias", false},
+    const Json dense = {{"in_features", in},
+                        {"out_features", out},
+                        {"bias", false},
                         {"activation_function", "torch.nn.modules.linear.Identity"}};
     RETURN_IF_ERROR(WriteTextFile(root / folder / "config.json", dense.dump(2)));
     std::map<std::string, F32Tensor> weights;
     weights["linear.weight"] = f.Normal({out, in}, 1.0 / std::sqrt(static_cast<double>(in)));
     RETURN_IF_ERROR(WriteSafetensors((root / folder / "model.safetensors").string(), weights));
-    modules.push_back({{"idx", idx}, {"name", std::to_string(idx)}, {"path", folder},
+    modules.push_back({{"idx", idx},
+                       {"name", std::to_string(idx)},
+                       {"path", folder},
                        {"type", "sentence_transformers.models.Dense"}});
     ++idx;
     in = out;
   }
   const std::string normalize = absl::StrCat(idx, "_Normalize");
   fs::create_directories(root / normalize, ec);
-  modules.push_back({{"idx", idx}, {"name", std::to_string(idx)}, {"path", normalize},
+  modules.push_back({{"idx", idx},
+                     {"name", std::to_string(idx)},
+                     {"path", normalize},
                      {"type", "sentence_transformers.models.Normalize"}});
   return WriteTextFile(root / "modules.json", modules.dump(2));
 }
@@ -469,8 +480,8 @@ absl::StatusOr<int64_t> WriteTokenizerFiles(const fs::path& root, const DemoMode
     ASSIGN_OR_RETURN(auto words, DemoWords(spec));
     tokenizer = GemmaBpeTokenizerJson(words, spec.vocab_size);
     vocab_size = spec.vocab_size;
-    settings = {{"bos_token", "<bos>"}, {"eos_token", "<eos>"}, {"pad_token", "<pad>"},
-                {"unk_token", "<unk>"}, {"add_bos_token", true}, {"add_eos_token", true},
+    settings = {{"bos_token", "<bos>"},   {"eos_token", "<eos>"},  {"pad_token", "<pad>"},
+                {"unk_token", "<unk>"},   {"add_bos_token", true}, {"add_eos_token", true},
                 {"padding_side", "right"}};
   } else if (arch.decoder) {
     ASSIGN_OR_RETURN(auto words, DemoWords(spec));
@@ -545,24 +556,22 @@ absl::Status WriteDemoModel(const std::string& dir, const DemoModelSpec& spec) {
                    ParseEncoderConfig((root / "config.json").string(), config_json.dump()));
   // EmbeddingGemma's prompts; NomicBert's published task prefixes, Qwen3-Embedding's query
   // instruction for the decoders (documents get none), e5-style ones for the others.
-  const Json prompts = arch->family == "gemma3"
-                           ? Json{{"query", "task: search result | query: "},
-                                  {"document", "title: none | text: "},
-                                  {"Retrieval-query", "task: search result | query: "},
-                                  {"Retrieval-document", "title: none | text: "},
-                                  {"STS", "task: sentence similarity | query: "}}
-                       : arch->model_type == "t5" ? Json::object()  // gtr-t5 has none
-                       : arch->family.rfind("nomic_bert", 0) == 0
-                           ? Json{{"search_query", "search_query: "},
-                                                           {"search_document", "search_document: "},
-                                                           {"clustering", "clustering: "},
-                                                           {"classification", "classification: "}}
-                       : arch->decoder
-                           ? Json{{"query",
-                                   "Instruct: Given a web search query, retrieve relevant passages "
-                                   "that answer the query\nQuery:"},
-                                  {"document", ""}}
-                           : Json{{"query", "query: "}, {"passage", "passage: "}};
+  const Json prompts =
+      arch->family == "gemma3"                   ? Json{{"query", "task: search result | query: "},
+                                      {"document", "title: none | text: "},
+                                      {"Retrieval-query", "task: search result | query: "},
+                                      {"Retrieval-document", "title: none | text: "},
+                                      {"STS", "task: sentence similarity | query: "}}
+      : arch->model_type == "t5"                 ? Json::object()  // gtr-t5 has none
+      : arch->family.rfind("nomic_bert", 0) == 0 ? Json{{"search_query", "search_query: "},
+                                                        {"search_document", "search_document: "},
+                                                        {"clustering", "clustering: "},
+                                                        {"classification", "classification: "}}
+      : arch->decoder                            ? Json{{"query",
+                                                         "Instruct: Given a web search query, retrieve relevant passages "
+                                                                                    "that answer the query\nQuery:"},
+                             {"document", ""}}
+                      : Json{{"query", "query: "}, {"passage", "passage: "}};
   if (spec.causal_lm_reranker && !arch->decoder)
     return absl::InvalidArgumentError("causal_lm_reranker: the decoder families only");
   if (!spec.causal_lm_reranker) {

@@ -215,7 +215,12 @@ Json GemmaBpeTokenizerJson(const std::vector<std::string>& words, int64_t vocab_
     for (size_t i = 0; i < text.size();) {
       size_t n = 1;
       const auto lead = static_cast<unsigned char>(text[i]);
-      if (lead >= 0xF0) n = 4; else if (lead >= 0xE0) n = 3; else if (lead >= 0xC0) n = 2;
+      if (lead >= 0xF0)
+        n = 4;
+      else if (lead >= 0xE0)
+        n = 3;
+      else if (lead >= 0xC0)
+        n = 2;
       out.push_back(text.substr(i, n));
       i += n;
     }
@@ -251,11 +256,14 @@ Json GemmaBpeTokenizerJson(const std::vector<std::string>& words, int64_t vocab_
           {"pre_tokenizer", nullptr},
           {"post_processor",
            {{"type", "TemplateProcessing"},
-            {"single", {special("<bos>"), {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
-                        special("<eos>")}},
-            {"pair", {special("<bos>"), {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
-                      special("<eos>"), {{"Sequence", {{"id", "B"}, {"type_id", 1}}}},
-                      special("<eos>")}},
+            {"single",
+             {special("<bos>"), {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}, special("<eos>")}},
+            {"pair",
+             {special("<bos>"),
+              {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
+              special("<eos>"),
+              {{"Sequence", {{"id", "B"}, {"type_id", 1}}}},
+              special("<eos>")}},
             {"special_tokens",
              {{"<bos>", {{"id", "<bos>"}, {"ids", {2}}, {"tokens", {"<bos>"}}}},
               {"<eos>", {{"id", "<eos>"}, {"ids", {1}}, {"tokens", {"<eos>"}}}}}}}},

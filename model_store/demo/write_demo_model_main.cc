@@ -32,7 +32,8 @@ ABSL_FLAG(bool, causal_lm_reranker, false,
           "Decoders: Qwen/Qwen3-Reranker's layout, a *ForCausalLM with the chat tokens and no "
           "sentence-transformers modules (serve it with --hf_overrides).");
 ABSL_FLAG(int, experts, 8, "nomic_bert_moe: experts per expert layer (top 2 are used).");
-ABSL_FLAG(int, moe_every, 2, "nomic_bert_moe: every how many layers from layer 1 is an expert "
+ABSL_FLAG(int, moe_every, 2,
+          "nomic_bert_moe: every how many layers from layer 1 is an expert "
           "layer; 0: none.");
 ABSL_FLAG(std::string, word_list, "/usr/share/dict/words", "Word list for the vocabulary.");
 

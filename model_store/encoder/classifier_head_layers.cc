@@ -35,7 +35,8 @@ absl::StatusOr<std::string> HeadActivation(const ClassifierStep& step,
 // the softmax over the two.
 absl::StatusOr<torch::Tensor> LmHeadRows(const ArchitectureSpec& spec,
                                          const ClassifierConfig& classifier,
-                                         const EncoderConfig& config, const Checkpoint& checkpoint) {
+                                         const EncoderConfig& config,
+                                         const Checkpoint& checkpoint) {
   std::string name = spec.classifier.lm_head + ".weight";
   const TensorView* view = checkpoint.Find(name);
   if (view == nullptr && classifier.lm_head_tied) {
@@ -45,16 +46,17 @@ absl::StatusOr<torch::Tensor> LmHeadRows(const ArchitectureSpec& spec,
     }
   }
   if (view == nullptr) {
-    return absl::DataLossError(absl::StrCat(
-        checkpoint.layout(), ": no tensor '", spec.classifier.lm_head, ".weight'",
-        classifier.lm_head_tied ? " or word embeddings" : " (config.json tie_word_embeddings is false)",
-        " for classifier_from_token"));
+    return absl::DataLossError(
+        absl::StrCat(checkpoint.layout(), ": no tensor '", spec.classifier.lm_head, ".weight'",
+                     classifier.lm_head_tied ? " or word embeddings"
+                                             : " (config.json tie_word_embeddings is false)",
+                     " for classifier_from_token"));
   }
   if (view->shape != std::vector<int64_t>{config.vocab_size, config.hidden_size}) {
-    return absl::DataLossError(absl::StrCat(checkpoint.layout(), ": tensor '", name, "' has shape [",
-                                            absl::StrJoin(view->shape, ", "), "]; expected [",
-                                            config.vocab_size, ", ", config.hidden_size,
-                                            "] (config.json vocab_size, hidden_size)"));
+    return absl::DataLossError(
+        absl::StrCat(checkpoint.layout(), ": tensor '", name, "' has shape [",
+                     absl::StrJoin(view->shape, ", "), "]; expected [", config.vocab_size, ", ",
+                     config.hidden_size, "] (config.json vocab_size, hidden_size)"));
   }
   ASSIGN_OR_RETURN(torch::Tensor rows, FloatingRows(*view, classifier.from_token_ids));
   rows = rows.to(torch::kFloat32);

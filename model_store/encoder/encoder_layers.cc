@@ -269,8 +269,8 @@ torch::Tensor TransformerLayer(torch::Tensor x, const LayerWeights& layer,
              layer.attention_post_norm, eps)
             .add_(x);
     x.reset();
-    return Norm(FeedForward(Norm(h, layer.output_norm, eps), layer, config),
-                layer.output_post_norm, eps)
+    return Norm(FeedForward(Norm(h, layer.output_norm, eps), layer, config), layer.output_post_norm,
+                eps)
         .add_(h);
   }
   torch::Tensor sum = SelfAttention(x, layer, batch, config, attention).add_(x);

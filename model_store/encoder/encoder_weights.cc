@@ -60,7 +60,9 @@ class Binder {
  public:
   Binder(const Checkpoint& checkpoint, std::string prefix, torch::ScalarType dtype,
          double norm_offset)
-      : checkpoint_(checkpoint), prefix_(std::move(prefix)), dtype_(dtype),
+      : checkpoint_(checkpoint),
+        prefix_(std::move(prefix)),
+        dtype_(dtype),
         norm_offset_(norm_offset) {}
 
   // Copies the tensor out of the mapping (which may be unaligned) and converts it to `dtype`
@@ -253,8 +255,7 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
       layer.mlp_in = stack({layer.mlp_in, gate});
     }
     if (!config.IsMoeLayer(i)) {
-      ASSIGN_OR_RETURN(layer.mlp_out,
-                       bind.Linear(p + spec.mlp_out, h, inner, config.mlp_out_bias));
+      ASSIGN_OR_RETURN(layer.mlp_out, bind.Linear(p + spec.mlp_out, h, inner, config.mlp_out_bias));
     }
     ASSIGN_OR_RETURN(layer.output_norm, bind.Norm(p + spec.output_norm, h, config.norm_bias, rms));
     if (!spec.attention_post_norm.empty()) {

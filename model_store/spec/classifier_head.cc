@@ -77,22 +77,23 @@ absl::StatusOr<std::vector<std::string>> ReadFromTokens(const std::string& label
     for (const ArchitectureSpec& spec : AllArchitectures()) {
       if (!spec.classifier.lm_head.empty()) with_lm_heads.push_back(spec.family);
     }
-    return absl::InvalidArgumentError(absl::StrCat(
-        label, ": classifier_from_token: the ", family,
-        " family has no language-model head here; families with one: ",
-        absl::StrJoin(with_lm_heads, ", ")));
+    return absl::InvalidArgumentError(
+        absl::StrCat(label, ": classifier_from_token: the ", family,
+                     " family has no language-model head here; families with one: ",
+                     absl::StrJoin(with_lm_heads, ", ")));
   }
   std::vector<std::string> out;
-  if (tokens.is_array() && tokens.size() >= 2 && static_cast<int64_t>(tokens.size()) <= kMaxLabels) {
+  if (tokens.is_array() && tokens.size() >= 2 &&
+      static_cast<int64_t>(tokens.size()) <= kMaxLabels) {
     for (const Json& token : tokens) {
       if (!token.is_string() || token.get<std::string>().empty()) break;
       out.push_back(token.get<std::string>());
     }
   }
   if (out.size() < 2 || out.size() != tokens.size()) {
-    return absl::DataLossError(absl::StrCat(
-        label, ": field 'classifier_from_token' must list 2 to ", kMaxLabels,
-        " vocabulary tokens as strings; got ", tokens.dump().substr(0, 200)));
+    return absl::DataLossError(
+        absl::StrCat(label, ": field 'classifier_from_token' must list 2 to ", kMaxLabels,
+                     " vocabulary tokens as strings; got ", tokens.dump().substr(0, 200)));
   }
   return out;
 }
@@ -136,7 +137,8 @@ absl::StatusOr<ClassifierConfig> ReadClassifierConfig(const std::string& label, 
   if (!absl::EndsWith(out.architecture, kSequenceClassification)) {
     if (from_token.is_null() && out.prompt.empty()) return out;
     return absl::InvalidArgumentError(absl::StrCat(
-        label, ": classifier_from_token and a score prompt make a classifier, but architectures is '",
+        label,
+        ": classifier_from_token and a score prompt make a classifier, but architectures is '",
         out.architecture, "'; name the family's ", kSequenceClassification,
         " class there too (as vLLM's --hf_overrides does)"));
   }
@@ -156,9 +158,8 @@ absl::StatusOr<ClassifierConfig> ReadClassifierConfig(const std::string& label, 
     ASSIGN_OR_RETURN(out.from_tokens, ReadFromTokens(label, from_token, family, head));
     RETURN_IF_ERROR(ReadBool(label, config, "tie_word_embeddings", &out.lm_head_tied));
     // Two tokens: one label, the second's probability in a softmax over the pair.
-    out.labels = out.from_tokens.size() == 2
-                     ? std::vector<std::string>{out.from_tokens[1]}
-                     : out.from_tokens;
+    out.labels = out.from_tokens.size() == 2 ? std::vector<std::string>{out.from_tokens[1]}
+                                             : out.from_tokens;
   }
   out.kind = out.labels.size() == 1 ? ModelKind::kReranker : ModelKind::kClassifier;
   ASSIGN_OR_RETURN(out.score, ReadScoreFunction(label, config, out.labels.size()));

@@ -409,8 +409,8 @@ absl::Status MapMistralConfig(const std::string& label, const Json& json, Encode
 
 absl::Status MapGemma3Config(const std::string& label, const Json& json, EncoderConfig* config) {
   RETURN_IF_ERROR(MapDecoderConfig(label, json, config));
-  RETURN_IF_ERROR(MapActivation(label, json, "hidden_activation", "gelu_pytorch_tanh",
-                                &config->hidden_act));
+  RETURN_IF_ERROR(
+      MapActivation(label, json, "hidden_activation", "gelu_pytorch_tanh", &config->hidden_act));
   if (auto it = json.find("attn_logit_softcapping"); it != json.end() && !it->is_null()) {
     return absl::DataLossError(absl::StrCat(label, ": field 'attn_logit_softcapping' is ",
                                             it->dump(), "; supported: null (Gemma3's)"));
@@ -435,7 +435,8 @@ absl::Status MapGemma3Config(const std::string& label, const Json& json, Encoder
   }
   // Keys within the window: i - window < j <= i causal, |i - j| < window bidirectional.
   for (int64_t i = 0; i < layers; ++i)
-    config->layer_bands.push_back(sliding[i] && window < config->max_position_embeddings ? window - 1 : 0);
+    config->layer_bands.push_back(
+        sliding[i] && window < config->max_position_embeddings ? window - 1 : 0);
   RotaryConfig& rotary = config->rotary;
   rotary.base = 1000000.0;
   double local_base = 10000.0;

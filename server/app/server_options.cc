@@ -288,8 +288,8 @@ absl::StatusOr<ModelSource*> SourceNamed(const std::vector<ModelSource>::iterato
   if (source != end) return &*source;
   std::vector<std::string> names;
   for (auto it = begin; it != end; ++it) names.push_back(it->name);
-  return absl::InvalidArgumentError(absl::StrCat(item, ": no served model '", name, "' (served: ",
-                                                 absl::StrJoin(names, ", "), ")"));
+  return absl::InvalidArgumentError(absl::StrCat(item, ": no served model '", name,
+                                                 "' (served: ", absl::StrJoin(names, ", "), ")"));
 }
 
 // --hf_overrides: each [NAME=]JSON onto its model's source, checked to be a JSON object now.
@@ -305,17 +305,19 @@ absl::Status AttachOverrides(const std::vector<std::string>& items,
       name = item.substr(0, eq);
       text = item.substr(eq + 1);
     } else if (sources->size() != 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          flag, ": ", sources->size(), " models are served; name one as NAME=JSON"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": ", sources->size(), " models are served; name one as NAME=JSON"));
     } else {
       name = sources->front().name;
     }
     const nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
     if (parsed.is_discarded() || !parsed.is_object())
       return absl::InvalidArgumentError(absl::StrCat(flag, ": not a JSON object"));
-    ASSIGN_OR_RETURN(ModelSource * source, SourceNamed(sources->begin(), sources->end(), name, flag));
+    ASSIGN_OR_RETURN(ModelSource * source,
+                     SourceNamed(sources->begin(), sources->end(), name, flag));
     if (!source->hf_overrides.empty())
-      return absl::InvalidArgumentError(absl::StrCat(flag, ": model '", name, "' has overrides already"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": model '", name, "' has overrides already"));
     source->hf_overrides = parsed.dump();
   }
   return absl::OkStatus();

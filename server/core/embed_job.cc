@@ -86,10 +86,11 @@ absl::Status EmbedJob::TokenizePairFirsts() {
   const model_store::ScorePrompt& prompt = request_.model->score_prompt();
   for (size_t i = 0; i < request_.pairs.texts.size(); ++i) {
     const std::string& text = request_.pairs.texts[i];
-    ASSIGN_OR_RETURN(model_store::TokenizedText tokens,
-                     tokenizer.Tokenize(prompt.empty() ? text
-                                                       : prompt.FormatQuery(text, request_.pairs.instruction),
-                                        FirstField(i)));
+    ASSIGN_OR_RETURN(
+        model_store::TokenizedText tokens,
+        tokenizer.Tokenize(
+            prompt.empty() ? text : prompt.FormatQuery(text, request_.pairs.instruction),
+            FirstField(i)));
     first_ids_.push_back(std::move(tokens.ids));
   }
   return absl::OkStatus();

@@ -98,7 +98,7 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartEmbed(EmbedCall call, E
                               "an embedding model"));
   ASSIGN_OR_RETURN(EmbedParams params, ValidateEmbedCall(call, *model->model, limits_));
   return StartJob(
-      model, params, std::move(call.inputs), "inputs", PairFirsts{{}, ""}, call.deadline,
+      model, params, std::move(call.inputs), "inputs", PairFirsts{}, call.deadline,
       [this, model, params, done = std::move(done)](absl::StatusOr<EmbedResult> result) {
         if (!result.ok()) return done(result.status());
         for (const CallObserver& observer : observers_) {
@@ -110,8 +110,8 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartEmbed(EmbedCall call, E
 
 absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartScoring(
     const char* method, std::shared_ptr<const ServedModel> model, const ScoreOptions& options,
-    TextInputs inputs, std::string inputs_field,
-    PairFirsts pairs, absl::Time deadline, std::function<void(absl::StatusOr<ScoreAnswer>)> done) {
+    TextInputs inputs, std::string inputs_field, PairFirsts pairs, absl::Time deadline,
+    std::function<void(absl::StatusOr<ScoreAnswer>)> done) {
   // Under the call's own name for the list (a rerank's documents) before the core's checks.
   RETURN_IF_ERROR(ValidateInputCount(inputs.size(), limits_, inputs_field));
   RETURN_IF_ERROR(ValidateTextBytes(inputs, 0, limits_, inputs_field));
@@ -127,8 +127,8 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartScoring(
   call.inputs = std::move(inputs);
   ASSIGN_OR_RETURN(EmbedParams params, ValidateScoreCall(call, options, *model->model, limits_));
   const model_store::ScoreFunction function = model->model->config().classifier.score;
-  return StartJob(model, params, std::move(call.inputs), std::move(inputs_field),
-                  std::move(pairs), deadline,
+  return StartJob(model, params, std::move(call.inputs), std::move(inputs_field), std::move(pairs),
+                  deadline,
                   [this, method, model, params, options, function,
                    done = std::move(done)](absl::StatusOr<EmbedResult> result) {
                     if (!result.ok()) return done(result.status());
@@ -202,9 +202,10 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartClassify(ClassifyCall c
     return absl::InvalidArgumentError(absl::StrCat(
         "text_pairs: model '", model->name, "' has no pair template in its tokenizer; send single texts"));
   }
-  return StartScoring("Classify", model, call.options, std::move(call.inputs), "inputs",
-                      PairFirsts{std::move(call.pair_firsts), "text_pairs", call.options.instruction},
-                      call.deadline, std::move(done));
+  return StartScoring(
+      "Classify", model, call.options, std::move(call.inputs), "inputs",
+      PairFirsts{std::move(call.pair_firsts), "text_pairs", call.options.instruction},
+      call.deadline, std::move(done));
 }
 
 absl::Status Embedder::StartTokenize(TokenizeCall call, TokenizeDone done) {

@@ -258,9 +258,10 @@ absl::StatusOr<EmbedParams> ValidateScoreCall(const EmbedCall& call, const Score
   }
   if (!options.instruction.empty()) {
     if (!model.score_prompt().takes_instruction()) {
-      return Invalid("instruction: this model's prompt takes none (a reranker reads one where "
-                     "its config names a score prompt with {instruction}, as Qwen3-Reranker's "
-                     "does); leave it empty");
+      return Invalid(
+          "instruction: this model's prompt takes none (a reranker reads one where "
+          "its config names a score prompt with {instruction}, as Qwen3-Reranker's "
+          "does); leave it empty");
     }
     const auto size = static_cast<int64_t>(options.instruction.size());
     if (size > MaxInputBytes(limits)) {

@@ -3,11 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <tuple>
-
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <tuple>
 
 #include "absl/strings/str_split.h"
 #include "model_store/formats/checkpoint.h"
@@ -501,13 +500,22 @@ TEST(ModelLoad, UnsupportedPoolingModeIsNamed) {
 // EmbeddingGemma's config: its scales, bands and rotary bases, in either spelling of the layer
 // kinds; what Gemma3 has and this encoder does not run is refused naming the field.
 TEST(ModelLoad, Gemma3ConfigsReadTheirScalesAndBandsAndRefuseSoftcapping) {
-  const Json base = {{"model_type", "gemma3_text"}, {"vocab_size", 9000}, {"hidden_size", 64},
-                     {"num_hidden_layers", 6}, {"num_attention_heads", 4},
-                     {"num_key_value_heads", 1}, {"head_dim", 32}, {"intermediate_size", 256},
-                     {"max_position_embeddings", 2048}, {"query_pre_attn_scalar", 256},
-                     {"sliding_window", 512}, {"use_bidirectional_attention", true},
-                     {"rope_theta", 1000000.0}, {"rope_local_base_freq", 10000.0},
-                     {"hidden_activation", "gelu_pytorch_tanh"}, {"rms_norm_eps", 1e-6}};
+  const Json base = {{"model_type", "gemma3_text"},
+                     {"vocab_size", 9000},
+                     {"hidden_size", 64},
+                     {"num_hidden_layers", 6},
+                     {"num_attention_heads", 4},
+                     {"num_key_value_heads", 1},
+                     {"head_dim", 32},
+                     {"intermediate_size", 256},
+                     {"max_position_embeddings", 2048},
+                     {"query_pre_attn_scalar", 256},
+                     {"sliding_window", 512},
+                     {"use_bidirectional_attention", true},
+                     {"rope_theta", 1000000.0},
+                     {"rope_local_base_freq", 10000.0},
+                     {"hidden_activation", "gelu_pytorch_tanh"},
+                     {"rms_norm_eps", 1e-6}};
   auto config = ParseEncoderConfig("config.json", base.dump());
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->family, "gemma3");
@@ -520,23 +528,26 @@ TEST(ModelLoad, Gemma3ConfigsReadTheirScalesAndBandsAndRefuseSoftcapping) {
   EXPECT_DOUBLE_EQ(config->rotary.base, 1000000.0);
   EXPECT_DOUBLE_EQ(config->local_rotary_base, 10000.0);
   Json typed = base;
-  typed["layer_types"] = {"full_attention", "sliding_attention", "full_attention",
+  typed["layer_types"] = {"full_attention",    "sliding_attention", "full_attention",
                           "sliding_attention", "sliding_attention", "full_attention"};
   typed.erase("rope_theta");
   typed.erase("rope_local_base_freq");
-  typed["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 5e5}}},
-                              {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 1e4}}}};
+  typed["rope_parameters"] = {
+      {"full_attention", {{"rope_type", "default"}, {"rope_theta", 5e5}}},
+      {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 1e4}}}};
   config = ParseEncoderConfig("config.json", typed.dump());
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->layer_bands, (std::vector<int64_t>{0, 511, 0, 511, 511, 0}));
   EXPECT_DOUBLE_EQ(config->rotary.base, 5e5);
-  for (const auto& [field, value, message] : std::vector<std::tuple<std::string, Json, std::string>>{
+  for (const auto& [field, value, message] :
+       std::vector<std::tuple<std::string, Json, std::string>>{
            {"attn_logit_softcapping", Json(50.0), "'attn_logit_softcapping' is 50"},
            {"layer_types", Json::array({"full_attention"}), "'layer_types' must list 6"},
            {"layer_types", Json(std::vector<std::string>(6, "chunked_attention")),
             "'layer_types[0]' is \"chunked_attention\""},
            {"sliding_window", Json(1), "'sliding_window' must be >= 2"},
-           {"rope_scaling", Json({{"rope_type", "linear"}, {"factor", 8.0}}), "'rope_scaling' is"}}) {
+           {"rope_scaling", Json({{"rope_type", "linear"}, {"factor", 8.0}}),
+            "'rope_scaling' is"}}) {
     Json json = base;
     json[field] = value;
     auto refused = ParseEncoderConfig("config.json", json.dump());
@@ -549,9 +560,10 @@ TEST(ModelLoad, Gemma3ConfigsReadTheirScalesAndBandsAndRefuseSoftcapping) {
 // relative bias's reach from the config; feed_forward_proj picks ReLU or the gated GELU, and
 // any other is refused listing the two.
 TEST(ModelLoad, T5ConfigsChooseTheirFeedForwardAndRefuseWhatTheyDoNotRun) {
-  const Json base = {{"model_type", "t5"}, {"vocab_size", 32128}, {"d_model", 64},
-                     {"d_kv", 16}, {"num_heads", 4}, {"num_layers", 2}, {"d_ff", 256},
-                     {"relative_attention_max_distance", 256}};
+  const Json base = {{"model_type", "t5"}, {"vocab_size", 32128},
+                     {"d_model", 64},      {"d_kv", 16},
+                     {"num_heads", 4},     {"num_layers", 2},
+                     {"d_ff", 256},        {"relative_attention_max_distance", 256}};
   auto config = ParseEncoderConfig("config.json", base.dump());
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->family, "t5");
@@ -587,10 +599,18 @@ TEST(ModelLoad, T5ConfigsChooseTheirFeedForwardAndRefuseWhatTheyDoNotRun) {
 // to experts; experts on a gated (v1) MLP, a top-k past the experts and normalised expert
 // weights are refused naming the field.
 TEST(ModelLoad, NomicMoeConfigsNameTheirExpertLayersAndRefuseWhatTheyDoNotRun) {
-  const Json base = {{"model_type", "nomic_bert"}, {"vocab_size", 9000}, {"n_embd", 64},
-                     {"n_head", 4}, {"n_layer", 4}, {"n_inner", 256}, {"n_positions", 2048},
-                     {"activation_function", "gelu"}, {"moe_every_n_layers", 2},
-                     {"num_experts", 8}, {"moe_top_k", 2}, {"moe_normalize_expert_weights", false},
+  const Json base = {{"model_type", "nomic_bert"},
+                     {"vocab_size", 9000},
+                     {"n_embd", 64},
+                     {"n_head", 4},
+                     {"n_layer", 4},
+                     {"n_inner", 256},
+                     {"n_positions", 2048},
+                     {"activation_function", "gelu"},
+                     {"moe_every_n_layers", 2},
+                     {"num_experts", 8},
+                     {"moe_top_k", 2},
+                     {"moe_normalize_expert_weights", false},
                      {"type_vocab_size", 1}};
   auto config = ParseEncoderConfig("config.json", base.dump());
   ASSERT_TRUE(config.ok()) << config.status();
@@ -602,7 +622,8 @@ TEST(ModelLoad, NomicMoeConfigsNameTheirExpertLayersAndRefuseWhatTheyDoNotRun) {
   std::vector<bool> experts;
   for (int64_t i = 0; i < 4; ++i) experts.push_back(config->IsMoeLayer(i));
   EXPECT_EQ(experts, (std::vector<bool>{false, true, false, true}));
-  for (const auto& [field, value, message] : std::vector<std::tuple<std::string, Json, std::string>>{
+  for (const auto& [field, value, message] :
+       std::vector<std::tuple<std::string, Json, std::string>>{
            {"activation_function", Json("swiglu"), "'moe_every_n_layers' is 2 with a gated MLP"},
            {"moe_top_k", Json(9), "'num_experts' 8 and 'moe_top_k' 9"},
            {"moe_normalize_expert_weights", Json(1), "'moe_normalize_expert_weights' is 1"}}) {

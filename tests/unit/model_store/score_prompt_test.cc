@@ -60,7 +60,8 @@ TEST(ScorePrompt, MalformedPromptsAreRefusedNamingTheField) {
   for (const auto& [config, message] : std::vector<std::pair<Json, std::string>>{
            {{{"is_original_qwen3_reranker", true}, {"score_prompt", Json::object()}}, "give one"},
            {{{"score_prompt", "text"}}, "field 'score_prompt' must be an object"},
-           {{{"score_prompt", {{"query_template", "no query"}, {"document_template", "{document}"}}}},
+           {{{"score_prompt",
+              {{"query_template", "no query"}, {"document_template", "{document}"}}}},
             "field 'query_template' must hold {query} once"},
            {{{"score_prompt",
               {{"query_template", "{query}"}, {"document_template", "{document}{document}"}}}},
@@ -139,8 +140,9 @@ TEST(ScorePrompt, BadTokensAndOverridesAreRefusedNamingTheField) {
   one["classifier_from_token"] = {"yes"};
   model = LoadWith(one);
   EXPECT_EQ(model.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(std::string(model.status().message()),
-              AllOf(HasSubstr("with --hf_overrides"), HasSubstr("'classifier_from_token' must list 2")));
+  EXPECT_THAT(
+      std::string(model.status().message()),
+      AllOf(HasSubstr("with --hf_overrides"), HasSubstr("'classifier_from_token' must list 2")));
   Json untied = kQwen3Overrides;
   untied["tie_word_embeddings"] = false;  // and no lm_head.weight in the file
   model = LoadWith(untied);

@@ -192,8 +192,7 @@ INSTANTIATE_TEST_SUITE_P(Families, FamilyBatchInvariance,
                                            testing::CamembertModelDir(),
                                            testing::DistilBertModelDir(), testing::MpnetModelDir(),
                                            testing::Gemma3ModelDir(), testing::T5ModelDir(),
-                                           testing::T5GatedModelDir(),
-                                           testing::NomicMoeModelDir()),
+                                           testing::T5GatedModelDir(), testing::NomicMoeModelDir()),
                          [](const auto& info) {
                            const std::string& dir = info.param;
                            std::string name = dir.substr(dir.rfind('/') + 1);

@@ -154,7 +154,8 @@ TEST(ServerOptions, ConfigOverridesAttachToTheirModel) {
            {{"--model=a=/m/a", "--hf_overrides={\"a\": "}, "not a JSON object"},
            {{"--model=a=/m/a", "--model=b=/m/b", "--hf_overrides={}"}, "name one as NAME=JSON"},
            {{"--model=a=/m/a", R"(--hf_overrides=c={})"}, "no served model 'c' (served: a)"},
-           {{"--model=a=/m/a", "--hf_overrides=a={}", "--hf_overrides=a={}"}, "overrides already"}}) {
+           {{"--model=a=/m/a", "--hf_overrides=a={}", "--hf_overrides=a={}"},
+            "overrides already"}}) {
     auto options = Parse(args);
     EXPECT_EQ(options.status().code(), absl::StatusCode::kInvalidArgument) << args.back();
     EXPECT_THAT(std::string(options.status().message()),
