@@ -15,6 +15,7 @@
 #include "model_store/encoder/forward_failure.h"
 #include "model_store/encoder/linear_layer.h"
 #include "model_store/encoder/rotary.h"
+#include "model_store/encoder/segment_layout.h"
 #include "model_store/encoder/splade_head.h"
 #include "model_store/encoder/token_heads.h"
 #include "model_store/kernels/cpu_features.h"
@@ -172,6 +173,19 @@ absl::Status Encoder::ValidateBatch(const EncodeBatch& batch) const {
       }
     }
   }
+  if (!batch.prefix_lengths.empty() && batch.prefix_lengths.size() != batch.sequences.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("prefix_lengths: ", batch.prefix_lengths.size(),
+                                                   " values for ", batch.sequences.size(),
+                                                   " sequences"));
+  }
+  for (size_t b = 0; b < batch.prefix_lengths.size(); ++b) {
+    const int32_t prefix = batch.prefix_lengths[b];
+    if (prefix < 0 || prefix >= static_cast<int64_t>(batch.sequences[b].size())) {
+      return absl::InvalidArgumentError(absl::StrCat("prefix_lengths[", b, "]: ", prefix,
+                                                     " outside [0, ", batch.sequences[b].size(),
+                                                     ")"));
+    }
+  }
   for (size_t b = 0; b < batch.sequences.size(); ++b) {
     const auto& seq = batch.sequences[b];
     if (seq.empty() || static_cast<int64_t>(seq.size()) > max_sequence_length_) {
@@ -208,25 +222,39 @@ absl::Status Encoder::ValidateBatch(const EncodeBatch& batch) const {
 absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
   RETURN_IF_ERROR(ValidateBatch(batch));
   const int64_t batch_size = static_cast<int64_t>(batch.sequences.size());
+  std::vector<int64_t> sequence_offsets(batch_size + 1, 0);
+  for (int64_t b = 0; b < batch_size; ++b) {
+    sequence_offsets[b + 1] = sequence_offsets[b] + static_cast<int64_t>(batch.sequences[b].size());
+  }
 
-  // Packed: the sequences' tokens back to back, no padding. Row-wise layers (linear, norm,
-  // activation) run on all tokens at once; attention runs per sequence, so its cost per token
+  // Packed: the segments' tokens back to back, no padding. Row-wise layers (linear, norm,
+  // activation) run on all tokens at once; attention runs per segment, so its cost per token
   // does not grow with the batch (LibTorch 1.13's 4-D batched attention measured 2-11x slower
   // per sequence than a loop) and no padded key needs masking.
+  const SegmentLayout layout = LayOutSegments(batch, config_.causal);
+  const int64_t segments = static_cast<int64_t>(layout.segments.size());
   PackedSequences packed;
-  packed.offsets.assign(batch_size + 1, 0);
-  for (int64_t b = 0; b < batch_size; ++b)
-    packed.offsets[b + 1] = packed.offsets[b] + static_cast<int64_t>(batch.sequences[b].size());
-  packed.temperatures = batch.temperatures;
-  packed.local_temperatures =
-      batch.local_temperatures.empty() ? batch.temperatures : batch.local_temperatures;
+  packed.offsets.assign(segments + 1, 0);
+  for (int64_t s = 0; s < segments; ++s) {
+    const Segment& segment = layout.segments[s];
+    packed.offsets[s + 1] = packed.offsets[s] + segment.end - segment.begin;
+    packed.temperatures.push_back(batch.temperatures[segment.sequence]);
+    packed.local_temperatures.push_back(batch.local_temperatures.empty()
+                                            ? batch.temperatures[segment.sequence]
+                                            : batch.local_temperatures[segment.sequence]);
+    if (!layout.token_rows.empty()) {
+      packed.prefix_of.push_back(segment.prefix);
+      packed.is_prefix.push_back(segment.is_prefix);
+    }
+  }
   // Row-wise layers see the token count rounded up to a bucket (the extra rows are id 0 at
   // the first position, never attended to, and dropped at the end): oneDNN builds and caches a
   // kernel per shape, and a bounded cache (see server/app/server.cc) keeps hitting only when shapes
   // repeat.
   packed.rows = BucketedRows(packed.offsets.back());
-  // Absolute positions count from the config's offset; after-padding positions (XLM-R) give a
-  // padding id the padding row and do not count it, as Hugging Face computes them.
+  // Absolute positions count from the config's offset along the whole sequence, whichever
+  // segment computes a token; after-padding positions (XLM-R) give a padding id the padding
+  // row and do not count it, as Hugging Face computes them.
   const bool skip_padding = config_.positions == PositionKind::kAbsoluteAfterPadding;
   std::vector<int64_t> id_data(packed.rows, 0);
   std::vector<int64_t> position_data(packed.rows, config_.position_offset);
@@ -237,15 +265,20 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
     }
   }
   std::vector<int64_t> type_data(any_type ? packed.rows : 0, 0);
-  for (int64_t b = 0; b < batch_size; ++b) {
-    const auto& seq = batch.sequences[b];
+  for (int64_t s = 0; s < segments; ++s) {
+    const Segment& segment = layout.segments[s];
+    const auto& seq = batch.sequences[segment.sequence];
     int64_t position = config_.position_offset;
-    for (size_t t = 0; t < seq.size(); ++t) {
-      const int64_t row = packed.offsets[b] + static_cast<int64_t>(t);
-      id_data[row] = seq[t];
+    for (int64_t t = 0; t < segment.end; ++t) {
       const bool padding = skip_padding && seq[t] == config_.pad_token_id;
-      position_data[row] = padding ? config_.pad_token_id : position++;
-      if (any_type && !batch.token_types[b].empty()) type_data[row] = batch.token_types[b][t];
+      const int64_t token_position = padding ? config_.pad_token_id : position++;
+      if (t < segment.begin) continue;
+      const int64_t row = packed.offsets[s] + t - segment.begin;
+      id_data[row] = seq[t];
+      position_data[row] = token_position;
+      if (any_type && !batch.token_types[segment.sequence].empty()) {
+        type_data[row] = batch.token_types[segment.sequence][t];
+      }
     }
   }
 
@@ -254,10 +287,16 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
     const EncoderWeights& w = weights_->tensors;
     const RotaryEmbedding* rotary = weights_->rotary.get();
     const RotaryEmbedding* local_rotary = weights_->local_rotary.get();
-    for (int64_t b = 0; b < batch_size; ++b) {
-      const int64_t length = packed.offsets[b + 1] - packed.offsets[b];
-      if (rotary != nullptr) packed.angles.push_back(rotary->For(length));
-      if (local_rotary != nullptr) packed.local_angles.push_back(local_rotary->For(length));
+    // A segment's angles are its positions' within the whole sequence (whose length decides
+    // the NTK base).
+    auto angles = [&](const RotaryEmbedding& table, int64_t s) {
+      const int64_t before = packed.keys_before(s);
+      RotaryEmbedding::Angles all = table.For(before + packed.offsets[s + 1] - packed.offsets[s]);
+      return RotaryEmbedding::Angles{all.cos.slice(0, before), all.sin.slice(0, before)};
+    };
+    for (int64_t s = 0; s < segments; ++s) {
+      if (rotary != nullptr) packed.angles.push_back(angles(*rotary, s));
+      if (local_rotary != nullptr) packed.local_angles.push_back(angles(*local_rotary, s));
     }
     const torch::Tensor ids = torch::from_blob(id_data.data(), {packed.rows}, torch::kInt64);
     const torch::Tensor positions =
@@ -279,7 +318,10 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
       x = TransformerLayer(std::move(x), w.layers[i], packed, config_, attention);
     }
     x = Norm(x, w.final_norm, config_.layer_norm_eps);
-    return PoolAndMeasure(x, packed.offsets, batch, heads_.get(), splade_.get(), dense_.get());
+    if (!layout.token_rows.empty()) {  // each sequence's tokens back in its own rows
+      x = x.index_select(0, torch::tensor(layout.token_rows, torch::kInt64));
+    }
+    return PoolAndMeasure(x, sequence_offsets, batch, heads_.get(), splade_.get(), dense_.get());
   } catch (const std::exception& e) {  // c10::Error, oneDNN's dnnl::error, std::bad_alloc
     return ForwardFailure("encoder forward failed", e);
   }

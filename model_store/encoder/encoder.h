@@ -73,6 +73,14 @@ struct EncodeBatch {
   // The temperature of each sequence's banded (local) attention layers; empty: `temperatures`.
   // AUTO sets it from the schedule at the keys a banded row sees (a row never sees more).
   std::vector<float> local_temperatures;
+  // Per sequence, how many of its first tokens it may share with the batch's other sequences
+  // (a reranker's query part, the same for each of its documents); empty, or 0: none, and
+  // below the sequence's length. A causal model computes each distinct prefix (its ids, types
+  // and temperatures) once and attends each sequence's rest to the prefix's keys and values,
+  // which are exact for every continuation, as no prefix token sees past itself. A sequence
+  // given a prefix is always computed so, shared or not, so it stays its own in any batch. A
+  // bidirectional model computes every sequence whole.
+  std::vector<int32_t> prefix_lengths;
 };
 
 struct EncodeResult {

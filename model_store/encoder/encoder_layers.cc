@@ -114,7 +114,10 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
   // 0.99997.
   torch::Tensor context = torch::empty({rows, heads * head_dim}, x.options());
   context.slice(0, batch.offsets.back()).zero_();  // the row bucket's idle rows
-  // Attends key/value groups [first, first + count) of sequence b, read from `projection`
+  // A shared prefix's keys and values [kv_heads, its rows, head_dim], normed and rotated, kept
+  // for the segments that continue it (a prefix comes before them) until the layer ends.
+  std::vector<torch::Tensor> prefix_keys(batch.size()), prefix_values(batch.size());
+  // Attends key/value groups [first, first + count) of segment b, read from `projection`
   // ([b's rows, count, group + 2, head_dim]: each group's queries, key, value) and written
   // where its query heads lie in the context.
   auto attend = [&](int64_t b, const torch::Tensor& projection, int64_t first) {
@@ -131,13 +134,26 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
       attention.rotary->ApplyInPlace(q, (*attention.angles)[b]);
       attention.rotary->ApplyInPlace(k, (*attention.angles)[b]);
     }
+    torch::Tensor keys = k, values = seq[group + 1];
+    if (!batch.is_prefix.empty() && batch.is_prefix[b]) {
+      if (!prefix_keys[b].defined()) {
+        prefix_keys[b] = torch::empty({kv_heads, end - begin, head_dim}, k.options());
+        prefix_values[b] = torch::empty({kv_heads, end - begin, head_dim}, k.options());
+      }
+      prefix_keys[b].slice(0, first, first + count).copy_(keys);
+      prefix_values[b].slice(0, first, first + count).copy_(values);
+    }
+    if (const int64_t p = batch.prefix(b); p >= 0) {  // the prefix's keys, then its own
+      keys = torch::cat({prefix_keys[p].slice(0, first, first + count), keys}, 1);
+      values = torch::cat({prefix_values[p].slice(0, first, first + count), values}, 1);
+    }
     torch::Tensor out = context.slice(0, begin, end)
                             .view({end - begin, kv_heads, group, head_dim})
                             .slice(1, first, first + count)
                             .permute({1, 2, 0, 3});
     // GTE's logn scale is the model's own length-adaptive temperature: tau divides it further.
     const double tau = (*attention.temperatures)[b];
-    const double scale = base_scale * config.logn_scale.For(end - begin) / tau;
+    const double scale = base_scale * config.logn_scale.For(keys.size(1)) / tau;
     AttentionPattern pattern;
     pattern.band = attention.band;
     pattern.causal = config.causal;
@@ -154,7 +170,7 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
     // cost O(L x band).
     const int64_t block =
         attention.band > 0 ? std::max<int64_t>(64, 2 * attention.band) : kQueryBlock;
-    BlockedSelfAttention(q, k, seq[group + 1], scale, std::min(end - begin, block), pattern, out);
+    BlockedSelfAttention(q, keys, values, scale, std::min(end - begin, block), pattern, out);
   };
   // Each sequence is projected and attended the way it would be alone, so its vector does not
   // depend on its batch: a long one group by group, shorter ones with every head at once. A

@@ -13,17 +13,29 @@
 
 namespace embedding::model_store {
 
-// The batch's sequences back to back, unpadded, in `rows` rows (the tail rows past the last
-// sequence are filler that nothing attends to).
+// The batch's segments back to back, unpadded, in `rows` rows (the tail rows past the last
+// segment are filler that nothing attends to). A segment is a whole sequence, or a causal
+// model's shared prefix, or a sequence's rest after its prefix (segment_layout.h).
 struct PackedSequences {
-  std::vector<int64_t> offsets;  // sequence b is rows [offsets[b], offsets[b + 1])
+  std::vector<int64_t> offsets;  // segment b is rows [offsets[b], offsets[b + 1])
   int64_t rows = 0;
   std::vector<float> temperatures;
   std::vector<float> local_temperatures;  // for banded layers
-  // Per sequence, when positions are rotary: for global layers, and for local (banded) layers
+  // Per segment, when positions are rotary: for global layers, and for local (banded) layers
   // when their rotary base differs.
   std::vector<RotaryEmbedding::Angles> angles, local_angles;
+  // Per segment, or empty when none is split: -1, or the earlier segment whose keys and values
+  // come before its own (its prefix; its positions continue the prefix's).
+  std::vector<int64_t> prefix_of;
+  // Per segment, or empty: whether a later one reads its keys and values.
+  std::vector<bool> is_prefix;
   int64_t size() const { return static_cast<int64_t>(offsets.size()) - 1; }
+  int64_t prefix(int64_t b) const { return prefix_of.empty() ? -1 : prefix_of[b]; }
+  // Keys before segment b's own: its prefix's length, or 0.
+  int64_t keys_before(int64_t b) const {
+    const int64_t p = prefix(b);
+    return p < 0 ? 0 : offsets[p + 1] - offsets[p];
+  }
 };
 
 // The rows a batch of `tokens` tokens is computed on: rounded up to a bucket, so oneDNN's

@@ -105,23 +105,30 @@ struct BlockMask {
 // loop of BLAS calls, and Debian's OpenBLAS 0.3.21 takes these CPUs for a Prescott (no AVX).
 class PlainAttention {
  public:
-  PlainAttention(int64_t length, int64_t query_block, const AttentionPattern& pattern,
-                 torch::ScalarType type)
-      : length_(length), query_block_(query_block), pattern_(pattern), type_(type) {}
+  // `length` keys; the queries are the sequence's last `queries` positions.
+  PlainAttention(int64_t length, int64_t queries, int64_t query_block,
+                 const AttentionPattern& pattern, torch::ScalarType type)
+      : length_(length),
+        first_query_(length - queries),
+        query_block_(query_block),
+        pattern_(pattern),
+        type_(type) {}
 
-  // One head: `q`, `k`, `v`, `out` [L, d]. `slope`: 0, or ALiBi's for this head; `bias`:
-  // undefined, or this head's relative bias [buckets].
+  // One head's queries [begin, end) of `q`: `q`, `out` [queries, d], `k`, `v` [L, d]. `slope`: 0,
+  // or ALiBi's for this head; `bias`: undefined, or this head's relative bias [buckets].
   void Block(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, int64_t begin,
              int64_t end, double scale, double slope, const torch::Tensor& bias,
              const torch::Tensor& out) {
     const AttentionMatmuls& m = Matmuls(type_);
     if (!scores_.defined()) {  // on first use: beside FusedAttention it is seldom needed
-      scores_ = torch::empty({std::min(length_, query_block_) * length_}, type_);
+      scores_ = torch::empty({std::min(length_ - first_query_, query_block_) * length_}, type_);
       scores_scratch_ = Scratchpad(m.scores_pd);
       context_scratch_ = Scratchpad(m.context_pd);
     }
+    // The block's queries' positions in the sequence.
+    const int64_t from = first_query_ + begin, to = first_query_ + end;
     // A local or causal layer reads only the keys it reaches: O(L x band), or half of L^2.
-    const auto [first_key, end_key] = KeyRange(pattern_, begin, end, length_);
+    const auto [first_key, end_key] = KeyRange(pattern_, from, to, length_);
     const torch::Tensor scores = scores_.slice(0, 0, (end - begin) * (end_key - first_key))
                                      .view({end - begin, end_key - first_key});
     const torch::Tensor keys_t = k.slice(0, first_key, end_key).t();  // [d, keys], in place
@@ -138,8 +145,8 @@ class PlainAttention {
                  {DNNL_ARG_ATTR_OUTPUT_SCALES, scale_memory},
                  {DNNL_ARG_SCRATCHPAD, AsMemory(m.scores_pd.scratchpad_desc(), scores_scratch_)}});
     if (!pattern_.plain()) {
-      if (!mask_ || mask_->begin != begin || mask_->end != end) {
-        mask_.emplace(pattern_, begin, end, first_key, end_key);
+      if (!mask_ || mask_->begin != from || mask_->end != to) {
+        mask_.emplace(pattern_, from, to, first_key, end_key);
       }
       mask_->Apply(scores, slope != 0 ? torch::scalar_tensor(slope) : torch::Tensor(), bias);
     }
@@ -170,7 +177,7 @@ class PlainAttention {
     return softmaxes_.back().second;
   }
 
-  const int64_t length_, query_block_;
+  const int64_t length_, first_query_, query_block_;
   const AttentionPattern& pattern_;
   const torch::ScalarType type_;
   std::vector<std::pair<dnnl::memory::desc, dnnl::softmax_forward>> softmaxes_;
@@ -186,23 +193,25 @@ class PlainAttention {
 void BatchedHeadsAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                            double scale, int64_t query_block, const AttentionPattern& pattern,
                            torch::Tensor& out) {
-  const int64_t kv_heads = q.size(0), group = q.size(1), length = q.size(2), d = q.size(3);
+  const int64_t kv_heads = q.size(0), group = q.size(1), queries = q.size(2), d = q.size(3);
+  const int64_t length = k.size(1), first_query = length - queries;
   torch::Tensor slopes;
   if (!pattern.alibi.empty()) {
     slopes = torch::tensor(pattern.alibi, torch::TensorOptions().dtype(torch::kFloat64))
                  .to(torch::kFloat32)
                  .view({-1, 1, 1});
   }
-  for (int64_t begin = 0; begin < length; begin += query_block) {
-    const int64_t end = std::min(length, begin + query_block);
-    const auto [first_key, end_key] = KeyRange(pattern, begin, end, length);
+  for (int64_t begin = 0; begin < queries; begin += query_block) {
+    const int64_t end = std::min(queries, begin + query_block);
+    const int64_t from = first_query + begin, to = first_query + end;  // positions
+    const auto [first_key, end_key] = KeyRange(pattern, from, to, length);
     const torch::Tensor keys_t = k.slice(1, first_key, end_key).transpose(1, 2);  // [kv, d, n]
     // Scaling the [block x d] queries costs less than scaling the [block x L] scores.
     const torch::Tensor queries =
         (q.slice(2, begin, end) * scale).reshape({kv_heads, group * (end - begin), d});
     torch::Tensor scores = torch::bmm(queries, keys_t);
     if (!pattern.plain()) {
-      BlockMask(pattern, begin, end, first_key, end_key)
+      BlockMask(pattern, from, to, first_key, end_key)
           .Apply(scores.view({kv_heads * group, end - begin, end_key - first_key}), slopes,
                  pattern.relative_bias);
     }
@@ -251,13 +260,13 @@ void BlockedSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const 
                           torch::Tensor& out) {
   // Named in LibTorch's profiler (op_profile.py), which does not see oneDNN's own calls.
   RECORD_FUNCTION("embedding::attention", std::vector<c10::IValue>());
-  const int64_t kv_heads = q.size(0), group = q.size(1), length = q.size(2);
+  const int64_t kv_heads = q.size(0), group = q.size(1), queries = q.size(2), length = k.size(1);
   const bool bf16 = q.scalar_type() == torch::kBFloat16;
   if (bf16 && length < kBf16HeadByHeadFromKeys) {
     BatchedHeadsAttention(q, k, v, scale, query_block, pattern, out);
     return;
   }
-  PlainAttention plain(length, query_block, pattern, q.scalar_type());
+  PlainAttention plain(length, queries, query_block, pattern, q.scalar_type());
   auto slope = [&](int64_t kv, int64_t g) {
     return pattern.alibi.empty() ? 0.0 : pattern.alibi[kv * group + g];
   };
@@ -270,8 +279,8 @@ void BlockedSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const 
       pattern.alibi.empty() && !pattern.relative_bias.defined() && pattern.band <= 0;
   if (bf16 || !fusable || length < kFusedAttentionFromKeys) {
     // Blocks outer, heads inner: a block's mask is built once for all heads.
-    for (int64_t begin = 0; begin < length; begin += query_block) {
-      const int64_t end = std::min(length, begin + query_block);
+    for (int64_t begin = 0; begin < queries; begin += query_block) {
+      const int64_t end = std::min(queries, begin + query_block);
       for (int64_t kv = 0; kv < kv_heads; ++kv) {
         for (int64_t g = 0; g < group; ++g) {
           plain.Block(q[kv][g], k[kv], v[kv], begin, end, scale, slope(kv, g), bias(kv, g),
@@ -282,12 +291,12 @@ void BlockedSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const 
     return;
   }
   // Key/value heads outer: the fused path packs each once for its whole group.
-  FusedAttention fused(length, q.size(3), query_block, pattern.causal);
+  FusedAttention fused(length, q.size(3), query_block, pattern.causal, length - queries);
   for (int64_t kv = 0; kv < kv_heads; ++kv) {
     fused.SetHead(k[kv], v[kv]);
     for (int64_t g = 0; g < group; ++g) {
-      for (int64_t begin = 0; begin < length; begin += query_block) {
-        const int64_t end = std::min(length, begin + query_block);
+      for (int64_t begin = 0; begin < queries; begin += query_block) {
+        const int64_t end = std::min(queries, begin + query_block);
         if (!fused.Block(q[kv][g], begin, end, scale, out[kv][g])) {
           plain.Block(q[kv][g], k[kv], v[kv], begin, end, scale, 0.0, torch::Tensor(), out[kv][g]);
         }

@@ -64,8 +64,10 @@ std::pair<int64_t, int64_t> KeyRange(const AttentionPattern& pattern, int64_t be
 torch::Tensor KeyOffsets(int64_t begin, int64_t end, int64_t first_key, int64_t end_key);
 
 // out = softmax(Q K^T * scale) V for one sequence, with grouped-query heads. `q` and `out`:
-// [kv_heads, group, L, head_dim]; `k`, `v`: [kv_heads, L, head_dim]; query head (g of group
-// kv) reads key/value head kv, which is never copied per query head. Views with unit stride in
+// [kv_heads, group, queries, head_dim]; `k`, `v`: [kv_heads, L, head_dim]; query head (g of
+// group kv) reads key/value head kv, which is never copied per query head. The queries are the
+// sequence's last `queries` <= L positions: all of them, or a continuation's after keys and
+// values cached from its prefix (row r is position L - queries + r for every mask and bias). Views with unit stride in
 // the last dimension and any other strides, so heads are read from a packed projection and
 // written into the layer's [L, heads x head_dim] context in place. No padding: every key is
 // real; masks come from `pattern` alone (the mask stays -inf whatever tau). `scale` is

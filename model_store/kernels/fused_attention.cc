@@ -76,14 +76,16 @@ const Kernels& KernelsFor(int64_t rows, int64_t keys, int64_t width) {
 
 }  // namespace
 
-FusedAttention::FusedAttention(int64_t length, int64_t head_dim, int64_t query_block, bool causal)
+FusedAttention::FusedAttention(int64_t length, int64_t head_dim, int64_t query_block, bool causal,
+                               int64_t first_query)
     : length_(length),
       head_dim_(head_dim),
       padded_length_(RoundUp(length, kShapeStep)),
+      first_query_(first_query),
       causal_(causal),
       stream_(CpuEngine()) {
   const int64_t width = head_dim + 1;
-  const int64_t rows = RoundUp(std::min(length, query_block), kShapeStep);
+  const int64_t rows = RoundUp(std::min(length - first_query, query_block), kShapeStep);
   keys_ = torch::zeros({padded_length_, width}, torch::kFloat32);
   values_ = torch::zeros({padded_length_, head_dim}, torch::kFloat32);
   queries_ = torch::empty({rows, width}, torch::kFloat32);
@@ -131,12 +133,13 @@ bool FusedAttention::Block(const torch::Tensor& q, int64_t begin, int64_t end, d
   const int64_t padded_rows = RoundUp(rows, kShapeStep);
   const float s = static_cast<float>(scale);
   const float* query = q.data_ptr<float>();
+  const int64_t position = first_query_ + begin;  // of the block's first query
   const float* keys = keys_.data_ptr<float>();
   float* queries = queries_.data_ptr<float>();
   at::parallel_for(0, rows, kRowsPerTask, [&](int64_t first, int64_t last) {
     for (int64_t i = first; i < last; ++i) {
       const float* qi = query + (begin + i) * q.stride(0);
-      const float* own_key = keys + (begin + i) * width;
+      const float* own_key = keys + (position + i) * width;
       float* row = queries + i * width;
       float norm_squared = 0, own_logit = 0;
       for (int64_t x = 0; x < d; ++x) {
@@ -149,7 +152,7 @@ bool FusedAttention::Block(const torch::Tensor& q, int64_t begin, int64_t end, d
   });
   std::fill(queries + rows * width, queries + padded_rows * width, 0.f);  // rows left unread
 
-  const int64_t keys_read = KeysRead(end);
+  const int64_t keys_read = KeysRead(position + rows);
   const Kernels& k = KernelsFor(padded_rows, keys_read, width);
   const torch::Tensor weights_scratch = Scratchpad(k.weights_pd);
   const torch::Tensor context_scratch = Scratchpad(k.context_pd);
@@ -165,12 +168,12 @@ bool FusedAttention::Block(const torch::Tensor& q, int64_t begin, int64_t end, d
                {DNNL_ARG_SCRATCHPAD, AsMemory(k.weights_pd.scratchpad_desc(), weights_scratch)}});
   if (causal_) {
     stream.wait();
-    // Row i keeps keys j <= begin + i: zero the rest of the block's diagonal square (and the
+    // Row i keeps keys j <= position + i: zero the rest of the block's diagonal square (and the
     // keys past it up to the shape step, padding keys included).
     float* w = block_weights.data_ptr<float>();
     at::parallel_for(0, rows, kRowsPerTask, [&](int64_t first, int64_t last) {
       for (int64_t i = first; i < last; ++i) {
-        std::fill(w + i * keys_read + begin + i + 1, w + (i + 1) * keys_read, 0.f);
+        std::fill(w + i * keys_read + position + i + 1, w + (i + 1) * keys_read, 0.f);
       }
     });
   }

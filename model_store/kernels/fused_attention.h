@@ -26,15 +26,18 @@ namespace embedding::model_store {
 class FusedAttention {
  public:
   // For one sequence of `length` tokens, heads of width `head_dim`, at most `query_block`
-  // queries at a time; `causal`: query i reads keys j <= i only. Holds its buffers (one head's
-  // keys and values, one block's weights).
-  FusedAttention(int64_t length, int64_t head_dim, int64_t query_block, bool causal);
+  // queries at a time; `causal`: query i reads keys j <= i only. The queries are the sequence's
+  // positions from `first_query` on (0, or where a continuation after cached prefix keys
+  // begins): row r of Block's `q` and `out` is position first_query + r. Holds its buffers (one
+  // head's keys and values, one block's weights).
+  FusedAttention(int64_t length, int64_t head_dim, int64_t query_block, bool causal,
+                 int64_t first_query);
 
   // Takes one head's keys and values ([L, d] fp32 views, unit stride in the last dimension)
   // for the blocks that follow.
   void SetHead(const torch::Tensor& k, const torch::Tensor& v);
 
-  // Writes softmax(q[begin:end] K^T * scale) V into out[begin:end] ([L, d] fp32 views) and
+  // Writes softmax(q[begin:end] K^T * scale) V into out[begin:end] ([queries, d] fp32 views) and
   // returns true; or returns false, with `out` untouched, when a row's weights left fp32's
   // range. `end - begin` is at most `query_block`.
   bool Block(const torch::Tensor& q, int64_t begin, int64_t end, double scale,
@@ -49,6 +52,7 @@ class FusedAttention {
   int64_t KeysRead(int64_t end) const;
 
   int64_t length_, head_dim_, padded_length_;  // padded_length_: a multiple of the shape step
+  int64_t first_query_;
   bool causal_;
   // Centred keys with a column of ones [padded_length_, d + 1], and values [padded_length_, d].
   // Padding rows are zero: their weight is exp(0), left out of the sums, times a zero value.

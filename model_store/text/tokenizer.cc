@@ -162,6 +162,9 @@ PairEncoding Tokenizer::EncodePair(const std::vector<int32_t>& first,
     const std::vector<int32_t>& ids = piece.kind == PairTemplatePiece::kFirst    ? first
                                       : piece.kind == PairTemplatePiece::kSecond ? second
                                                                                  : piece.ids;
+    if (piece.kind == PairTemplatePiece::kSecond) {
+      out.second_begin = static_cast<int32_t>(out.ids.size());
+    }
     out.ids.insert(out.ids.end(), ids.begin(), ids.end());
     out.type_ids.insert(out.type_ids.end(), ids.size(), piece.type_id);
   }

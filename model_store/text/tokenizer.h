@@ -43,6 +43,9 @@ struct PairTemplatePiece {
 struct PairEncoding {
   std::vector<int32_t> ids;
   std::vector<int32_t> type_ids;
+  // Where the second text's tokens begin in `ids`: what comes before depends on the first
+  // alone (a reranker's query part, the same for each of its documents).
+  int32_t second_begin = 0;
 };
 
 struct TokenizerConfig {

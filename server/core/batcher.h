@@ -57,6 +57,9 @@ struct SequenceOutput {
 struct BatchTask {
   std::vector<int32_t> ids;  // special tokens included
   std::vector<int32_t> token_types;  // per id (a pair's); empty: type 0 throughout
+  // Leading ids other tasks may share (a pair's query part): a causal model computes such a
+  // prefix once per batch (model_store::EncodeBatch::prefix_lengths). 0: none.
+  int32_t shared_prefix = 0;
   float temperature = 1.0f;
   // Of banded attention layers (model_store::EncodeBatch); unset: `temperature`.
   std::optional<float> local_temperature;

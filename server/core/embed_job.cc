@@ -141,6 +141,10 @@ BatchTask EmbedJob::SequenceTask(size_t d, size_t s) const {
     model_store::PairEncoding pair = request_.model->tokenizer().EncodePair(FirstIds(d), content);
     task.ids = std::move(pair.ids);
     task.token_types = std::move(pair.type_ids);
+    // The rest needs a token of its own (an empty document with nothing after it has none).
+    if (static_cast<size_t>(pair.second_begin) < task.ids.size()) {
+      task.shared_prefix = pair.second_begin;
+    }
   }
   task.temperature = doc.sequence_tau[s];
   if (!doc.sequence_local_tau.empty()) task.local_temperature = doc.sequence_local_tau[s];

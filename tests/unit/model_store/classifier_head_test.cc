@@ -128,11 +128,13 @@ TEST(ClassifierHead, PairTemplatesFollowEachPostProcessor) {
   PairEncoding pair = (*bert)->EncodePair({3}, {4, 4});
   EXPECT_THAT(pair.ids, ElementsAre(1, 3, 2, 4, 4, 2));
   EXPECT_THAT(pair.type_ids, ElementsAre(0, 0, 0, 1, 1, 1));
+  EXPECT_EQ(pair.second_begin, 3);  // what precedes the document: its query's, shared
   auto roberta = with_post({{"type", "RobertaProcessing"}, {"cls", {"<s>", 5}}, {"sep", {"</s>", 6}}});
   ASSERT_TRUE(roberta.ok()) << roberta.status();
   pair = (*roberta)->EncodePair({3}, {4});
   EXPECT_THAT(pair.ids, ElementsAre(5, 3, 6, 6, 4, 6));
   EXPECT_THAT(pair.type_ids, ElementsAre(0, 0, 0, 0, 0, 0));
+  EXPECT_EQ(pair.second_begin, 4);
   EXPECT_EQ((*roberta)->num_pair_special_tokens(), 4);
   // No post-processor (or ByteLevel's alone, as Qwen3's): back to back, the second typed 1.
   auto bare = with_post(Json());
@@ -140,6 +142,7 @@ TEST(ClassifierHead, PairTemplatesFollowEachPostProcessor) {
   pair = (*bare)->EncodePair({3}, {4, 4});
   EXPECT_THAT(pair.ids, ElementsAre(3, 4, 4));
   EXPECT_THAT(pair.type_ids, ElementsAre(0, 1, 1));
+  EXPECT_EQ(pair.second_begin, 1);
   auto special = [](const char* id, int type) {
     return Json{{"SpecialToken", {{"id", id}, {"type_id", type}}}};
   };

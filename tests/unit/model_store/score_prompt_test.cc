@@ -118,6 +118,7 @@ TEST(ScorePrompt, ACausalLmWithOverridesIsAPromptedReranker) {
   std::vector<int32_t> want = {1, 2, 3};
   want.insert(want.end(), suffix->ids.begin(), suffix->ids.end());
   EXPECT_EQ(pair.ids, want);
+  EXPECT_EQ(pair.second_begin, 2);
   EXPECT_EQ(tokenizer.num_pair_special_tokens(), static_cast<int>(suffix->ids.size()));
   // Three tokens: a label each, softmax over them.
   Json three = kQwen3Overrides;

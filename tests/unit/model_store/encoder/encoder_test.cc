@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <random>
 
 #include "model_store/dtype/guard_probe.h"
@@ -200,6 +201,120 @@ INSTANTIATE_TEST_SUITE_P(Families, FamilyBatchInvariance,
                              if (c == '-') c = '_';
                            return name;
                          });
+
+// A causal model computes a prefix its batch shares (a reranker's query part) once and attends
+// each sequence's rest to the prefix's keys and values. Each sequence then equals itself alone,
+// bit for bit, in every dtype, whoever shares its prefix; in fp32 it equals the whole-sequence
+// computation to rounding. Prefixes differ by ids and by temperature; a prefix and a rest long
+// enough to be projected head by head (4,096 rows) and, in fp32, attended on the folded path.
+TEST(SharedPrefixes, EachSequenceEqualsItselfAloneAndTheWholeSequence) {
+  for (const ComputeDType dtype :
+       {ComputeDType::kFloat32, ComputeDType::kBFloat16, ComputeDType::kInt8}) {
+    SCOPED_TRACE(ComputeDTypeName(dtype));
+    ModelOptions options;
+    options.encoder.dtype = dtype;
+    auto model = Model::Load(testing::Qwen3ModelDir(), options);
+    if (model.status().code() == absl::StatusCode::kFailedPrecondition) continue;
+    ASSERT_TRUE(model.ok()) << model.status();
+    std::mt19937 rng(41);
+    std::uniform_int_distribution<int32_t> id(5, (*model)->config().vocab_size - 1);
+    auto tokens = [&](int count) {
+      std::vector<int32_t> ids(count);
+      for (auto& v : ids) v = id(rng);
+      return ids;
+    };
+    const std::vector<int32_t> query = tokens(37), other_query = tokens(90);
+    const std::vector<int32_t> long_query = tokens(4100);
+    struct Pair {
+      const std::vector<int32_t>* prefix;
+      int document;
+      float tau;
+    };
+    const std::vector<Pair> pairs = {{&query, 1, 1.0f},        {&query, 20, 1.0f},
+                                     {&other_query, 300, 0.7f}, {&query, 130, 0.7f},
+                                     {&other_query, 5, 0.7f},   {&query, 4200, 1.0f},
+                                     {&long_query, 50, 0.8f},   {&long_query, 9, 0.8f}};
+    EncodeBatch batch;
+    batch.return_hidden_states = true;
+    batch.pooling = PoolingMode::kLastToken;
+    for (const Pair& pair : pairs) {
+      std::vector<int32_t> ids = *pair.prefix;
+      const std::vector<int32_t> document = tokens(pair.document);
+      ids.insert(ids.end(), document.begin(), document.end());
+      batch.sequences.push_back(std::move(ids));
+      batch.temperatures.push_back(pair.tau);
+      batch.prefix_lengths.push_back(static_cast<int32_t>(pair.prefix->size()));
+    }
+    auto together = (*model)->encoder().Encode(batch);
+    ASSERT_TRUE(together.ok()) << together.status();
+    float worst_relative = 0;  // of fp32's split against whole, printed
+    EncodeBatch whole = batch;
+    whole.prefix_lengths.clear();
+    auto unsplit = (*model)->encoder().Encode(whole);
+    ASSERT_TRUE(unsplit.ok()) << unsplit.status();
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      EncodeBatch one = batch;
+      one.sequences = {batch.sequences[i]};
+      one.temperatures = {batch.temperatures[i]};
+      one.prefix_lengths = {batch.prefix_lengths[i]};
+      auto alone = (*model)->encoder().Encode(one);
+      ASSERT_TRUE(alone.ok()) << alone.status();
+      EXPECT_EQ(alone->hidden_states[0], together->hidden_states[i]) << "pair " << i;
+      EXPECT_EQ(alone->pooled[0], together->pooled[i]) << "pair " << i;
+      if (dtype != ComputeDType::kFloat32) continue;
+      const std::vector<float>& a = together->hidden_states[i];
+      const std::vector<float>& b = unsplit->hidden_states[i];
+      ASSERT_EQ(a.size(), b.size());
+      float worst = 0, largest = 0;
+      for (size_t j = 0; j < a.size(); ++j) {
+        worst = std::max(worst, std::abs(a[j] - b[j]));
+        largest = std::max(largest, std::abs(b[j]));
+      }
+      EXPECT_LE(worst, 2e-5 * largest) << "pair " << i << ": " << worst << " of " << largest;
+      worst_relative = std::max(worst_relative, worst / largest);
+    }
+    if (dtype == ComputeDType::kFloat32) {
+      std::cout << "fp32 hidden states, shared prefix against whole: worst |difference| "
+                << worst_relative << " of the largest value\n";
+    }
+  }
+}
+
+// A bidirectional model's prefix tokens attend to what follows them: nothing is shared, and
+// the prefixes change nothing.
+TEST(SharedPrefixes, ABidirectionalModelComputesEverySequenceWhole) {
+  auto model = Model::Load(testing::TinyModelDir(), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EncodeBatch batch;
+  batch.return_hidden_states = true;
+  batch.sequences = {{2, 7, 8, 9, 10, 3}, {2, 7, 8, 11, 12, 13, 3}};
+  batch.temperatures = {1.0f, 1.0f};
+  auto whole = (*model)->encoder().Encode(batch);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  batch.prefix_lengths = {3, 3};
+  auto given = (*model)->encoder().Encode(batch);
+  ASSERT_TRUE(given.ok()) << given.status();
+  EXPECT_EQ(whole->hidden_states, given->hidden_states);
+}
+
+TEST(SharedPrefixes, ARefusedPrefixNamesItsSequence) {
+  auto model = Model::Load(testing::Qwen3ModelDir(), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EncodeBatch batch;
+  batch.sequences = {{7, 8, 9}, {7, 8}};
+  batch.temperatures = {1.0f, 1.0f};
+  batch.prefix_lengths = {2};
+  auto result = (*model)->encoder().Encode(batch);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(result.status().message(), HasSubstr("prefix_lengths: 1 values for 2 sequences"));
+  batch.prefix_lengths = {2, 2};  // nothing left after it
+  result = (*model)->encoder().Encode(batch);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(result.status().message(), HasSubstr("prefix_lengths[1]: 2 outside [0, 2)"));
+  batch.prefix_lengths = {-1, 0};
+  result = (*model)->encoder().Encode(batch);
+  EXPECT_THAT(result.status().message(), HasSubstr("prefix_lengths[0]: -1 outside [0, 3)"));
+}
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, EncoderHeadByHead,
                          ::testing::Values(ComputeDType::kFloat32, ComputeDType::kBFloat16,

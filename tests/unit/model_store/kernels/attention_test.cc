@@ -289,7 +289,7 @@ TEST(FusedAttention, WritesEachBlockExactlyAndRefusesRowsOutOfRange) {
   for (double tau : {1.0, 0.3}) {
     const double scale = 1.0 / (std::sqrt(double(d)) * tau);
     const torch::Tensor expected = PlainAttention(q, k, v, all_keys.view({1, length}), tau);
-    FusedAttention fused(length, d, block, /*causal=*/false);
+    FusedAttention fused(length, d, block, /*causal=*/false, /*first_query=*/0);
     fused.SetHead(k, v);
     torch::Tensor out = torch::full({length, d}, NAN);
     ASSERT_TRUE(fused.Block(q, 64, 128, scale, out));
@@ -299,7 +299,7 @@ TEST(FusedAttention, WritesEachBlockExactlyAndRefusesRowsOutOfRange) {
     EXPECT_TRUE(torch::isnan(out.slice(0, 128)).all().item<bool>());
   }
   const auto [eq, ek, ev] = ExtremeHead(length, d);
-  FusedAttention fused(length, d, block, /*causal=*/false);
+  FusedAttention fused(length, d, block, /*causal=*/false, /*first_query=*/0);
   fused.SetHead(ek, ev);
   torch::Tensor out = torch::full({length, d}, NAN);
   EXPECT_FALSE(fused.Block(eq, 0, 64, 1.0 / std::sqrt(double(d)), out));
@@ -317,7 +317,7 @@ TEST(FusedAttention, CausalBlocksSeeTheirPastOnly) {
   const torch::Tensor past = positions.unsqueeze(0).le(positions.unsqueeze(1));  // j <= i
   for (double tau : {1.0, 0.3}) {
     const torch::Tensor expected = PlainAttention(q, k, v, past, tau);
-    FusedAttention fused(length, d, block, /*causal=*/true);
+    FusedAttention fused(length, d, block, /*causal=*/true, /*first_query=*/0);
     fused.SetHead(k, v);
     torch::Tensor out = torch::full({length, d}, NAN);
     for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, 64}, {64, 100}, {100, 150}}) {
@@ -392,6 +392,60 @@ TEST(BlockedSelfAttention, CausalGroupedHeadsStayExactWhereTheSoftmaxIsFolded) {
   }
   // Its own kernels, one per block's key count (the fused path ran, not the plain fallback).
   EXPECT_GE(FusedAttention::primitives(), built + length / 512);
+}
+
+// A continuation (a causal model's document after its query's cached prefix): only the last
+// queries, against every key, equal those rows of the whole sequence's attention, on each path:
+// fp32 plain and folded, bf16 batched (under 512 keys) and head by head, and under a band,
+// ALiBi and a relative bias, where positions count from the prefix's start.
+TEST(BlockedSelfAttention, AContinuationsQueriesEqualThoseRowsOfTheWholeSequence) {
+  torch::manual_seed(12);
+  const int64_t kv_heads = 2, group = 2, d = 16;
+  const auto relative = [] {
+    AttentionPattern p;
+    p.causal = true;
+    p.relative_bias = torch::randn({4, 32});
+    return p;
+  };
+  const auto banded = [] {
+    AttentionPattern p;
+    p.causal = true;
+    p.band = 40;
+    return p;
+  };
+  const auto alibi = [] {
+    AttentionPattern p;
+    p.causal = true;
+    p.alibi = {0.5, 0.25, 0.125, 0.0625};
+    return p;
+  };
+  const auto causal = [] {
+    AttentionPattern p;
+    p.causal = true;
+    return p;
+  };
+  for (auto [dtype_case, tolerance] :
+       {std::pair{torch::kFloat32, 1e-5}, std::pair{torch::kBFloat16, 3e-2}}) {
+    const auto dtype = dtype_case;
+    for (const int64_t length : {300L, 700L, kFusedAttentionFromKeys + 70}) {
+      if (dtype == torch::kBFloat16 && length > 1000) continue;  // bf16 never folds
+      for (const AttentionPattern& pattern : {causal(), banded(), alibi(), relative()}) {
+        const torch::Tensor q = torch::randn({kv_heads, group, length, d}).to(dtype);
+        const torch::Tensor k = torch::randn({kv_heads, length, d}).to(dtype);
+        const torch::Tensor v = torch::randn({kv_heads, length, d}).to(dtype);
+        torch::Tensor whole = torch::full({kv_heads, group, length, d}, NAN, q.options());
+        BlockedSelfAttention(q, k, v, 0.3, 128, pattern, whole);
+        for (const int64_t prefix : {1L, 77L, length - 1}) {
+          const torch::Tensor rest = q.slice(2, prefix).contiguous();
+          torch::Tensor out = torch::full_like(rest, NAN);
+          BlockedSelfAttention(rest, k, v, 0.3, 128, pattern, out);
+          EXPECT_LT((out - whole.slice(2, prefix)).abs().max().item<float>(), tolerance)
+              << dtype << " length " << length << " prefix " << prefix << " band " << pattern.band
+              << " alibi " << pattern.alibi.size() << " bias " << pattern.relative_bias.defined();
+        }
+      }
+    }
+  }
 }
 
 // Lengths within one shape step share their kernels, so a model builds a bounded number.

@@ -87,6 +87,45 @@ TEST_F(EmbedJobTest, CompletesOnceWithEveryDocumentMergedInOrder) {
   ExpectEverythingReturned();
 }
 
+// A rerank's pairs, [CLS] query [SEP] chunk [SEP]: every chunk of every document shares its
+// query part, which reaches the model as each sequence's prefix (a causal model computes it
+// once per batch); what follows it is the chunk's own.
+TEST_F(EmbedJobTest, APairsQueryPartReachesTheModelAsItsSharedPrefix) {
+  auto permit = admission_.Admit();
+  ASSERT_TRUE(permit.ok());
+  EmbedJob::Request request;
+  request.model = model_.get();
+  request.batcher = batcher_.get();
+  request.params.SetStrategy(Strategy::kChunkMax);
+  request.params.chunk_tokens = 16;
+  request.inputs = std::vector<std::string>{Words(40), Words(3)};
+  request.inputs_field = "documents";
+  request.pairs = PairFirsts{{"owls hunt at night"}, "query", ""};
+  request.max_tokens_per_document = 100000;
+  request.permit = *std::move(permit);
+  std::promise<absl::StatusOr<EmbedResult>> done;
+  EmbedJob::Start(std::move(request), &pool_,
+                  [&](absl::StatusOr<EmbedResult> r) { done.set_value(std::move(r)); });
+  ASSERT_TRUE(done.get_future().get().ok());
+  const std::vector<int32_t> query = model_->tokenizer().Tokenize("owls hunt at night")->ids;
+  std::vector<int32_t> part = {model_->tokenizer().EncodePair(query, {}).ids};
+  part.resize(query.size() + 2);  // [CLS] query [SEP]
+  const auto batches = encoder_->batches();
+  const auto prefixes = encoder_->prefix_lengths();
+  ASSERT_EQ(batches.size(), prefixes.size());
+  size_t sequences = 0;
+  for (size_t b = 0; b < batches.size(); ++b) {
+    ASSERT_EQ(prefixes[b].size(), batches[b].size());
+    for (size_t s = 0; s < batches[b].size(); ++s, ++sequences) {
+      ASSERT_EQ(prefixes[b][s], static_cast<int32_t>(part.size()));
+      EXPECT_EQ(std::vector<int32_t>(batches[b][s].begin(), batches[b][s].begin() + prefixes[b][s]),
+                part);
+    }
+  }
+  EXPECT_EQ(sequences, 3u + 1u);  // 40 tokens in chunks of 16, then 3
+  ExpectEverythingReturned();
+}
+
 TEST_F(EmbedJobTest, RefusedQueueSpaceCompletesWithResourceExhaustedAndReturnsTheSlot) {
   Admission small(10, 50);
   auto permit = small.Admit();

@@ -1,5 +1,6 @@
 // A stand-in for the model in server-core tests: pooled vector [length, temperature, first
-// id, 0...] of `dim` floats, hidden states on request, and a record of every batch it ran.
+// id, 0...] of `dim` floats, hidden states on request, and a record of every batch it ran (its
+// sequences and their shared prefix lengths).
 #pragma once
 
 #include <mutex>
@@ -20,6 +21,7 @@ class FakeEncoder {
     {
       std::lock_guard<std::mutex> lock(mu_);
       batches_.push_back(batch.sequences);
+      prefix_lengths_.push_back(batch.prefix_lengths);
       thread_ = std::this_thread::get_id();
     }
     absl::SleepFor(per_batch_);
@@ -44,6 +46,10 @@ class FakeEncoder {
     std::lock_guard<std::mutex> lock(mu_);
     return batches_;
   }
+  std::vector<std::vector<int32_t>> prefix_lengths() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return prefix_lengths_;
+  }
   std::thread::id thread() const {
     std::lock_guard<std::mutex> lock(mu_);
     return thread_;
@@ -54,6 +60,7 @@ class FakeEncoder {
   const absl::Duration per_batch_;
   mutable std::mutex mu_;
   std::vector<std::vector<std::vector<int32_t>>> batches_;
+  std::vector<std::vector<int32_t>> prefix_lengths_;
   std::thread::id thread_;
 };
 
