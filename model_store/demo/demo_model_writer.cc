@@ -7,6 +7,7 @@
 #include <map>
 #include <random>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "model_store/demo/demo_tokenizer_json.h"
@@ -156,6 +157,40 @@ std::map<std::string, F32Tensor> MakeWeights(uint64_t seed, const ArchitectureSp
     if (!arch.output_post_norm.empty()) norm(layer + arch.output_post_norm, h);
   }
   if (!arch.final_norm.empty()) norm(arch.final_norm, h);
+  return w;
+}
+
+// jina's LoRAParametrization as torch saves it: each linear layer's and embedding table's
+// weight under `.parametrizations.weight.original`, beside every task's low-rank factors
+// (`.0.lora_A`, `.0.lora_B`; a linear layer's [tasks, rank, in] and [tasks, out, rank], a
+// table's [tasks, rows, rank] and [tasks, rank, hidden]), under the base model's prefix. The
+// factors are random, not zero as training starts them, so every task changes the vectors.
+std::map<std::string, F32Tensor> WithTaskAdapters(uint64_t seed, const ArchitectureSpec& arch,
+                                                  const EncoderConfig& config,
+                                                  std::map<std::string, F32Tensor> encoder) {
+  const std::string& prefix = arch.weight_prefixes.front();
+  const auto tasks = static_cast<int64_t>(config.adapters.size());
+  const int64_t rank = config.adapter_rank;
+  WeightFactory f(seed + 3);
+  std::map<std::string, F32Tensor> w;
+  const std::vector<std::string> tables = {arch.word_embeddings, arch.token_type_embeddings};
+  for (auto& [name, tensor] : encoder) {
+    const bool weight = absl::EndsWith(name, ".weight") && tensor.shape.size() == 2;
+    if (!weight) {
+      w[prefix + name] = std::move(tensor);
+      continue;
+    }
+    const std::string base = prefix + name.substr(0, name.size() - 7) + ".parametrizations.weight.";
+    const int64_t rows = tensor.shape[0], cols = tensor.shape[1];
+    if (std::find(tables.begin(), tables.end(), name.substr(0, name.size() - 7)) != tables.end()) {
+      w[base + "0.lora_A"] = f.Normal({tasks, rows, rank}, 1.0);
+      w[base + "0.lora_B"] = f.Normal({tasks, rank, cols}, 0.3);
+    } else {
+      w[base + "0.lora_A"] = f.Normal({tasks, rank, cols}, 1.0 / std::sqrt(double(cols)));
+      w[base + "0.lora_B"] = f.Normal({tasks, rows, rank}, 0.6);
+    }
+    w[base + "original"] = std::move(tensor);
+  }
   return w;
 }
 
@@ -318,6 +353,34 @@ Json ConfigJson(const DemoModelSpec& spec, const ArchitectureSpec& arch, int64_t
     config.erase(f.layer_norm_eps);  // fixed at 1e-12 in DistilBERT
     config["sinusoidal_pos_embds"] = false;
     config["tie_weights_"] = true;
+  } else if (arch.family == "xlm-roberta-flash") {  // jina-embeddings-v3's
+    config["architectures"] = {"XLMRobertaLoRA"};
+    config["auto_map"] = {{"AutoConfig", "jinaai/xlm-roberta-flash-implementation--configuration_xlm_roberta.XLMRobertaFlashConfig"},
+                          {"AutoModel", "jinaai/xlm-roberta-flash-implementation--modeling_lora.XLMRobertaLoRA"}};
+    config["position_embedding_type"] = "rotary";
+    config["rotary_emb_base"] = 20000.0;
+    config["pad_token_id"] = 1;
+    config["bos_token_id"] = 0;
+    config["eos_token_id"] = 2;
+    config["type_vocab_size"] = 1;
+    config[f.layer_norm_eps] = 1e-5;
+    config["lora_adaptations"] = {"retrieval.query", "retrieval.passage", "separation",
+                                  "classification", "text-matching"};
+    config["task_instructions"] = {
+        {"retrieval.query", "Represent the query for retrieving evidence documents: "},
+        {"retrieval.passage", "Represent the document for retrieval: "},
+        {"separation", ""},
+        {"classification", ""},
+        {"text-matching", ""}};
+    config["lora_rank"] = 4;
+    config["lora_alpha"] = 1;
+    config["lora_dropout_p"] = 0.0;
+    config["lora_main_params_trainable"] = false;
+    config["load_trained_adapters"] = true;
+    config["use_flash_attn"] = true;
+    config["emb_pooler"] = nullptr;
+    config["matryoshka_dimensions"] = {32, 64, 128, 256, 512, 768, 1024};
+    config["truncate_dim"] = nullptr;
   } else if (arch.family == "nomic_bert") {  // nomic-embed-text-v1.5's, NTK past 2,048
     config["architectures"] = {"NomicBertModel"};
     config[f.activation] = "swiglu";
@@ -508,7 +571,8 @@ absl::StatusOr<int64_t> WriteTokenizerFiles(const fs::path& root, const DemoMode
     tokenizer = RobertaBpeTokenizerJson(words, spec.vocab_size);
     vocab_size = spec.vocab_size;
     settings = roberta_specials;
-  } else if (arch.family == "nomic_bert_moe") {  // XLM-R's SentencePiece, as v2-moe ships it
+  } else if (arch.family == "nomic_bert_moe" || arch.family == "xlm-roberta-flash") {
+    // XLM-R's SentencePiece, as v2-moe and jina-embeddings-v3 ship it
     ASSIGN_OR_RETURN(auto pieces, BuildDemoUnigramVocabulary(spec.word_list, spec.vocab_size));
     tokenizer = UnigramTokenizerJson(pieces);
     vocab_size = static_cast<int64_t>(pieces.size());
@@ -563,6 +627,7 @@ absl::Status WriteDemoModel(const std::string& dir, const DemoModelSpec& spec) {
                                       {"Retrieval-document", "title: none | text: "},
                                       {"STS", "task: sentence similarity | query: "}}
       : arch->model_type == "t5"                 ? Json::object()  // gtr-t5 has none
+      : !config.adapters.empty()                 ? config_json["task_instructions"]
       : arch->family.rfind("nomic_bert", 0) == 0 ? Json{{"search_query", "search_query: "},
                                                         {"search_document", "search_document: "},
                                                         {"clustering", "clustering: "},
@@ -586,6 +651,7 @@ absl::Status WriteDemoModel(const std::string& dir, const DemoModelSpec& spec) {
                    "the service, never for retrieval.\n")));
   auto weights = MakeWeights(spec.seed, *arch, config);
   if (spec.num_labels > 0) weights = WithClassifierHead(spec.seed, *arch, config, weights);
+  if (!config.adapters.empty()) weights = WithTaskAdapters(spec.seed, *arch, config, weights);
   const int64_t h = spec.hidden_size;
   if (arch->family == "gemma3") RETURN_IF_ERROR(WriteDenseModules(root, spec, {4 * h, h}));
   if (arch->model_type == "t5") RETURN_IF_ERROR(WriteDenseModules(root, spec, {h}));

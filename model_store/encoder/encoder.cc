@@ -173,6 +173,18 @@ absl::Status Encoder::ValidateBatch(const EncodeBatch& batch) const {
       }
     }
   }
+  if (!batch.adapters.empty() && batch.adapters.size() != batch.sequences.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("adapters: ", batch.adapters.size(),
+                                                   " values for ", batch.sequences.size(),
+                                                   " sequences"));
+  }
+  const auto adapters = static_cast<int32_t>(config_.adapters.size());
+  for (size_t b = 0; b < batch.adapters.size(); ++b) {
+    if (batch.adapters[b] < -1 || batch.adapters[b] >= adapters) {
+      return absl::InvalidArgumentError(absl::StrCat("adapters[", b, "]: ", batch.adapters[b],
+                                                     " outside [-1, ", adapters, ")"));
+    }
+  }
   if (!batch.prefix_lengths.empty() && batch.prefix_lengths.size() != batch.sequences.size()) {
     return absl::InvalidArgumentError(absl::StrCat("prefix_lengths: ", batch.prefix_lengths.size(),
                                                    " values for ", batch.sequences.size(),
@@ -265,6 +277,9 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
     }
   }
   std::vector<int64_t> type_data(any_type ? packed.rows : 0, 0);
+  bool any_adapter = false;
+  for (int32_t adapter : batch.adapters) any_adapter |= adapter >= 0;
+  std::vector<int64_t> adapter_data(any_adapter ? packed.rows : 0, -1);
   for (int64_t s = 0; s < segments; ++s) {
     const Segment& segment = layout.segments[s];
     const auto& seq = batch.sequences[segment.sequence];
@@ -279,6 +294,7 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
       if (any_type && !batch.token_types[segment.sequence].empty()) {
         type_data[row] = batch.token_types[segment.sequence][t];
       }
+      if (any_adapter) adapter_data[row] = batch.adapters[segment.sequence];
     }
   }
 
@@ -304,7 +320,10 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
     const torch::Tensor types =
         any_type ? torch::from_blob(type_data.data(), {packed.rows}, torch::kInt64)
                  : torch::Tensor();
-    torch::Tensor x = Embeddings(w, ids, positions, types, config_);
+    if (any_adapter) {
+      packed.row_adapters = torch::from_blob(adapter_data.data(), {packed.rows}, torch::kInt64);
+    }
+    torch::Tensor x = Embeddings(w, ids, positions, types, packed.row_adapters, config_);
     for (size_t i = 0; i < w.layers.size(); ++i) {
       LayerAttention attention{0, &packed.temperatures, rotary, &packed.angles, &w.relative_bias};
       if (!config_.layer_bands.empty() && config_.layer_bands[i] > 0) {

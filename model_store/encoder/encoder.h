@@ -81,6 +81,9 @@ struct EncodeBatch {
   // given a prefix is always computed so, shared or not, so it stays its own in any batch. A
   // bidirectional model computes every sequence whole.
   std::vector<int32_t> prefix_lengths;
+  // Per sequence, the task adapter it runs with (an index into EncoderConfig::adapters), or -1
+  // for the base weights; empty: -1 throughout.
+  std::vector<int32_t> adapters;
 };
 
 struct EncodeResult {

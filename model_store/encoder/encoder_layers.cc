@@ -81,8 +81,18 @@ torch::Tensor Norm(const torch::Tensor& x, const NormWeights& w, double eps) {
 
 torch::Tensor Embeddings(const EncoderWeights& w, const torch::Tensor& ids,
                          const torch::Tensor& positions, const torch::Tensor& types,
-                         const EncoderConfig& config) {
+                         const torch::Tensor& row_adapters, const EncoderConfig& config) {
   torch::Tensor x = w.word_embeddings.index_select(0, ids);
+  // A table's adapter term for a row is its id's row of down_t times up_t.
+  auto add_adapters = [&](const LowRankAdapters* adapters, const torch::Tensor& table_rows) {
+    AddAdapters(
+        adapters, row_adapters,
+        [&](size_t t, const torch::Tensor& rows) {
+          return adapters->down[t].index_select(0, table_rows.index_select(0, rows));
+        },
+        x);
+  };
+  add_adapters(w.word_adapters.get(), ids);
   // Gemma's sqrt(hidden), as a scalar of the weights' dtype.
   if (config.embedding_scale != 1.0) x.mul_(config.embedding_scale);
   if (w.position_embeddings.defined()) x = x + w.position_embeddings.index_select(0, positions);
@@ -90,6 +100,7 @@ torch::Tensor Embeddings(const EncoderWeights& w, const torch::Tensor& ids,
     // One segment (every embedding call): type 0's row for all, as before pairs existed.
     x = types.defined() ? x + w.token_type_embeddings.index_select(0, types)
                         : x + w.token_type_embeddings[0];
+    add_adapters(w.type_adapters.get(), types.defined() ? types : torch::zeros_like(ids));
   }
   return Norm(x, w.embeddings_norm, config.layer_norm_eps);
 }
@@ -183,6 +194,10 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
     const int64_t from = std::min(begin, rows - own);
     return std::pair{from, x.slice(0, from, from + own)};
   };
+  const auto window_adapters = [&](int64_t from, int64_t count) {
+    return batch.row_adapters.defined() ? batch.row_adapters.slice(0, from, from + count)
+                                        : torch::Tensor();
+  };
   for (int64_t b = 0; b < batch.size();) {
     const int64_t begin = batch.offsets[b];
     const int64_t length = batch.offsets[b + 1] - begin;
@@ -190,7 +205,8 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
       const auto [from, in] = window(begin, length);
       for (int64_t h = 0; h < kv_heads; ++h) {
         const torch::Tensor projection =
-            ApplyLinear(in, layer.qkv_heads[h]).view({in.size(0), 1, group + 2, head_dim});
+            ApplyLinear(in, layer.qkv_heads[h], window_adapters(from, in.size(0)))
+                .view({in.size(0), 1, group + 2, head_dim});
         attend(b, projection.slice(0, begin - from, begin - from + length), h);
       }
       ++b;
@@ -202,13 +218,13 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
       ++last;
     }
     const auto [from, in] = window(begin, batch.offsets[last] - begin);
-    const torch::Tensor projection =
-        ApplyLinear(in, layer.qkv).view({in.size(0), kv_heads, group + 2, head_dim});
+    const torch::Tensor projection = ApplyLinear(in, layer.qkv, window_adapters(from, in.size(0)))
+                                         .view({in.size(0), kv_heads, group + 2, head_dim});
     for (; b < last; ++b) {
       attend(b, projection.slice(0, batch.offsets[b] - from, batch.offsets[b + 1] - from), 0);
     }
   }
-  return ApplyLinear(context, layer.attention_output);
+  return ApplyLinear(context, layer.attention_output, batch.row_adapters);
 }
 
 namespace {
@@ -238,11 +254,14 @@ torch::Tensor MixtureOfExperts(const torch::Tensor& x, const LayerWeights& layer
 }  // namespace
 
 torch::Tensor FeedForward(const torch::Tensor& x, const LayerWeights& layer,
-                          const EncoderConfig& config) {
+                          const EncoderConfig& config, const torch::Tensor& row_adapters) {
   if (!layer.moe_in.empty()) return MixtureOfExperts(x, layer, config);
   const int64_t inner = config.intermediate_size;
-  auto block = [&](const torch::Tensor& in) {
-    torch::Tensor hidden = ApplyLinear(in, layer.mlp_in);
+  auto block = [&](const torch::Tensor& in, int64_t first_row) {
+    const torch::Tensor adapters =
+        row_adapters.defined() ? row_adapters.slice(0, first_row, first_row + in.size(0))
+                               : torch::Tensor();
+    torch::Tensor hidden = ApplyLinear(in, layer.mlp_in, adapters);
     switch (config.mlp) {
       case MlpKind::kPlain:
         hidden = Activate(hidden, config.hidden_act);
@@ -259,14 +278,14 @@ torch::Tensor FeedForward(const torch::Tensor& x, const LayerWeights& layer,
                  Activate(hidden.slice(1, inner).contiguous(), config.hidden_act);
         break;
     }
-    return ApplyLinear(hidden.contiguous(), layer.mlp_out);
+    return ApplyLinear(hidden.contiguous(), layer.mlp_out, adapters);
   };
   const int64_t rows = x.size(0);
-  if (rows <= kFeedForwardRows) return block(x);
+  if (rows <= kFeedForwardRows) return block(x, 0);
   torch::Tensor out = torch::empty_like(x);
   for (int64_t begin = 0; begin < rows; begin += kFeedForwardRows) {
     const int64_t end = std::min(rows, begin + kFeedForwardRows);
-    out.slice(0, begin, end).copy_(block(x.slice(0, begin, end)));
+    out.slice(0, begin, end).copy_(block(x.slice(0, begin, end), begin));
   }
   return out;
 }
@@ -285,15 +304,15 @@ torch::Tensor TransformerLayer(torch::Tensor x, const LayerWeights& layer,
              layer.attention_post_norm, eps)
             .add_(x);
     x.reset();
-    return Norm(FeedForward(Norm(h, layer.output_norm, eps), layer, config), layer.output_post_norm,
-                eps)
+    return Norm(FeedForward(Norm(h, layer.output_norm, eps), layer, config, batch.row_adapters),
+                layer.output_post_norm, eps)
         .add_(h);
   }
   torch::Tensor sum = SelfAttention(x, layer, batch, config, attention).add_(x);
   x.reset();
   const torch::Tensor h = Norm(sum, layer.attention_norm, eps);
   sum.reset();
-  return Norm(FeedForward(h, layer, config).add_(h), layer.output_norm, eps);
+  return Norm(FeedForward(h, layer, config, batch.row_adapters).add_(h), layer.output_norm, eps);
 }
 
 }  // namespace embedding::model_store

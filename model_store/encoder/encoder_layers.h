@@ -29,6 +29,9 @@ struct PackedSequences {
   std::vector<int64_t> prefix_of;
   // Per segment, or empty: whether a later one reads its keys and values.
   std::vector<bool> is_prefix;
+  // Per row, int64: its sequence's task adapter, -1 for none (the filler rows too); undefined
+  // when no sequence names one.
+  torch::Tensor row_adapters;
   int64_t size() const { return static_cast<int64_t>(offsets.size()) - 1; }
   int64_t prefix(int64_t b) const { return prefix_of.empty() ? -1 : prefix_of[b]; }
   // Keys before segment b's own: its prefix's length, or 0.
@@ -50,10 +53,11 @@ torch::Tensor Activate(const torch::Tensor& x, Activation act);
 torch::Tensor Norm(const torch::Tensor& x, const NormWeights& w, double eps);
 
 // Word (times config.embedding_scale) + absolute position (when the model has a table) + token
-// type (`types` per row, or type 0 for every row when undefined), normalised. [rows, H]
+// type (`types` per row, or type 0 for every row when undefined), each table with its rows'
+// task adapters (`row_adapters`, as PackedSequences holds them), normalised. [rows, H]
 torch::Tensor Embeddings(const EncoderWeights& w, const torch::Tensor& ids,
                          const torch::Tensor& positions, const torch::Tensor& types,
-                         const EncoderConfig& config);
+                         const torch::Tensor& row_adapters, const EncoderConfig& config);
 
 // How one layer attends: globally or within a band, and with which rotary positions.
 struct LayerAttention {
@@ -71,9 +75,10 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
                             const PackedSequences& batch, const EncoderConfig& config,
                             const LayerAttention& attention);
 
-// The MLP, plain or gated, in blocks of rows so its activations stay bounded. [rows, H]
+// The MLP, plain or gated, in blocks of rows so its activations stay bounded; `row_adapters`
+// as PackedSequences holds them. [rows, H]
 torch::Tensor FeedForward(const torch::Tensor& x, const LayerWeights& layer,
-                          const EncoderConfig& config);
+                          const EncoderConfig& config, const torch::Tensor& row_adapters);
 
 // One transformer layer: attention and MLP, each with its residual and norm, post-norm
 // (norm(x + f(x))) or pre-norm (x + f(norm(x))) as the config says. Takes `x` by value and

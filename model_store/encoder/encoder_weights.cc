@@ -3,6 +3,7 @@
 #include <cstring>
 #include <optional>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
@@ -66,11 +67,16 @@ class Binder {
         norm_offset_(norm_offset) {}
 
   // Copies the tensor out of the mapping (which may be unaligned) and converts it to `dtype`
-  // (the compute dtype unless given).
+  // (the compute dtype unless given). A weight torch saved under a parametrization (jina's
+  // adapters) is read from `<name>.parametrizations.weight.original`.
   absl::StatusOr<torch::Tensor> Take(const std::string& name, std::vector<int64_t> shape,
                                      std::optional<torch::ScalarType> dtype = std::nullopt) {
-    const std::string full = prefix_ + name;
+    std::string full = prefix_ + name;
     const TensorView* view = checkpoint_.Find(full);
+    if (view == nullptr && absl::EndsWith(full, ".weight")) {
+      const std::string original = Parametrized(name.substr(0, name.size() - 7), "original");
+      if ((view = checkpoint_.Find(original)) != nullptr) full = original;
+    }
     if (view == nullptr) return absl::DataLossError(absl::StrCat("missing tensor '", full, "'"));
     if (view->shape != shape) {
       return absl::DataLossError(absl::StrCat(
@@ -92,12 +98,48 @@ class Binder {
                                        bool bias) {
     LinearWeights linear;
     ASSIGN_OR_RETURN(linear.weight, Take(name + ".weight", {out, in}));
+    ASSIGN_OR_RETURN(linear.adapters, Adapters(name, out, in, /*table=*/false));
     if (bias) {
       ASSIGN_OR_RETURN(linear.bias, Take(name + ".bias", {out}));
     } else {
       linear.bias = torch::zeros({out}, torch::TensorOptions().dtype(dtype_));
     }
     return linear;
+  }
+
+  // The task adapters of layer `name` ([out, in]), or null where the config names none or the
+  // checkpoint has none for it. jina's LoRAParametrization stores a linear layer's as lora_A
+  // [tasks, rank, in] and lora_B [tasks, out, rank] (W + B_t A_t), an embedding table's
+  // ([rows = out, hidden = in]) as lora_A [tasks, rows, rank] and lora_B [tasks, rank, hidden]
+  // (W + A_t B_t); both scaled by lora_alpha / lora_rank.
+  absl::StatusOr<std::shared_ptr<const LowRankAdapters>> Adapters(const std::string& name,
+                                                                  int64_t out, int64_t in,
+                                                                  bool table) {
+    const int64_t tasks = static_cast<int64_t>(config_adapters_), rank = adapter_rank_;
+    if (tasks == 0 || checkpoint_.Find(Parametrized(name, "0.lora_A")) == nullptr) return nullptr;
+    const auto fp32 = torch::kFloat32;
+    ASSIGN_OR_RETURN(const torch::Tensor a,
+                     Take(name + ".parametrizations.weight.0.lora_A",
+                          table ? std::vector<int64_t>{tasks, out, rank}
+                                : std::vector<int64_t>{tasks, rank, in},
+                          fp32));
+    ASSIGN_OR_RETURN(const torch::Tensor b,
+                     Take(name + ".parametrizations.weight.0.lora_B",
+                          table ? std::vector<int64_t>{tasks, rank, in}
+                                : std::vector<int64_t>{tasks, out, rank},
+                          fp32));
+    auto adapters = std::make_shared<LowRankAdapters>();
+    for (int64_t t = 0; t < tasks; ++t) {
+      adapters->down.push_back(a[t].contiguous());
+      adapters->up.push_back(((table ? b[t] : b[t].t()) * adapter_scale_).contiguous());
+    }
+    return adapters;
+  }
+
+  void SetAdapters(size_t count, int64_t rank, double scale) {
+    config_adapters_ = count;
+    adapter_rank_ = rank;
+    adapter_scale_ = scale;
   }
 
   // Norms run in fp32 whatever the compute dtype (see NormWeights).
@@ -113,10 +155,17 @@ class Binder {
   }
 
  private:
+  std::string Parametrized(const std::string& name, const std::string& part) const {
+    return absl::StrCat(prefix_, name, ".parametrizations.weight.", part);
+  }
+
   const Checkpoint& checkpoint_;
   std::string prefix_;
   torch::ScalarType dtype_;
   double norm_offset_;
+  size_t config_adapters_ = 0;
+  int64_t adapter_rank_ = 0;
+  double adapter_scale_ = 0.0;
 };
 
 // [all queries; all keys; all values] rows reordered by key/value head (the group's queries,
@@ -141,6 +190,11 @@ LinearWeights GroupMajor(LinearWeights qkv, int64_t kv_heads, int64_t group, int
   };
   qkv.weight = reorder(qkv.weight);
   qkv.bias = reorder(qkv.bias);
+  if (qkv.adapters) {  // their outputs are the same rows
+    auto adapters = std::make_shared<LowRankAdapters>(*qkv.adapters);
+    for (torch::Tensor& up : adapters->up) up = reorder(up.t()).t().contiguous();
+    qkv.adapters = std::move(adapters);
+  }
   return qkv;
 }
 
@@ -152,8 +206,10 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
                                                   torch::ScalarType dtype) {
   const std::string probe = spec.word_embeddings + ".weight";
   const std::string* prefix = nullptr;
+  const std::string parametrized = spec.word_embeddings + ".parametrizations.weight.original";
   for (const auto& candidate : spec.weight_prefixes) {
-    if (checkpoint.Find(candidate + probe) != nullptr) {
+    if (checkpoint.Find(candidate + probe) != nullptr ||
+        checkpoint.Find(candidate + parametrized) != nullptr) {
       prefix = &candidate;
       break;
     }
@@ -163,6 +219,7 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
                                             absl::StrJoin(spec.weight_prefixes, "', '"), "')"));
   }
   Binder bind(checkpoint, *prefix, dtype, spec.norm_weight_offset);
+  bind.SetAdapters(config.adapters.size(), config.adapter_rank, config.adapter_scale);
   const int64_t h = config.hidden_size;
   const int64_t inner = config.intermediate_size;
   const int64_t head_dim = config.head_dim();
@@ -173,6 +230,8 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
   EncoderWeights w;
   ASSIGN_OR_RETURN(w.word_embeddings,
                    bind.Take(spec.word_embeddings + ".weight", {config.vocab_size, h}));
+  ASSIGN_OR_RETURN(w.word_adapters,
+                   bind.Adapters(spec.word_embeddings, config.vocab_size, h, /*table=*/true));
   if (!spec.position_embeddings.empty()) {
     ASSIGN_OR_RETURN(w.position_embeddings, bind.Take(spec.position_embeddings + ".weight",
                                                       {config.max_position_embeddings, h}));
@@ -181,6 +240,8 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
     ASSIGN_OR_RETURN(torch::Tensor types, bind.Take(spec.token_type_embeddings + ".weight",
                                                     {config.type_vocab_size, h}));
     w.token_type_embeddings = types.contiguous();
+    ASSIGN_OR_RETURN(w.type_adapters, bind.Adapters(spec.token_type_embeddings,
+                                                    config.type_vocab_size, h, /*table=*/true));
   }
   if (!spec.embeddings_norm.empty()) {
     ASSIGN_OR_RETURN(w.embeddings_norm, bind.Norm(spec.embeddings_norm, h, config.norm_bias, rms));
@@ -192,10 +253,15 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
                                torch::kFloat32));
     w.relative_bias = table.t().contiguous();  // a head's row per call
   }
-  auto stack = [](const std::vector<LinearWeights>& parts) {
+  // Parts' adapters would each read the input apart: none of the families with adapters
+  // stores a stacked layer in parts, and one that did is refused rather than served without.
+  auto stack = [](const std::vector<LinearWeights>& parts) -> absl::StatusOr<LinearWeights> {
     LinearWeights out;
     std::vector<torch::Tensor> weights, biases;
     for (const auto& part : parts) {
+      if (part.adapters) {
+        return absl::DataLossError("task adapters on a layer stored in parts are not supported");
+      }
       weights.push_back(part.weight);
       biases.push_back(part.bias);
     }
@@ -213,7 +279,7 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
       ASSIGN_OR_RETURN(LinearWeights query, bind.Linear(p + spec.query, queries, h, bias));
       ASSIGN_OR_RETURN(LinearWeights key, bind.Linear(p + spec.key, keys, h, bias));
       ASSIGN_OR_RETURN(LinearWeights value, bind.Linear(p + spec.value, keys, h, bias));
-      layer.qkv = stack({query, key, value});
+      ASSIGN_OR_RETURN(layer.qkv, stack({query, key, value}));
     }
     layer.qkv = GroupMajor(std::move(layer.qkv), kv_heads, group, head_dim);
     if (!spec.query_norm.empty()) {
@@ -252,7 +318,7 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
     if (config.mlp != MlpKind::kPlain && !spec.mlp_gate.empty() && !config.IsMoeLayer(i)) {
       ASSIGN_OR_RETURN(LinearWeights gate,
                        bind.Linear(p + spec.mlp_gate, inner, h, config.mlp_in_bias));
-      layer.mlp_in = stack({layer.mlp_in, gate});
+      ASSIGN_OR_RETURN(layer.mlp_in, stack({layer.mlp_in, gate}));
     }
     if (!config.IsMoeLayer(i)) {
       ASSIGN_OR_RETURN(layer.mlp_out, bind.Linear(p + spec.mlp_out, h, inner, config.mlp_out_bias));

@@ -15,10 +15,22 @@
 
 namespace embedding::model_store {
 
+// A layer's low-rank task adapters (EncoderConfig::adapters), kept apart from its weights: a
+// row that names adapter t gets (down_t x) up_t added, all in fp32. Merging one into the
+// weights would cost a copy of them per task; these cost rank x (in + out) floats per task.
+struct LowRankAdapters {
+  // Per adapter: a linear layer's [rank, in] (a product with the rows, `down_packed` its
+  // oneDNN form), or an embedding table's [rows, rank] (looked up by id).
+  std::vector<torch::Tensor> down;
+  std::vector<std::shared_ptr<const PackedLinear>> down_packed;
+  std::vector<torch::Tensor> up;  // per adapter [rank, out], times lora_alpha / lora_rank
+};
+
 struct LinearWeights {
   torch::Tensor weight;                        // [out, in]; undefined once `packed` holds the layer
   torch::Tensor bias;                          // [out]; zeros when the checkpoint has none
   std::shared_ptr<const PackedLinear> packed;  // fp32 and int8 (see linear_layer.h)
+  std::shared_ptr<const LowRankAdapters> adapters;  // null where the layer has none
 };
 
 // Always fp32; `bias` undefined for a norm without one, `weight` undefined for a norm the
@@ -63,6 +75,8 @@ struct EncoderWeights {
   torch::Tensor word_embeddings;       // [vocab, hidden]
   torch::Tensor position_embeddings;   // [positions, hidden]; undefined for rotary positions
   torch::Tensor token_type_embeddings;  // [types, hidden]; undefined where the family has none
+  // The two tables' task adapters; null where none.
+  std::shared_ptr<const LowRankAdapters> word_adapters, type_adapters;
   torch::Tensor relative_bias;         // [heads, buckets] fp32 (MPNet); may be undefined
   NormWeights embeddings_norm;
   std::vector<LayerWeights> layers;

@@ -16,6 +16,11 @@ namespace {
 std::optional<LinearWeights> OutputSlice(const LinearWeights& w, int64_t begin, int64_t count) {
   LinearWeights slice;
   slice.bias = w.bias.narrow(0, begin, count);
+  if (w.adapters) {
+    auto adapters = std::make_shared<LowRankAdapters>(*w.adapters);
+    for (torch::Tensor& up : adapters->up) up = up.narrow(1, begin, count);
+    slice.adapters = std::move(adapters);
+  }
   if (w.packed) {
     slice.packed = w.packed->Columns(begin, count);
     if (!slice.packed) return std::nullopt;
@@ -51,6 +56,19 @@ absl::Status PrepareLinearLayers(LinearKernel kernel, int64_t kv_heads, EncoderW
         linear->weight = torch::Tensor();  // the packed copy is all that is used
       }
     }
+    // Adapters' down projections through oneDNN's fp32 matmul, whose row results do not depend
+    // on the row count (as a layer's own); fp32 whatever the kernel, like the router.
+    for (LinearWeights* linear :
+         {&layer.qkv, &layer.attention_output, &layer.mlp_in, &layer.mlp_out}) {
+      if (!linear->adapters) continue;
+      auto adapters = std::make_shared<LowRankAdapters>(*linear->adapters);
+      adapters->down_packed.clear();
+      for (const torch::Tensor& down : adapters->down) {
+        adapters->down_packed.push_back(std::make_shared<const Fp32Matmul>(
+            down, torch::zeros({down.size(0)}, torch::kFloat32)));
+      }
+      linear->adapters = std::move(adapters);
+    }
     const int64_t per_head = layer.qkv.bias.size(0) / kv_heads;
     layer.qkv_heads.clear();
     for (int64_t h = 0; h < kv_heads; ++h) {
@@ -65,11 +83,39 @@ absl::Status PrepareLinearLayers(LinearKernel kernel, int64_t kv_heads, EncoderW
   return absl::OkStatus();
 }
 
-torch::Tensor ApplyLinear(const torch::Tensor& x, const LinearWeights& w) {
+void AddAdapters(const LowRankAdapters* adapters, const torch::Tensor& row_adapters,
+                 const std::function<torch::Tensor(size_t t, const torch::Tensor& rows)>& low,
+                 torch::Tensor& out) {
+  if (adapters == nullptr || !row_adapters.defined()) return;
+  for (size_t t = 0; t < adapters->up.size(); ++t) {
+    const torch::Tensor rows = row_adapters.eq(static_cast<int64_t>(t)).nonzero().squeeze(1);
+    if (rows.numel() == 0) continue;
+    // [rows, rank] x [rank, out] as rank elementwise steps, in one order whatever the row
+    // count (a BLAS product may pick another kernel for one row than for many).
+    const torch::Tensor factors = low(t, rows);
+    const torch::Tensor& up = adapters->up[t];
+    torch::Tensor term = factors.slice(1, 0, 1) * up.slice(0, 0, 1);
+    for (int64_t k = 1; k < up.size(0); ++k) {
+      term.addcmul_(factors.slice(1, k, k + 1), up.slice(0, k, k + 1));
+    }
+    out.index_add_(0, rows, term.to(out.scalar_type()));
+  }
+}
+
+torch::Tensor ApplyLinear(const torch::Tensor& x, const LinearWeights& w,
+                          const torch::Tensor& row_adapters) {
   // Named in LibTorch's profiler (op_profile.py), which does not see oneDNN's own calls.
   RECORD_FUNCTION("embedding::linear", std::vector<c10::IValue>());
-  if (w.packed) return w.packed->Apply(x);
-  return torch::linear(x, w.weight, w.bias);  // what torch::nn::functional::linear calls
+  torch::Tensor out = w.packed ? w.packed->Apply(x) : torch::linear(x, w.weight, w.bias);
+  AddAdapters(
+      w.adapters.get(), row_adapters,
+      [&](size_t t, const torch::Tensor& rows) {
+        const torch::Tensor in = x.index_select(0, rows).to(torch::kFloat32);
+        return w.adapters->down_packed.empty() ? torch::mm(in, w.adapters->down[t].t())
+                                               : w.adapters->down_packed[t]->Apply(in);
+      },
+      out);
+  return out;
 }
 
 }  // namespace embedding::model_store

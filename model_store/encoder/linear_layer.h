@@ -5,6 +5,8 @@
 
 #include <torch/types.h>
 
+#include <functional>
+
 #include "absl/status/status.h"
 #include "model_store/encoder/encoder_weights.h"
 
@@ -22,6 +24,17 @@ enum class LinearKernel {
 absl::Status PrepareLinearLayers(LinearKernel kernel, int64_t kv_heads, EncoderWeights* w);
 
 // x [tokens, in] -> [tokens, out], in x's dtype, through whatever PrepareLinearLayers chose.
-torch::Tensor ApplyLinear(const torch::Tensor& x, const LinearWeights& w);
+// `row_adapters` (int64 [tokens], or undefined: none): the task adapter of each row, -1 for
+// none; where the layer has adapters, each row gets its own added (in fp32, on each adapter's
+// rows alone, so a row's result does not depend on its neighbours').
+torch::Tensor ApplyLinear(const torch::Tensor& x, const LinearWeights& w,
+                          const torch::Tensor& row_adapters = torch::Tensor());
+
+// Adds to `out` ([tokens, out]) each row's adapter's low-rank term, `low` of adapter t giving
+// its rows' [rows, rank] factors (a product with the inputs, or rows of a table). Nothing where
+// `adapters` is null or `row_adapters` undefined.
+void AddAdapters(const LowRankAdapters* adapters, const torch::Tensor& row_adapters,
+                 const std::function<torch::Tensor(size_t t, const torch::Tensor& rows)>& low,
+                 torch::Tensor& out);
 
 }  // namespace embedding::model_store

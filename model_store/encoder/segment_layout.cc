@@ -19,8 +19,9 @@ SegmentLayout LayOutSegments(const EncodeBatch& batch, bool share_prefixes) {
     }
     return layout;
   }
-  // What a prefix's hidden states depend on: ids, token types, global and local temperature.
-  using PrefixKey = std::tuple<std::vector<int32_t>, std::vector<int32_t>, float, float>;
+  // What a prefix's hidden states depend on: ids, token types, global and local temperature,
+  // task adapter.
+  using PrefixKey = std::tuple<std::vector<int32_t>, std::vector<int32_t>, float, float, int32_t>;
   std::map<PrefixKey, int64_t> prefix_segments;
   std::vector<int64_t> first_rows;  // per segment
   int64_t rows = 0;
@@ -40,8 +41,9 @@ SegmentLayout LayOutSegments(const EncodeBatch& batch, bool share_prefixes) {
       if (typed) types.assign(batch.token_types[b].begin(), batch.token_types[b].begin() + shared);
       const float local =
           batch.local_temperatures.empty() ? batch.temperatures[b] : batch.local_temperatures[b];
+      const int32_t adapter = batch.adapters.empty() ? -1 : batch.adapters[b];
       PrefixKey key{std::vector<int32_t>(ids.begin(), ids.begin() + shared), std::move(types),
-                    batch.temperatures[b], local};
+                    batch.temperatures[b], local, adapter};
       const auto [it, added] =
           prefix_segments.try_emplace(std::move(key), static_cast<int64_t>(first_rows.size()));
       if (added) add({b, 0, shared, -1, true});

@@ -26,8 +26,8 @@ struct SegmentLayout {
 };
 
 // Splits where `share_prefixes` (the model is causal) and the batch gives prefixes. Prefixes
-// are the same when their ids, token types and both temperatures are: all a prefix's hidden
-// states depend on. `batch` has passed the encoder's validation.
+// are the same when their ids, token types, both temperatures and adapter are: all a prefix's
+// hidden states depend on. `batch` has passed the encoder's validation.
 SegmentLayout LayOutSegments(const EncodeBatch& batch, bool share_prefixes);
 
 }  // namespace embedding::model_store

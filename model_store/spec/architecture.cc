@@ -78,6 +78,35 @@ ArchitectureSpec XlmRobertaSpec() {
   return spec;
 }
 
+// Jina's XLM-RoBERTa "flash implementation" (jina-embeddings-v3): XLM-R under model_type
+// xlm-roberta with rotary positions from 0 in place of the table, NomicBert's module names (a
+// fused Wqkv, out_proj, norm1, fc1/fc2, norm2, emb_ln after the embeddings), post-norm, and
+// task adapters on every linear layer and embedding table (`.parametrizations.weight.original`
+// beside `.0.lora_A` and `.0.lora_B`).
+ArchitectureSpec XlmRobertaFlashSpec() {
+  ArchitectureSpec spec;
+  spec.family = "xlm-roberta-flash";
+  spec.model_type = "xlm-roberta";
+  spec.variant_field = "position_embedding_type";
+  spec.variant_values = {"rotary"};
+  spec.variant_default = false;
+  spec.map_config = MapXlmRobertaFlashConfig;
+  spec.known_checkpoints = "jinaai/jina-embeddings-v3";
+  spec.positions = PositionKind::kRotary;
+  spec.weight_prefixes = {"roberta.", ""};
+  spec.word_embeddings = "embeddings.word_embeddings";
+  spec.token_type_embeddings = "embeddings.token_type_embeddings";
+  spec.embeddings_norm = "emb_ln";
+  spec.layer_prefix = "encoder.layers.";
+  spec.fused_qkv = "mixer.Wqkv";
+  spec.attention_output = "mixer.out_proj";
+  spec.attention_norm = "norm1";
+  spec.mlp_in = "mlp.fc1";
+  spec.mlp_out = "mlp.fc2";
+  spec.output_norm = "norm2";
+  return spec;
+}
+
 // RoBERTa (FacebookAI/roberta-base, DistilRoBERTa) and CamemBERT: XLM-R's layout and
 // positions under their own model_type; their weights keep the "roberta." prefix.
 ArchitectureSpec RobertaSpec(std::string model_type, std::string known_checkpoints,
@@ -430,6 +459,7 @@ const std::vector<ArchitectureSpec>& AllArchitectures() {
   static const auto* const kSpecs = new std::vector<ArchitectureSpec>{
       BertSpec(),
       XlmRobertaSpec(),
+      XlmRobertaFlashSpec(),
       RobertaSpec("roberta",
                   "sentence-transformers/all-distilroberta-v1, FacebookAI/roberta-base, "
                   "sentence-transformers/nli-roberta-base-v2",

@@ -102,6 +102,12 @@ struct EncoderConfig {
   std::vector<int64_t> layer_bands;
   // Banded layers' rotary base, when it differs from the global one; 0: the same.
   double local_rotary_base = 0.0;
+  // jina-embeddings-v3's task adapters (LoRA), by name in the checkpoint's order: a sequence
+  // names one (or none: the base weights), and every linear layer and embedding table that has
+  // them adds adapter_scale x B_t (A_t x) for its rows, never merged into the weights.
+  std::vector<std::string> adapters;
+  int64_t adapter_rank = 0;
+  double adapter_scale = 0.0;  // lora_alpha / lora_rank
   // Written by write_demo_model: seeded random weights.
   bool demo_model = false;
   // A *ForSequenceClassification checkpoint's head and labels; kind kEmbedding otherwise.

@@ -1,5 +1,6 @@
 #include "model_store/spec/family_configs.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -138,6 +139,48 @@ absl::Status MapNomicBertConfig(const std::string& label, const Json& json, Enco
   // nomic's own config class defaults max_trained_positions to 2,048.
   rotary.max_trained_positions = 2048;
   return ReadPositive(label, json, "max_trained_positions", false, &rotary.max_trained_positions);
+}
+
+absl::Status MapXlmRobertaFlashConfig(const std::string& label, const Json& json,
+                                      EncoderConfig* config) {
+  RETURN_IF_ERROR(MapActivation(label, json, "hidden_act", "gelu", &config->hidden_act));
+  RotaryConfig& rotary = config->rotary;
+  rotary.dim = config->head_dim();
+  RETURN_IF_ERROR(ReadPositive(label, json, "rotary_emb_dim", false, &rotary.dim));
+  if (rotary.dim % 2 != 0 || rotary.dim > config->head_dim()) {
+    return absl::DataLossError(absl::StrCat(label, ": field 'rotary_emb_dim' is ", rotary.dim,
+                                            "; allowed an even number up to the head's width ",
+                                            config->head_dim()));
+  }
+  RETURN_IF_ERROR(ReadNumber(label, json, "rotary_emb_base", 1.0, 1e12, &rotary.base));
+  RETURN_IF_ERROR(ReadBool(label, json, "rotary_emb_interleaved", &rotary.interleaved));
+  const auto names = json.find("lora_adaptations");
+  if (names == json.end() || names->is_null()) return absl::OkStatus();
+  if (!names->is_array() || names->empty() || names->size() > 64) {
+    return absl::DataLossError(absl::StrCat(label, ": field 'lora_adaptations' is ",
+                                            names->dump().substr(0, 80),
+                                            "; allowed a list of 1 to 64 task names"));
+  }
+  for (const Json& name : *names) {
+    if (!name.is_string() || name.get<std::string>().empty() ||
+        std::find(config->adapters.begin(), config->adapters.end(), name) !=
+            config->adapters.end()) {
+      return absl::DataLossError(absl::StrCat(label, ": field 'lora_adaptations' holds ",
+                                              name.dump().substr(0, 80),
+                                              "; allowed distinct non-empty task names"));
+    }
+    config->adapters.push_back(name.get<std::string>());
+  }
+  config->adapter_rank = 4;  // jina's XLMRobertaFlashConfig defaults
+  double alpha = 1.0;
+  RETURN_IF_ERROR(ReadPositive(label, json, "lora_rank", false, &config->adapter_rank));
+  RETURN_IF_ERROR(ReadNumber(label, json, "lora_alpha", 0.0, 1e6, &alpha));
+  if (config->adapter_rank > 1024) {
+    return absl::DataLossError(absl::StrCat(label, ": field 'lora_rank' is ", config->adapter_rank,
+                                            "; allowed [1, 1024]"));
+  }
+  config->adapter_scale = alpha / static_cast<double>(config->adapter_rank);
+  return absl::OkStatus();
 }
 
 absl::Status MapJinaBertConfig(const std::string& label, const Json& json, EncoderConfig* config) {

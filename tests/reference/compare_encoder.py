@@ -43,6 +43,7 @@ from torch.nn import functional as F
 from attention_formula import tempscale_attention
 from reference_decoder import DECODER_TYPES, ReferenceDecoder, is_causal
 from reference_gemma3 import ReferenceGemma3
+from reference_jina_v3 import ReferenceJinaV3
 from reference_t5 import ReferenceT5
 
 TOLERANCE = 1e-4
@@ -651,6 +652,8 @@ def reference_class(config):
         return ReferenceT5
     if config["model_type"] == "nomic_bert" and config.get("activation_function") == "gelu":
         return ReferenceNomicBertMoe
+    if config.get("position_embedding_type") == "rotary":  # Jina's XLM-R (jina-embeddings-v3)
+        return ReferenceJinaV3
     return REFERENCES[config["model_type"]]
 
 
@@ -803,7 +806,11 @@ def main():
     # bidirectional decoder the mean.
     last_token = reference is ReferenceDecoder and is_causal(config)
     pooling = "last_token" if last_token else "mean"
-    request = {"sequences": sequences, "temperatures": taus, "pooling": pooling}
+    # Task adapters: the sequences cycle through none and every task, mixed in one batch.
+    tasks = [None] + list(range(len(config.get("lora_adaptations") or [])))
+    adapters = [tasks[i % len(tasks)] for i in range(len(sequences))]
+    request = {"sequences": sequences, "temperatures": taus, "pooling": pooling,
+               "adapters": [-1 if t is None else t for t in adapters]}
     if "--local-tau" in flags:
         request["local_temperatures"] = [LOCAL_TAU] * len(sequences)
     out = subprocess.run([binary, model_dir], input=json.dumps(request),
@@ -811,15 +818,19 @@ def main():
     cpp = json.loads(out.stdout)
     dim = cpp["dim"]
 
-    models = {tau: reference(config, weights, tau) for tau in TEMPERATURES}
+    if reference is ReferenceJinaV3:
+        models = {(tau, task): reference(config, weights, tau, task)
+                  for tau in TEMPERATURES for task in tasks}
+    else:
+        models = {(tau, None): reference(config, weights, tau) for tau in TEMPERATURES}
     dense_layers = dense_modules(model_dir)
     if "--local-tau" in flags:
         for model in models.values():
             model.local_tau = LOCAL_TAU
     worst = {tau: 0.0 for tau in TEMPERATURES}
     worst_hf = 0.0
-    for i, (ids, tau) in enumerate(zip(sequences, taus)):
-        ref_hidden = models[tau](ids).numpy().astype(np.float64)
+    for i, (ids, tau, task) in enumerate(zip(sequences, taus, adapters)):
+        ref_hidden = models[tau, task](ids).numpy().astype(np.float64)
         got_hidden = np.array(cpp["hidden_states"][i], dtype=np.float64).reshape(len(ids), dim)
         ref_pooled = ref_hidden[-1] if last_token else ref_hidden.mean(axis=0)
         for dense in dense_layers:
@@ -840,8 +851,12 @@ def main():
     print(f"high-frequency ratio: max |C++ - numpy| = {worst_hf:.3e}")
     # A temperature that did nothing would pass the above trivially: insist it matters.
     same_ids = max(sequences, key=len)
-    spread = np.abs(models[1.0](same_ids).numpy() - models[0.5](same_ids).numpy()).max()
+    spread = np.abs(models[1.0, None](same_ids).numpy() - models[0.5, None](same_ids).numpy()).max()
     print(f"tau=1 vs tau=0.5 on one sequence differ by {spread:.3e} (must be large)")
+    for task in tasks[1:]:  # and every adapter must change the vectors
+        moved = np.abs(models[1.0, task](same_ids).numpy() - models[1.0, None](same_ids).numpy()).max()
+        print(f"task {config['lora_adaptations'][task]} moves the hidden states by {moved:.3e}")
+        spread = min(spread, moved)
     failures = [t for t in TEMPERATURES if not worst[t] <= TOLERANCE]
     if reference is ReferenceDecoder and not decoder_checks(binary, model_dir, config, weights,
                                                             sequences, rng):

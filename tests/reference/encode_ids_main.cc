@@ -1,7 +1,8 @@
 // encode_ids: runs the C++ encoder on token ids read as JSON and prints its outputs as JSON,
 // so tests/reference/compare_encoder.py can check them against PyTorch's own modules.
 // Input:  {"sequences": [[ids...]...], "temperatures": [...], "pooling":
-// "mean"|"cls"|"max"|"last_token"} Output: {"dim": D, "pooled": [[...]], "hidden_states": [[...]],
+// "mean"|"cls"|"max"|"last_token", optionally "local_temperatures" and "adapters" (per sequence,
+// -1 for none)} Output: {"dim": D, "pooled": [[...]], "hidden_states": [[...]],
 // "high_frequency_ratio": [...]} All sequences go through one padded batch, so the comparison also
 // covers batching.
 #include <iostream>
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
   batch.sequences = input["sequences"].get<std::vector<std::vector<int32_t>>>();
   batch.temperatures = input["temperatures"].get<std::vector<float>>();
   batch.local_temperatures = input.value("local_temperatures", std::vector<float>());
+  batch.adapters = input.value("adapters", std::vector<int32_t>());
   const std::string pooling = input.value("pooling", "mean");
   batch.pooling = pooling == "cls"          ? PoolingMode::kCls
                   : pooling == "max"        ? PoolingMode::kMax

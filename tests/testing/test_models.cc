@@ -45,6 +45,7 @@ std::string Gemma3ModelDir() { return EMB_GEMMA3_MODEL_DIR; }
 std::string T5ModelDir() { return EMB_T5_MODEL_DIR; }
 std::string T5GatedModelDir() { return EMB_T5_GATED_MODEL_DIR; }
 std::string NomicMoeModelDir() { return EMB_NOMIC_MOE_MODEL_DIR; }
+std::string JinaV3ModelDir() { return EMB_JINA_V3_MODEL_DIR; }
 std::string NomicBertHeadsOf64ModelDir() { return EMB_NOMIC_HEADS64_MODEL_DIR; }
 
 std::string SingleTokenWords(int n, uint32_t seed) {

@@ -49,6 +49,8 @@ std::string Gemma3ModelDir();
 std::string T5ModelDir();
 std::string T5GatedModelDir();
 std::string NomicMoeModelDir();
+// jina-embeddings-v3's layout: XLM-R with rotary positions and five task adapters.
+std::string JinaV3ModelDir();
 
 // `n` words, seeded, that the demo models' vocabulary holds as one token each.
 std::string SingleTokenWords(int n, uint32_t seed);

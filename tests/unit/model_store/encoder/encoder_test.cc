@@ -165,9 +165,12 @@ TEST_P(FamilyBatchInvariance, EachSequenceOfABatchEqualsItselfAlone) {
          {std::vector<int>{2, 9, 300, 1200, 40}, std::vector<int>{300, 300, 300, 300}}) {
       EncodeBatch batch;
       batch.return_hidden_states = true;
+      // A model with task adapters gets them mixed: none, then each in turn.
+      const auto tasks = static_cast<int32_t>((*model)->config().adapters.size());
       for (size_t i = 0; i < lengths.size(); ++i) {
         batch.sequences.push_back(sequence(lengths[i]));
         batch.temperatures.push_back(i % 2 == 0 ? 1.0f : 0.45f + 0.1f * i);
+        if (tasks > 0) batch.adapters.push_back(static_cast<int32_t>(i % (tasks + 1)) - 1);
       }
       auto together = (*model)->encoder().Encode(batch);
       ASSERT_TRUE(together.ok()) << together.status();
@@ -175,6 +178,7 @@ TEST_P(FamilyBatchInvariance, EachSequenceOfABatchEqualsItselfAlone) {
         EncodeBatch one = batch;
         one.sequences = {batch.sequences[i]};
         one.temperatures = {batch.temperatures[i]};
+        if (tasks > 0) one.adapters = {batch.adapters[i]};
         auto alone = (*model)->encoder().Encode(one);
         ASSERT_TRUE(alone.ok()) << alone.status();
         EXPECT_EQ(alone->hidden_states[0], together->hidden_states[i])
@@ -193,7 +197,8 @@ INSTANTIATE_TEST_SUITE_P(Families, FamilyBatchInvariance,
                                            testing::CamembertModelDir(),
                                            testing::DistilBertModelDir(), testing::MpnetModelDir(),
                                            testing::Gemma3ModelDir(), testing::T5ModelDir(),
-                                           testing::T5GatedModelDir(), testing::NomicMoeModelDir()),
+                                           testing::T5GatedModelDir(), testing::NomicMoeModelDir(),
+                                           testing::JinaV3ModelDir()),
                          [](const auto& info) {
                            const std::string& dir = info.param;
                            std::string name = dir.substr(dir.rfind('/') + 1);
