@@ -73,6 +73,7 @@ v1::EmbedRequest MakeEmbedRequest(const std::vector<std::string>& texts,
   if (options.normalize) request.set_normalize(*options.normalize);
   if (options.dimensions) request.set_dimensions(*options.dimensions);
   request.set_prompt_name(options.prompt_name);
+  request.set_task(options.task);
   request.set_prompt(options.prompt);
   return request;
 }

@@ -61,6 +61,8 @@ struct EmbedOptions {
   // Free text prepended to every input (a decoder's "Instruct: {task}\nQuery:"); exclusive
   // with prompt_name.
   std::string prompt;
+  // A task adapter of the model (ModelInfo.tasks: jina-embeddings-v3's retrieval.query, ...).
+  std::string task;
 };
 
 // `options` as Rerank's and Classify's ScoreOptions (model, prompt, normalize and dimensions

@@ -71,6 +71,10 @@ ABSL_FLAG(std::string, dimensions, "", "Matryoshka dimensions.");
 ABSL_FLAG(std::string, prompt_name, "",
           "A prompt of the model (e.g. query). calibrate and eval apply it to queries only, and "
           "without it give queries the model's \"query\" prompt when it has one.");
+ABSL_FLAG(std::string, adapter, "",
+          "embed: the model's task adapter (EmbedRequest.task: jina-embeddings-v3's "
+          "retrieval.query, retrieval.passage, separation, classification, text-matching; "
+          "`embedctl models` lists them as tasks=).");
 ABSL_FLAG(uint32_t, top_n, 0, "rerank: the best N documents (0: all).");
 ABSL_FLAG(bool, raw_scores, false, "rerank, classify: the logits, not the model's scores.");
 ABSL_FLAG(bool, return_chunks, false, "rerank, classify: each chunk's scores and spans.");
@@ -174,6 +178,7 @@ absl::StatusOr<EmbedOptions> OptionsFromFlags() {
   EmbedOptions options;
   options.model = absl::GetFlag(FLAGS_model);
   options.prompt_name = absl::GetFlag(FLAGS_prompt_name);
+  options.task = absl::GetFlag(FLAGS_adapter);
   absl::Status s;
   if (const std::string tau = absl::GetFlag(FLAGS_temperature); tau == "auto") {
     options.temperature_mode = v1::TEMPERATURE_MODE_AUTO;
@@ -325,7 +330,7 @@ int Models(EmbeddingClient& client) {
     }
     std::printf(
         "%s%s kind=%s version=%s arch=%s dims=%u window=%u pooling=%s dtype=%s tau=%.2f "
-        "[%.2f, %.2f] auto=[%s]%s%s\n",
+        "[%.2f, %.2f] auto=[%s]%s%s%s\n",
         m.name().c_str(), m.name() == response->default_model() ? " (default)" : "",
         m.kind().c_str(), m.version().c_str(), m.architecture().c_str(), m.dimensions(),
         m.max_window_tokens(), m.pooling().c_str(), m.dtype().c_str(), m.default_temperature(),
@@ -333,6 +338,7 @@ int Models(EmbeddingClient& client) {
         m.default_instruction().empty()
             ? ""
             : absl::StrCat(" instruction=\"", m.default_instruction(), "\"").c_str(),
+        m.tasks().empty() ? "" : absl::StrCat(" tasks=", absl::StrJoin(m.tasks(), ",")).c_str(),
         m.demo() ? " DEMO (vectors not meaningful)" : "");
   }
   return 0;

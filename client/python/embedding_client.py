@@ -123,12 +123,14 @@ class EmbeddingClient:
 
     def embed(self, inputs, model="", temperature=None, strategy=None, chunk_tokens=None,
               chunk_overlap_tokens=None, normalize=None, dimensions=None, prompt_name="",
-              outputs=None, multi_vector_encoding=None, max_vectors=None, sparse_top_k=None):
+              outputs=None, multi_vector_encoding=None, max_vectors=None, sparse_top_k=None,
+              task=""):
         """Embeds `inputs`; strategy is a name such as "LONG_TEXT_STRATEGY_CHUNK_ALL";
         temperature is a tau, or "auto" for the model's schedule by sequence length; outputs
-        any of "dense", "sparse", "multi_vector"; multi_vector_encoding "float16" or "int8"."""
+        any of "dense", "sparse", "multi_vector"; multi_vector_encoding "float16" or "int8";
+        task one of the model's task adapters (ModelInfo.tasks)."""
         request = self.messages["embedding.v1.EmbedRequest"](
-            model=model, inputs=list(inputs), prompt_name=prompt_name)
+            model=model, inputs=list(inputs), prompt_name=prompt_name, task=task)
         for output in outputs or ():
             request.outputs.append(self.enums["EMBEDDING_OUTPUT_" + output.upper()])
         if multi_vector_encoding is not None:

@@ -60,6 +60,7 @@ struct BatchTask {
   // Leading ids other tasks may share (a pair's query part): a causal model computes such a
   // prefix once per batch (model_store::EncodeBatch::prefix_lengths). 0: none.
   int32_t shared_prefix = 0;
+  int32_t adapter = -1;  // the model's task adapter (model_store::EncodeBatch::adapters); -1: none
   float temperature = 1.0f;
   // Of banded attention layers (model_store::EncodeBatch); unset: `temperature`.
   std::optional<float> local_temperature;

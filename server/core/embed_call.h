@@ -33,6 +33,8 @@ struct EmbedRequestOptions {
   std::optional<uint32_t> dimensions;
   std::string prompt;       // prepended to every text input
   std::string prompt_name;  // one of the model's prompts, instead of `prompt`
+  // One of the model's task adapters (jina-embeddings-v3's); "": prompt_name's, if it names one.
+  std::string task;
   std::vector<Output> outputs;                          // empty: dense
   std::optional<VectorEncoding> multi_vector_encoding;  // unset: float32
   std::optional<uint32_t> max_vectors;

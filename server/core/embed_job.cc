@@ -146,6 +146,7 @@ BatchTask EmbedJob::SequenceTask(size_t d, size_t s) const {
       task.shared_prefix = pair.second_begin;
     }
   }
+  task.adapter = request_.params.adapter;
   task.temperature = doc.sequence_tau[s];
   if (!doc.sequence_local_tau.empty()) task.local_temperature = doc.sequence_local_tau[s];
   task.want_hidden_states = request_.params.traits.needs_token_states || request_.params.token_states;

@@ -33,6 +33,8 @@ struct EmbedParams {
   bool auto_temperature = false;
   // Prepended to every input before tokenisation.
   std::string prompt;
+  // The task adapter every sequence runs with (an index into the model's adapters), -1: none.
+  int32_t adapter = -1;
   // Which outputs; one forward pass gives all three.
   bool dense = true;
   bool sparse = false;

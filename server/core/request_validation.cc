@@ -225,8 +225,26 @@ absl::StatusOr<EmbedParams> ValidateEmbedCall(const EmbedCall& call,
   const auto& prompts = model.sentence_transformers().prompts;
   if (!request.prompt.empty() && !request.prompt_name.empty())
     return Invalid("prompt_name: set either prompt or prompt_name, not both");
-  if (!request.prompt_name.empty()) {
-    auto it = prompts.find(request.prompt_name);
+  // The task adapter: `task`, or prompt_name where it names one (jina-embeddings-v3's prompts
+  // are its tasks' instructions, under the tasks' names).
+  const std::vector<std::string>& tasks = model.config().adapters;
+  const std::string& task = request.task.empty() ? request.prompt_name : request.task;
+  if (const auto it = std::find(tasks.begin(), tasks.end(), task); it != tasks.end()) {
+    params.adapter = static_cast<int32_t>(it - tasks.begin());
+  } else if (!request.task.empty()) {
+    return Invalid(absl::StrCat("task: ", QuotedValue(request.task),
+                                tasks.empty() ? " is not served: the model has no task adapters"
+                                              : " is not one of the model's tasks [",
+                                absl::StrJoin(tasks, ", "), tasks.empty() ? "" : "]"));
+  }
+  // A task's instruction, where the model has a prompt of its name and the request no other.
+  std::string_view prompt_name = request.prompt_name;
+  if (prompt_name.empty() && request.prompt.empty() && params.adapter >= 0 &&
+      prompts.count(request.task) > 0) {
+    prompt_name = request.task;
+  }
+  if (!prompt_name.empty()) {
+    auto it = prompts.find(std::string(prompt_name));
     if (it == prompts.end()) {
       std::vector<std::string> names;
       for (const auto& [name, text] : prompts) names.push_back(name);

@@ -284,6 +284,7 @@ absl::StatusOr<EmbedCall> ToEmbedCall(v1::EmbedRequest* request, absl::Time dead
   if (request->has_dimensions()) options.dimensions = request->dimensions();
   options.prompt = std::move(*request->mutable_prompt());
   options.prompt_name = std::move(*request->mutable_prompt_name());
+  options.task = std::move(*request->mutable_task());
   if (request->has_max_vectors()) options.max_vectors = request->max_vectors();
   if (request->has_sparse_top_k()) options.sparse_top_k = request->sparse_top_k();
   TextInputs texts;
@@ -427,6 +428,7 @@ void FillModelInfo(const ServedModel& served, const RequestLimits& limits, v1::M
   info->set_layers(static_cast<uint32_t>(model.config().num_hidden_layers));
   for (const auto& [name, text] : model.sentence_transformers().prompts)
     info->add_prompt_names(name);
+  for (const std::string& task : model.config().adapters) info->add_tasks(task);
   info->set_demo(model.is_demo());
   for (Output output : OfferedOutputs(model)) info->add_outputs(ToWire(output));
   info->set_multi_vector_dimensions(static_cast<uint32_t>(model.encoder().multi_vector_dim()));

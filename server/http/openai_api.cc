@@ -152,6 +152,8 @@ absl::Status ReadField(const std::string& key, const Json& value, const RequestL
     request.normalize = value.get<bool>();
   } else if (key == "prompt_name") {
     ASSIGN_OR_RETURN(request.prompt_name, ReadJsonString(value, "prompt_name"));
+  } else if (key == "task") {  // Jina's embeddings API: the task adapter
+    ASSIGN_OR_RETURN(request.task, ReadJsonString(value, "task"));
   } else if (key == "prompt") {  // free text, e.g. a decoder's "Instruct: {task}\nQuery:"
     ASSIGN_OR_RETURN(request.prompt, ReadJsonString(value, "prompt"));
   } else if (key == "outputs") {
@@ -178,7 +180,7 @@ absl::Status ReadField(const std::string& key, const Json& value, const RequestL
     return Invalid(key.size() > 64 ? key.substr(0, 64) + "..." : key,
                    "unknown field; allowed: model, input, encoding_format, dimensions, user, "
                    "temperature, temperature_mode, strategy, truncation_side, chunk_tokens, "
-                   "chunk_overlap_tokens, normalize, prompt, prompt_name, outputs, "
+                   "chunk_overlap_tokens, normalize, prompt, prompt_name, task, outputs, "
                    "multi_vector_encoding, max_vectors, sparse_top_k");
   }
   return absl::OkStatus();

@@ -33,8 +33,8 @@ struct OpenAiEmbeddingsRequest {
 // Fields: model, input (a string, strings, token ids, or lists of token ids), encoding_format
 // (float | base64), dimensions, user; the extensions temperature, strategy (a strategy name),
 // truncation_side (start | end), chunk_tokens, chunk_overlap_tokens, normalize, prompt,
-// prompt_name, outputs (dense | sparse | multi_vector), multi_vector_encoding (float32 | float16 |
-// int8), max_vectors.
+// prompt_name, task (a task adapter, as Jina's API names it), outputs (dense | sparse |
+// multi_vector), multi_vector_encoding (float32 | float16 | int8), max_vectors.
 absl::StatusOr<OpenAiEmbeddingsRequest> ParseOpenAiEmbeddingsRequest(std::string_view body,
                                                                      const RequestLimits& limits);
 
