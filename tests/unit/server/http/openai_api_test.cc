@@ -83,6 +83,12 @@ TEST(OpenAiRequest, EveryInputShapeAndField) {
   ASSERT_TRUE(instructed.ok()) << instructed.status();
   EXPECT_EQ(instructed->call.options.prompt, "Instruct: Find the clause\nQuery:");
   ExpectInvalid(R"({"input": "x", "prompt": 3})", "prompt", "string");
+  // Jina's API names a task adapter (jina-embeddings-v3's) as `task`.
+  auto task = ParseOpenAiEmbeddingsRequest(
+      R"({"input": "x", "task": "retrieval.query", "dimensions": 64})", Limits());
+  ASSERT_TRUE(task.ok()) << task.status();
+  EXPECT_EQ(task->call.options.task, "retrieval.query");
+  ExpectInvalid(R"({"input": "x", "task": ["retrieval.query"]})", "task", "string");
   auto fixed = ParseOpenAiEmbeddingsRequest(
       R"({"input": "x", "temperature_mode": "fixed", "temperature": 0.9})", Limits());
   ASSERT_TRUE(fixed.ok()) << fixed.status();
