@@ -72,7 +72,7 @@ ABSL_FLAG(std::string, prompt_name, "",
           "A prompt of the model (e.g. query). calibrate and eval apply it to queries only, and "
           "without it give queries the model's \"query\" prompt when it has one.");
 ABSL_FLAG(std::string, adapter, "",
-          "embed: the model's task adapter (EmbedRequest.task: jina-embeddings-v3's "
+          "embed, bench: the model's task adapter (EmbedRequest.task: jina-embeddings-v3's "
           "retrieval.query, retrieval.passage, separation, classification, text-matching; "
           "`embedctl models` lists them as tasks=).");
 ABSL_FLAG(uint32_t, top_n, 0, "rerank: the best N documents (0: all).");
@@ -605,6 +605,7 @@ int Bench(EmbeddingClient& client) {
   options.tempscale_share = absl::GetFlag(FLAGS_tempscale_share);
   options.tempscale_tau = static_cast<float>(absl::GetFlag(FLAGS_tempscale_tau));
   options.model = absl::GetFlag(FLAGS_model);
+  options.task = absl::GetFlag(FLAGS_adapter);
   options.deadline_share = absl::GetFlag(FLAGS_deadline_share);
   options.injected_deadline =
       absl::Microseconds(static_cast<int64_t>(absl::GetFlag(FLAGS_injected_deadline_ms) * 1000));

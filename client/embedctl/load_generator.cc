@@ -41,6 +41,7 @@ class Workload {
     auto call = std::make_shared<Call>();
     v1::EmbedRequest& r = call->request;
     r.set_model(options_.model);
+    r.set_task(options_.task);
     for (int i = 0; i < options_.documents_per_request; ++i) r.add_inputs(Document());
     if (Chance(options_.tempscale_share)) r.set_temperature(options_.tempscale_tau);
     r.set_strategy(options_.strategies[rng_() % options_.strategies.size()]);

@@ -108,6 +108,10 @@ struct EncoderConfig {
   std::vector<std::string> adapters;
   int64_t adapter_rank = 0;
   double adapter_scale = 0.0;  // lora_alpha / lora_rank
+  // The widths the model was trained to be truncated to (jina-embeddings-v3's
+  // matryoshka_dimensions), ascending; empty where the config lists none. Reported, not
+  // enforced: a request's `dimensions` may take any width up to the vector's.
+  std::vector<int64_t> matryoshka_dimensions;
   // Written by write_demo_model: seeded random weights.
   bool demo_model = false;
   // A *ForSequenceClassification checkpoint's head and labels; kind kEmbedding otherwise.

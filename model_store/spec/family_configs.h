@@ -28,8 +28,8 @@ absl::Status MapDistilBertConfig(const std::string& label, const nlohmann::json&
 absl::Status MapNomicBertConfig(const std::string& label, const nlohmann::json& json,
                                 EncoderConfig* config);
 // Jina's XLM-RoBERTa with rotary positions (jina-embeddings-v3): hidden_act, rotary_emb_base,
-// rotary_emb_dim (a head's width by default), rotary_emb_interleaved; the task adapters
-// lora_adaptations, lora_rank and lora_alpha.
+// rotary_emb_dim (a head's width by default), rotary_emb_interleaved, matryoshka_dimensions; the
+// task adapters lora_adaptations, lora_rank and lora_alpha.
 absl::Status MapXlmRobertaFlashConfig(const std::string& label, const nlohmann::json& json,
                                       EncoderConfig* config);
 // JinaBERT v2: feed_forward_type (geglu or reglu), ALiBi slopes for num_attention_heads.

@@ -429,6 +429,9 @@ void FillModelInfo(const ServedModel& served, const RequestLimits& limits, v1::M
   for (const auto& [name, text] : model.sentence_transformers().prompts)
     info->add_prompt_names(name);
   for (const std::string& task : model.config().adapters) info->add_tasks(task);
+  for (const int64_t width : model.config().matryoshka_dimensions) {
+    info->add_matryoshka_dimensions(static_cast<uint32_t>(width));
+  }
   info->set_demo(model.is_demo());
   for (Output output : OfferedOutputs(model)) info->add_outputs(ToWire(output));
   info->set_multi_vector_dimensions(static_cast<uint32_t>(model.encoder().multi_vector_dim()));

@@ -115,16 +115,18 @@ def windows(client, docs, window):
     return out
 
 
-def run_service(build_dir, server, docs, workdir, concurrency=4, strategy="chunk_mean"):
-    """embedctl bench on `docs`, each sent once in order, one document per request: its JSON
-    report (seconds, latency percentiles, content tokens)."""
+def run_service(build_dir, server, docs, workdir, concurrency=4, strategy="chunk_mean",
+                extra=()):
+    """embedctl bench on `docs`, each sent once in order, one document per request, with the
+    `extra` flags: its JSON report (seconds, latency percentiles, content tokens)."""
     corpus, report = os.path.join(workdir, "corpus.txt"), os.path.join(workdir, "report.json")
     with open(corpus, "w") as f:
         f.write("".join(doc + "\n" for doc in docs))
     subprocess.run([f"{build_dir}/client/embedctl", f"--address={server.grpc_address}",
                     "--timeout-s=3600", "bench", f"--requests={len(docs)}",
                     f"--concurrency={concurrency}", f"--corpus={corpus}", "--corpus-in-order",
-                    "--tempscale-share=0.5", f"--strategies={strategy}", f"--json={report}"],
+                    "--tempscale-share=0.5", f"--strategies={strategy}", f"--json={report}",
+                    *extra],
                    check=True, capture_output=True, text=True)
     result = json.load(open(report))
     if result["ok"] != len(docs):

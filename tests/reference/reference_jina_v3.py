@@ -46,20 +46,21 @@ class ReferenceJinaV3(nn.Module):
         with torch.no_grad():
             self.emb_ln.weight.copy_(weights["emb_ln.weight"])
             self.emb_ln.bias.copy_(weights["emb_ln.bias"])
-        self.layers = []
+        self.layers, self.norms = [], nn.ModuleList()  # the norms registered (ONNX export)
         for i in range(config["num_hidden_layers"]):
             p = f"encoder.layers.{i}."
             layer = {}
             for name in ("mixer.Wqkv", "mixer.out_proj", "mlp.fc1", "mlp.fc2"):
                 layer[name] = (merged(weights, p + name, task, scale, False),
                                weights[p + name + ".bias"])
-            for name in ("norm1", "norm2"):
-                norm = nn.LayerNorm(h, eps=eps)
-                with torch.no_grad():
+            norms = nn.ModuleDict({name: nn.LayerNorm(h, eps=eps) for name in ("norm1", "norm2")})
+            with torch.no_grad():
+                for name, norm in norms.items():
                     norm.weight.copy_(weights[p + name + ".weight"])
                     norm.bias.copy_(weights[p + name + ".bias"])
-                layer[name] = norm
+            layer.update(norms)
             self.layers.append(layer)
+            self.norms.append(norms)
 
     def angles(self, length):
         d = self.head_dim

@@ -20,6 +20,7 @@ namespace embedding::model_store {
 namespace {
 
 using ::testing::AllOf;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
@@ -639,6 +640,51 @@ TEST(ModelLoad, NomicMoeConfigsNameTheirExpertLayersAndRefuseWhatTheyDoNotRun) {
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(refused.status().message(),
               AllOf(HasSubstr("activation_function"), HasSubstr("swiglu"), HasSubstr("gelu")));
+}
+
+// jina-embeddings-v3's keys: rotary XLM-R, its tasks, rank and alpha, its Matryoshka widths;
+// damaged adapter lists, odd rotary widths and unordered widths are refused naming the field.
+TEST(ModelLoad, JinaV3ConfigsNameTheirTasksAndRefuseWhatTheyDoNotRun) {
+  const Json base = {{"model_type", "xlm-roberta"},
+                     {"architectures", {"XLMRobertaLoRA"}},
+                     {"vocab_size", 9000},
+                     {"hidden_size", 64},
+                     {"num_attention_heads", 4},
+                     {"num_hidden_layers", 2},
+                     {"intermediate_size", 256},
+                     {"max_position_embeddings", 8194},
+                     {"position_embedding_type", "rotary"},
+                     {"rotary_emb_base", 20000.0},
+                     {"lora_adaptations", {"retrieval.query", "retrieval.passage"}},
+                     {"lora_rank", 4},
+                     {"lora_alpha", 1},
+                     {"matryoshka_dimensions", {32, 64}}};
+  auto config = ParseEncoderConfig("config.json", base.dump());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->family, "xlm-roberta-flash");
+  EXPECT_EQ(config->rotary.dim, 16);
+  EXPECT_DOUBLE_EQ(config->rotary.base, 20000.0);
+  EXPECT_THAT(config->adapters, ElementsAre("retrieval.query", "retrieval.passage"));
+  EXPECT_DOUBLE_EQ(config->adapter_scale, 0.25);
+  EXPECT_THAT(config->matryoshka_dimensions, ElementsAre(32, 64));
+  Json absolute = base;
+  absolute["position_embedding_type"] = "absolute";
+  EXPECT_EQ(ParseEncoderConfig("config.json", absolute.dump())->family, "xlm-roberta");
+  for (const auto& [field, value, message] :
+       std::vector<std::tuple<std::string, Json, std::string>>{
+           {"lora_adaptations", Json::array(), "'lora_adaptations' is []"},
+           {"lora_adaptations", Json({"a", "a"}), "holds \"a\"; allowed distinct"},
+           {"lora_adaptations", Json({"a", 3}), "holds 3"},
+           {"lora_rank", Json(2048), "'lora_rank' is 2048"},
+           {"rotary_emb_dim", Json(7), "'rotary_emb_dim' is 7"},
+           {"matryoshka_dimensions", Json({64, 32}), "'matryoshka_dimensions' is [64,32]"},
+           {"matryoshka_dimensions", Json({32, 128}), "allowed ascending widths in [1, 64]"}}) {
+    Json json = base;
+    json[field] = value;
+    auto refused = ParseEncoderConfig("config.json", json.dump());
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kDataLoss) << field << " " << value;
+    EXPECT_THAT(refused.status().message(), HasSubstr(message)) << field << " " << value;
+  }
 }
 
 // Config integers stay below 2^31: 4 x hidden_size and pad_token_id + 1 once overflowed int64
