@@ -379,7 +379,12 @@ Json ConfigJson(const DemoModelSpec& spec, const ArchitectureSpec& arch, int64_t
     config["load_trained_adapters"] = true;
     config["use_flash_attn"] = true;
     config["emb_pooler"] = nullptr;
-    config["matryoshka_dimensions"] = {32, 64, 128, 256, 512, 768, 1024};
+    // jina-v3's widths (32 ... 1,024), those the demo's width allows, and the width itself.
+    Json widths = Json::array();
+    for (const int width : {32, 64, 128, 256, 512, 768})
+      if (width < spec.hidden_size) widths.push_back(width);
+    widths.push_back(spec.hidden_size);
+    config["matryoshka_dimensions"] = widths;
     config["truncate_dim"] = nullptr;
   } else if (arch.family == "nomic_bert") {  // nomic-embed-text-v1.5's, NTK past 2,048
     config["architectures"] = {"NomicBertModel"};

@@ -321,6 +321,10 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
         any_type ? torch::from_blob(type_data.data(), {packed.rows}, torch::kInt64)
                  : torch::Tensor();
     if (any_adapter) {
+      // The filler rows (never read) take the last sequence's adapter, so a batch of one task
+      // runs every adapter term on all rows at once.
+      std::fill(adapter_data.begin() + packed.offsets.back(), adapter_data.end(),
+                batch.adapters.back());
       packed.row_adapters = torch::from_blob(adapter_data.data(), {packed.rows}, torch::kInt64);
     }
     torch::Tensor x = Embeddings(w, ids, positions, types, packed.row_adapters, config_);

@@ -88,7 +88,8 @@ torch::Tensor Embeddings(const EncoderWeights& w, const torch::Tensor& ids,
     AddAdapters(
         adapters, row_adapters,
         [&](size_t t, const torch::Tensor& rows) {
-          return adapters->down[t].index_select(0, table_rows.index_select(0, rows));
+          return adapters->down[t].index_select(
+              0, rows.numel() == table_rows.size(0) ? table_rows : table_rows.index_select(0, rows));
         },
         x);
   };

@@ -90,6 +90,9 @@ void AddAdapters(const LowRankAdapters* adapters, const torch::Tensor& row_adapt
   for (size_t t = 0; t < adapters->up.size(); ++t) {
     const torch::Tensor rows = row_adapters.eq(static_cast<int64_t>(t)).nonzero().squeeze(1);
     if (rows.numel() == 0) continue;
+    // Every row on this adapter (a batch of one task): no gather and no scatter, the same
+    // arithmetic per row.
+    const bool all = rows.numel() == out.size(0);
     // [rows, rank] x [rank, out] as rank elementwise steps, in one order whatever the row
     // count (a BLAS product may pick another kernel for one row than for many).
     const torch::Tensor factors = low(t, rows);
@@ -98,7 +101,11 @@ void AddAdapters(const LowRankAdapters* adapters, const torch::Tensor& row_adapt
     for (int64_t k = 1; k < up.size(0); ++k) {
       term.addcmul_(factors.slice(1, k, k + 1), up.slice(0, k, k + 1));
     }
-    out.index_add_(0, rows, term.to(out.scalar_type()));
+    if (all) {
+      out.add_(term.to(out.scalar_type()));
+    } else {
+      out.index_add_(0, rows, term.to(out.scalar_type()));
+    }
   }
 }
 
@@ -110,7 +117,8 @@ torch::Tensor ApplyLinear(const torch::Tensor& x, const LinearWeights& w,
   AddAdapters(
       w.adapters.get(), row_adapters,
       [&](size_t t, const torch::Tensor& rows) {
-        const torch::Tensor in = x.index_select(0, rows).to(torch::kFloat32);
+        const torch::Tensor in =
+            (rows.numel() == x.size(0) ? x : x.index_select(0, rows)).to(torch::kFloat32);
         return w.adapters->down_packed.empty() ? torch::mm(in, w.adapters->down[t].t())
                                                : w.adapters->down_packed[t]->Apply(in);
       },

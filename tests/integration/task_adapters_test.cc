@@ -1,4 +1,4 @@
-// jina-embeddings-v3's task adapters served end to end: ModelInfo lists the tasks; `task`
+// jina-embeddings-v3's task adapters served end to end: ModelInfo lists the tasks and widths; `task`
 // selects one and prepends its instruction, a prompt_name of a task's name does the same, no
 // task runs the base weights; each vector checked against the model core run in this process
 // with that adapter. Unknown tasks, and a task for a model without adapters, are refused naming
@@ -68,6 +68,10 @@ TEST_F(TaskAdaptersTest, EachTaskRunsItsAdapterWithItsInstruction) {
   EXPECT_THAT(std::vector<std::string>(info->tasks().begin(), info->tasks().end()),
               ElementsAre("retrieval.query", "retrieval.passage", "separation", "classification",
                           "text-matching"));
+  // The demo's width allows two of jina-v3's Matryoshka widths: 32 and its own 64.
+  EXPECT_THAT(std::vector<uint32_t>(info->matryoshka_dimensions().begin(),
+                                    info->matryoshka_dimensions().end()),
+              ElementsAre(32u, 64u));
   const std::string doc = testing::SeededWords(60, 8);
   const auto& prompts = core_->model().sentence_transformers().prompts;
   client::EmbedOptions query;
