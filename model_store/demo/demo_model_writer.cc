@@ -648,6 +648,15 @@ absl::Status WriteDemoModel(const std::string& dir, const DemoModelSpec& spec) {
     RETURN_IF_ERROR(WriteSentenceTransformersFiles(root, spec.hidden_size, spec.pooling,
                                                    /*normalize=*/true, prompts));
   }
+  if (!config.adapters.empty()) {  // jina-embeddings-v3's modules: its own Transformer module
+    const Json modules = {{{"idx", 0}, {"name", "transformer"}, {"path", ""},
+                           {"type", "custom_st.Transformer"}, {"kwargs", {"task"}}},
+                          {{"idx", 1}, {"name", "pooler"}, {"path", "1_Pooling"},
+                           {"type", "sentence_transformers.models.Pooling"}},
+                          {{"idx", 2}, {"name", "normalizer"}, {"path", "2_Normalize"},
+                           {"type", "sentence_transformers.models.Normalize"}}};
+    RETURN_IF_ERROR(WriteTextFile(root / "modules.json", modules.dump(2)));
+  }
   RETURN_IF_ERROR(WriteTextFile(
       root / "README.md",
       absl::StrCat("# Demo model\n\nA ", arch->model_type,

@@ -19,11 +19,13 @@ namespace embedding::model_store {
 // row that names adapter t gets (down_t x) up_t added, all in fp32. Merging one into the
 // weights would cost a copy of them per task; these cost rank x (in + out) floats per task.
 struct LowRankAdapters {
-  // Per adapter: a linear layer's [rank, in] (a product with the rows, `down_packed` its
-  // oneDNN form), or an embedding table's [rows, rank] (looked up by id).
+  // Per adapter: a linear layer's [rank, in] (a product with the rows), or an embedding
+  // table's [rows, rank] (looked up by id).
   std::vector<torch::Tensor> down;
-  std::vector<std::shared_ptr<const PackedLinear>> down_packed;
   std::vector<torch::Tensor> up;  // per adapter [rank, out], times lora_alpha / lora_rank
+  // A linear layer's two products per adapter in oneDNN's fp32 matmul (PrepareLinearLayers),
+  // whose row results do not depend on the row count; empty for a table.
+  std::vector<std::shared_ptr<const PackedLinear>> down_packed, up_packed;
 };
 
 struct LinearWeights {

@@ -88,6 +88,28 @@ TEST(ModelFileSelectionTest, ACustomCodeRepositoryIsServedFromItsFilesNeverItsCo
                           "modules.json", "1_Pooling/config.json", "model.safetensors"));
 }
 
+// jinaai/jina-embeddings-v3's layout: its Transformer module is its own (custom_st.py, with the
+// task as a keyword), its config's auto_map names another repository's code, ONNX exports sit
+// beside it. The checkpoint, tokenizer and module configs come; no code, no ONNX.
+TEST(ModelFileSelectionTest, JinaV3IsServedFromItsWeightsAndConfigsNeverItsCode) {
+  FakeRepo repo{{".gitattributes", "1_Pooling/config.json", "README.md", "config.json",
+                 "config_sentence_transformers.json", "custom_st.py", "model.safetensors",
+                 "modules.json", "onnx/model.onnx", "onnx/model.onnx_data",
+                 "onnx/model_fp16.onnx", "special_tokens_map.json", "tokenizer.json",
+                 "tokenizer_config.json"}};
+  repo.texts["modules.json"] =
+      R"([{"idx":0,"name":"transformer","path":"","type":"custom_st.Transformer",
+           "kwargs":["task"]},
+          {"idx":1,"name":"pooler","path":"1_Pooling","type":"sentence_transformers.models.Pooling"},
+          {"idx":2,"name":"normalizer","path":"2_Normalize",
+           "type":"sentence_transformers.models.Normalize"}])";
+  auto files = SelectModelFiles("jinaai/jina-embeddings-v3", repo.listing, repo.Reader());
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_THAT(*files, ElementsAre("config.json", "tokenizer.json", "tokenizer_config.json",
+                                  "special_tokens_map.json", "config_sentence_transformers.json",
+                                  "modules.json", "1_Pooling/config.json", "model.safetensors"));
+}
+
 // Qwen/Qwen3-Embedding-0.6B's and -4B's layouts: tokenizer.json holds the BPE, so vocab.json and
 // merges.txt stay behind, as do generation_config.json and LICENSE; the 4B's shards come from
 // their index.
