@@ -243,7 +243,11 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
   // activation) run on all tokens at once; attention runs per segment, so its cost per token
   // does not grow with the batch (LibTorch 1.13's 4-D batched attention measured 2-11x slower
   // per sequence than a loop) and no padded key needs masking.
-  const SegmentLayout layout = LayOutSegments(batch, config_.causal);
+  // A prefix's states are its own only under a causal mask, and only where nothing in a layer
+  // depends on the whole sequence's length (dynamic NTK's base, GTE's logn scale).
+  const bool prefixes_exact =
+      config_.causal && config_.rotary.scaling_factor == 0 && !config_.logn_scale.enabled;
+  const SegmentLayout layout = LayOutSegments(batch, prefixes_exact);
   const int64_t segments = static_cast<int64_t>(layout.segments.size());
   PackedSequences packed;
   packed.offsets.assign(segments + 1, 0);

@@ -79,7 +79,8 @@ struct EncodeBatch {
   // and temperatures) once and attends each sequence's rest to the prefix's keys and values,
   // which are exact for every continuation, as no prefix token sees past itself. A sequence
   // given a prefix is always computed so, shared or not, so it stays its own in any batch. A
-  // bidirectional model computes every sequence whole.
+  // bidirectional model computes every sequence whole, as does one whose attention depends on
+  // the sequence's length (dynamic NTK, a logn scale).
   std::vector<int32_t> prefix_lengths;
   // Per sequence, the task adapter it runs with (an index into EncoderConfig::adapters), or -1
   // for the base weights; empty: -1 throughout.
