@@ -35,7 +35,7 @@ struct BenchOptions {
   float tempscale_tau = 0.7f;
   std::vector<v1::LongTextStrategy> strategies = {v1::LONG_TEXT_STRATEGY_CHUNK_MEAN};
   std::string model;
-  std::string task;  // the model's task adapter for every request; "": none
+  std::string task;           // the model's task adapter for every request; "": none
   double deadline_share = 0;  // share of requests sent with `injected_deadline`
   absl::Duration injected_deadline = absl::Milliseconds(2);
   double cancel_share = 0;  // share cancelled after a random 0-20 ms

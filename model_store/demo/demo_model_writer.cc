@@ -355,8 +355,11 @@ Json ConfigJson(const DemoModelSpec& spec, const ArchitectureSpec& arch, int64_t
     config["tie_weights_"] = true;
   } else if (arch.family == "xlm-roberta-flash") {  // jina-embeddings-v3's
     config["architectures"] = {"XLMRobertaLoRA"};
-    config["auto_map"] = {{"AutoConfig", "jinaai/xlm-roberta-flash-implementation--configuration_xlm_roberta.XLMRobertaFlashConfig"},
-                          {"AutoModel", "jinaai/xlm-roberta-flash-implementation--modeling_lora.XLMRobertaLoRA"}};
+    config["auto_map"] = {
+        {"AutoConfig",
+         "jinaai/"
+         "xlm-roberta-flash-implementation--configuration_xlm_roberta.XLMRobertaFlashConfig"},
+        {"AutoModel", "jinaai/xlm-roberta-flash-implementation--modeling_lora.XLMRobertaLoRA"}};
     config["position_embedding_type"] = "rotary";
     config["rotary_emb_base"] = 20000.0;
     config["pad_token_id"] = 1;
@@ -649,11 +652,18 @@ absl::Status WriteDemoModel(const std::string& dir, const DemoModelSpec& spec) {
                                                    /*normalize=*/true, prompts));
   }
   if (!config.adapters.empty()) {  // jina-embeddings-v3's modules: its own Transformer module
-    const Json modules = {{{"idx", 0}, {"name", "transformer"}, {"path", ""},
-                           {"type", "custom_st.Transformer"}, {"kwargs", {"task"}}},
-                          {{"idx", 1}, {"name", "pooler"}, {"path", "1_Pooling"},
+    const Json modules = {{{"idx", 0},
+                           {"name", "transformer"},
+                           {"path", ""},
+                           {"type", "custom_st.Transformer"},
+                           {"kwargs", {"task"}}},
+                          {{"idx", 1},
+                           {"name", "pooler"},
+                           {"path", "1_Pooling"},
                            {"type", "sentence_transformers.models.Pooling"}},
-                          {{"idx", 2}, {"name", "normalizer"}, {"path", "2_Normalize"},
+                          {{"idx", 2},
+                           {"name", "normalizer"},
+                           {"path", "2_Normalize"},
                            {"type", "sentence_transformers.models.Normalize"}}};
     RETURN_IF_ERROR(WriteTextFile(root / "modules.json", modules.dump(2)));
   }

@@ -174,15 +174,14 @@ absl::Status Encoder::ValidateBatch(const EncodeBatch& batch) const {
     }
   }
   if (!batch.adapters.empty() && batch.adapters.size() != batch.sequences.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("adapters: ", batch.adapters.size(),
-                                                   " values for ", batch.sequences.size(),
-                                                   " sequences"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "adapters: ", batch.adapters.size(), " values for ", batch.sequences.size(), " sequences"));
   }
   const auto adapters = static_cast<int32_t>(config_.adapters.size());
   for (size_t b = 0; b < batch.adapters.size(); ++b) {
     if (batch.adapters[b] < -1 || batch.adapters[b] >= adapters) {
-      return absl::InvalidArgumentError(absl::StrCat("adapters[", b, "]: ", batch.adapters[b],
-                                                     " outside [-1, ", adapters, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("adapters[", b, "]: ", batch.adapters[b], " outside [-1, ", adapters, ")"));
     }
   }
   if (!batch.prefix_lengths.empty() && batch.prefix_lengths.size() != batch.sequences.size()) {
@@ -193,9 +192,8 @@ absl::Status Encoder::ValidateBatch(const EncodeBatch& batch) const {
   for (size_t b = 0; b < batch.prefix_lengths.size(); ++b) {
     const int32_t prefix = batch.prefix_lengths[b];
     if (prefix < 0 || prefix >= static_cast<int64_t>(batch.sequences[b].size())) {
-      return absl::InvalidArgumentError(absl::StrCat("prefix_lengths[", b, "]: ", prefix,
-                                                     " outside [0, ", batch.sequences[b].size(),
-                                                     ")"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "prefix_lengths[", b, "]: ", prefix, " outside [0, ", batch.sequences[b].size(), ")"));
     }
   }
   for (size_t b = 0; b < batch.sequences.size(); ++b) {

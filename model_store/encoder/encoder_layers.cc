@@ -88,8 +88,9 @@ torch::Tensor Embeddings(const EncoderWeights& w, const torch::Tensor& ids,
     AddAdapters(
         adapters, row_adapters,
         [&](size_t t, const torch::Tensor& rows) {
-          return adapters->down[t].index_select(
-              0, rows.numel() == table_rows.size(0) ? table_rows : table_rows.index_select(0, rows));
+          return adapters->down[t].index_select(0, rows.numel() == table_rows.size(0)
+                                                       ? table_rows
+                                                       : table_rows.index_select(0, rows));
         },
         x);
   };
@@ -259,9 +260,9 @@ torch::Tensor FeedForward(const torch::Tensor& x, const LayerWeights& layer,
   if (!layer.moe_in.empty()) return MixtureOfExperts(x, layer, config);
   const int64_t inner = config.intermediate_size;
   auto block = [&](const torch::Tensor& in, int64_t first_row) {
-    const torch::Tensor adapters =
-        row_adapters.defined() ? row_adapters.slice(0, first_row, first_row + in.size(0))
-                               : torch::Tensor();
+    const torch::Tensor adapters = row_adapters.defined()
+                                       ? row_adapters.slice(0, first_row, first_row + in.size(0))
+                                       : torch::Tensor();
     torch::Tensor hidden = ApplyLinear(in, layer.mlp_in, adapters);
     switch (config.mlp) {
       case MlpKind::kPlain:

@@ -30,8 +30,7 @@ struct PackedSequences {
   // Per segment, or empty: whether a later one reads its keys and values.
   std::vector<bool> is_prefix;
   // Per row, int64: its sequence's task adapter, -1 for none (the filler rows: the last
-  // sequence's); undefined
-  // when no sequence names one.
+  // sequence's); undefined when no sequence names one.
   torch::Tensor row_adapters;
   int64_t size() const { return static_cast<int64_t>(offsets.size()) - 1; }
   int64_t prefix(int64_t b) const { return prefix_of.empty() ? -1 : prefix_of[b]; }

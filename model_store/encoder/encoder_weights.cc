@@ -118,16 +118,14 @@ class Binder {
     const int64_t tasks = static_cast<int64_t>(config_adapters_), rank = adapter_rank_;
     if (tasks == 0 || checkpoint_.Find(Parametrized(name, "0.lora_A")) == nullptr) return nullptr;
     const auto fp32 = torch::kFloat32;
-    ASSIGN_OR_RETURN(const torch::Tensor a,
-                     Take(name + ".parametrizations.weight.0.lora_A",
-                          table ? std::vector<int64_t>{tasks, out, rank}
-                                : std::vector<int64_t>{tasks, rank, in},
-                          fp32));
-    ASSIGN_OR_RETURN(const torch::Tensor b,
-                     Take(name + ".parametrizations.weight.0.lora_B",
-                          table ? std::vector<int64_t>{tasks, rank, in}
-                                : std::vector<int64_t>{tasks, out, rank},
-                          fp32));
+    ASSIGN_OR_RETURN(const torch::Tensor a, Take(name + ".parametrizations.weight.0.lora_A",
+                                                 table ? std::vector<int64_t>{tasks, out, rank}
+                                                       : std::vector<int64_t>{tasks, rank, in},
+                                                 fp32));
+    ASSIGN_OR_RETURN(const torch::Tensor b, Take(name + ".parametrizations.weight.0.lora_B",
+                                                 table ? std::vector<int64_t>{tasks, rank, in}
+                                                       : std::vector<int64_t>{tasks, out, rank},
+                                                 fp32));
     auto adapters = std::make_shared<LowRankAdapters>();
     for (int64_t t = 0; t < tasks; ++t) {
       adapters->down.push_back(a[t].contiguous());

@@ -15,8 +15,8 @@ namespace {
 // to [begin, begin + count) (count < 0: all): fp32 whatever the layer's kernel, like the router.
 // One [rows, rank] x [rank, out] product writes the term in one pass, where rank elementwise
 // steps took 6-11% of an fp32 forward.
-std::shared_ptr<const LowRankAdapters> PackAdapters(const LowRankAdapters& adapters,
-                                                    int64_t begin, int64_t count) {
+std::shared_ptr<const LowRankAdapters> PackAdapters(const LowRankAdapters& adapters, int64_t begin,
+                                                    int64_t count) {
   auto packed = std::make_shared<LowRankAdapters>(adapters);
   packed->down_packed.clear();
   packed->up_packed.clear();

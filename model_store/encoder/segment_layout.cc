@@ -35,8 +35,8 @@ SegmentLayout LayOutSegments(const EncodeBatch& batch, bool share_prefixes) {
     const int64_t length = static_cast<int64_t>(ids.size()), shared = prefix_length(b);
     int64_t prefix = -1;
     if (shared > 0) {
-      const bool typed = b < static_cast<int64_t>(batch.token_types.size()) &&
-                         !batch.token_types[b].empty();
+      const bool typed =
+          b < static_cast<int64_t>(batch.token_types.size()) && !batch.token_types[b].empty();
       std::vector<int32_t> types(shared, 0);
       if (typed) types.assign(batch.token_types[b].begin(), batch.token_types[b].begin() + shared);
       const float local =

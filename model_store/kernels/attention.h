@@ -67,17 +67,16 @@ torch::Tensor KeyOffsets(int64_t begin, int64_t end, int64_t first_key, int64_t 
 // [kv_heads, group, queries, head_dim]; `k`, `v`: [kv_heads, L, head_dim]; query head (g of
 // group kv) reads key/value head kv, which is never copied per query head. The queries are the
 // sequence's last `queries` <= L positions: all of them, or a continuation's after keys and
-// values cached from its prefix (row r is position L - queries + r for every mask and bias). Views with unit stride in
-// the last dimension and any other strides, so heads are read from a packed projection and
-// written into the layer's [L, heads x head_dim] context in place. No padding: every key is
-// real; masks come from `pattern` alone (the mask stays -inf whatever tau). `scale` is
-// 1 / (sqrt(head_dim) * tau): TempScale's temperature divides the logits, which is the same as
-// scaling them. Everything runs in `q`'s dtype (a bf16 softmax measured 2-3x faster than one
-// through fp32 on this CPU). Exact in fp32 to rounding, at every tau, on either fp32 path. A
-// call's heads are computed independently of each other: head h gives the same bits whether it
-// comes alone or with the others, except for bf16 below kBf16HeadByHeadFromKeys, whose callers
-// always pass every head. In fp32 from kFusedAttentionFromKeys on, a plain() or causal-only
-// pattern takes the fused path.
+// values cached from its prefix (row r is position L - queries + r for every mask and bias). Views
+// with unit stride in the last dimension and any other strides, so heads are read from a packed
+// projection and written into the layer's [L, heads x head_dim] context in place. No padding: every
+// key is real; masks come from `pattern` alone (the mask stays -inf whatever tau). `scale` is 1 /
+// (sqrt(head_dim) * tau): TempScale's temperature divides the logits, which is the same as scaling
+// them. Everything runs in `q`'s dtype (a bf16 softmax measured 2-3x faster than one through fp32
+// on this CPU). Exact in fp32 to rounding, at every tau, on either fp32 path. A call's heads are
+// computed independently of each other: head h gives the same bits whether it comes alone or with
+// the others, except for bf16 below kBf16HeadByHeadFromKeys, whose callers always pass every head.
+// In fp32 from kFusedAttentionFromKeys on, a plain() or causal-only pattern takes the fused path.
 void BlockedSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                           double scale, int64_t query_block, const AttentionPattern& pattern,
                           torch::Tensor& out);

@@ -154,14 +154,16 @@ absl::Status MapXlmRobertaFlashConfig(const std::string& label, const Json& json
   }
   RETURN_IF_ERROR(ReadNumber(label, json, "rotary_emb_base", 1.0, 1e12, &rotary.base));
   RETURN_IF_ERROR(ReadBool(label, json, "rotary_emb_interleaved", &rotary.interleaved));
-  if (const auto dims = json.find("matryoshka_dimensions"); dims != json.end() && !dims->is_null()) {
+  if (const auto dims = json.find("matryoshka_dimensions");
+      dims != json.end() && !dims->is_null()) {
     for (const Json& dim : dims->is_array() ? *dims : Json::array({nullptr})) {
-      const int64_t last = config->matryoshka_dimensions.empty() ? 0 : config->matryoshka_dimensions.back();
+      const int64_t last =
+          config->matryoshka_dimensions.empty() ? 0 : config->matryoshka_dimensions.back();
       if (!dim.is_number_integer() || dim.get<int64_t>() <= last ||
           dim.get<int64_t>() > config->hidden_size) {
-        return absl::DataLossError(absl::StrCat(
-            label, ": field 'matryoshka_dimensions' is ", dims->dump().substr(0, 80),
-            "; allowed ascending widths in [1, ", config->hidden_size, "]"));
+        return absl::DataLossError(
+            absl::StrCat(label, ": field 'matryoshka_dimensions' is ", dims->dump().substr(0, 80),
+                         "; allowed ascending widths in [1, ", config->hidden_size, "]"));
       }
       config->matryoshka_dimensions.push_back(dim.get<int64_t>());
     }

@@ -23,7 +23,7 @@
 namespace embedding::model_store {
 namespace {
 
-constexpr int kSuffixTokens = 12;         // "<|im_end|>\n<|im_start|>assistant\n<think>..."
+constexpr int kSuffixTokens = 12;          // "<|im_end|>\n<|im_start|>assistant\n<think>..."
 constexpr int64_t kMaxBatchTokens = 2048;  // the batcher's default budget
 
 double Seconds(const Model& model, const std::vector<EncodeBatch>& batches,

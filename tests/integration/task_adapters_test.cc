@@ -1,5 +1,5 @@
-// jina-embeddings-v3's task adapters served end to end: ModelInfo lists the tasks and widths; `task`
-// selects one and prepends its instruction, a prompt_name of a task's name does the same, no
+// jina-embeddings-v3's task adapters served end to end: ModelInfo lists the tasks and widths;
+// `task` selects one and prepends its instruction, a prompt_name of a task's name does the same, no
 // task runs the base weights; each vector checked against the model core run in this process
 // with that adapter. Unknown tasks, and a task for a model without adapters, are refused naming
 // `task`.

@@ -235,7 +235,7 @@ TEST(SharedPrefixes, EachSequenceEqualsItselfAloneAndTheWholeSequence) {
       int document;
       float tau;
     };
-    const std::vector<Pair> pairs = {{&query, 1, 1.0f},        {&query, 20, 1.0f},
+    const std::vector<Pair> pairs = {{&query, 1, 1.0f},         {&query, 20, 1.0f},
                                      {&other_query, 300, 0.7f}, {&query, 130, 0.7f},
                                      {&other_query, 5, 0.7f},   {&query, 4200, 1.0f},
                                      {&long_query, 50, 0.8f},   {&long_query, 9, 0.8f}};
@@ -300,6 +300,29 @@ TEST(SharedPrefixes, ABidirectionalModelComputesEverySequenceWhole) {
   auto given = (*model)->encoder().Encode(batch);
   ASSERT_TRUE(given.ok()) << given.status();
   EXPECT_EQ(whole->hidden_states, given->hidden_states);
+}
+
+// A sequence's task adapter is one the model has, or -1 for none; others are refused naming
+// the sequence, before anything runs.
+TEST(TaskAdapters, ARefusedAdapterNamesItsSequence) {
+  auto model = Model::Load(testing::JinaV3ModelDir(), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EncodeBatch batch;
+  batch.sequences = {{0, 7, 8, 2}, {0, 9, 2}};
+  batch.temperatures = {1.0f, 1.0f};
+  batch.adapters = {0};
+  auto result = (*model)->encoder().Encode(batch);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(result.status().message(), HasSubstr("adapters: 1 values for 2 sequences"));
+  batch.adapters = {4, 5};
+  result = (*model)->encoder().Encode(batch);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(result.status().message(), HasSubstr("adapters[1]: 5 outside [-1, 5)"));
+  batch.adapters = {-2, 0};
+  result = (*model)->encoder().Encode(batch);
+  EXPECT_THAT(result.status().message(), HasSubstr("adapters[0]: -2 outside [-1, 5)"));
+  batch.adapters = {4, -1};  // the last task and none
+  EXPECT_TRUE((*model)->encoder().Encode(batch).ok());
 }
 
 TEST(SharedPrefixes, ARefusedPrefixNamesItsSequence) {

@@ -94,9 +94,8 @@ TEST(ModelFileSelectionTest, ACustomCodeRepositoryIsServedFromItsFilesNeverItsCo
 TEST(ModelFileSelectionTest, JinaV3IsServedFromItsWeightsAndConfigsNeverItsCode) {
   FakeRepo repo{{".gitattributes", "1_Pooling/config.json", "README.md", "config.json",
                  "config_sentence_transformers.json", "custom_st.py", "model.safetensors",
-                 "modules.json", "onnx/model.onnx", "onnx/model.onnx_data",
-                 "onnx/model_fp16.onnx", "special_tokens_map.json", "tokenizer.json",
-                 "tokenizer_config.json"}};
+                 "modules.json", "onnx/model.onnx", "onnx/model.onnx_data", "onnx/model_fp16.onnx",
+                 "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json"}};
   repo.texts["modules.json"] =
       R"([{"idx":0,"name":"transformer","path":"","type":"custom_st.Transformer",
            "kwargs":["task"]},
