@@ -57,8 +57,9 @@ def attention_rate(model, batch, length, micros):
     fp32 GEMM peak of long_document_bench.py, measured now."""
     with open(os.path.join(model, "config.json")) as f:
         config = json.load(f)
-    hidden = config.get("hidden_size", config.get("n_embd"))  # BERT's names or NomicBert's
-    layers = config.get("num_hidden_layers", config.get("n_layer"))
+    # BERT's names, NomicBert's or T5's (whose attention width is heads x d_kv).
+    hidden = config.get("hidden_size") or config.get("n_embd") or config["num_heads"] * config["d_kv"]
+    layers = config.get("num_hidden_layers") or config.get("n_layer") or config["num_layers"]
     flop = 4 * length ** 2 * hidden * layers * batch
     rate = flop / micros / 1e3
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
