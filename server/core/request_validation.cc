@@ -172,6 +172,57 @@ absl::Status ValidateOutputs(const EmbedCall& call, const model_store::Model& mo
   return absl::OkStatus();
 }
 
+namespace {
+
+// The prompt (given, named, or the model's default) and the task adapter (`task`, or a
+// prompt_name that names one), each checked against the model.
+absl::Status ValidatePromptAndTask(const EmbedCall& call, const model_store::Model& model,
+                                   const RequestLimits& limits, EmbedParams* params) {
+  const EmbedRequestOptions& request = call.options;
+  const auto& prompts = model.sentence_transformers().prompts;
+  if (!request.prompt.empty() && !request.prompt_name.empty())
+    return Invalid("prompt_name: set either prompt or prompt_name, not both");
+  // The task adapter: `task`, or prompt_name where it names one (jina-embeddings-v3's prompts
+  // are its tasks' instructions, under the tasks' names).
+  const std::vector<std::string>& tasks = model.config().adapters;
+  const std::string& task = request.task.empty() ? request.prompt_name : request.task;
+  if (const auto it = std::find(tasks.begin(), tasks.end(), task); it != tasks.end()) {
+    params->adapter = static_cast<int32_t>(it - tasks.begin());
+  } else if (!request.task.empty()) {
+    return Invalid(absl::StrCat("task: ", QuotedValue(request.task),
+                                tasks.empty() ? " is not served: the model has no task adapters"
+                                              : " is not one of the model's tasks [",
+                                absl::StrJoin(tasks, ", "), tasks.empty() ? "" : "]"));
+  }
+  // A task's instruction, where the model has a prompt of its name and the request no other.
+  std::string_view prompt_name = request.prompt_name;
+  if (prompt_name.empty() && request.prompt.empty() && params->adapter >= 0 &&
+      prompts.count(request.task) > 0) {
+    prompt_name = request.task;
+  }
+  if (!prompt_name.empty()) {
+    auto it = prompts.find(std::string(prompt_name));
+    if (it == prompts.end()) {
+      std::vector<std::string> names;
+      for (const auto& [name, text] : prompts) names.push_back(name);
+      return Invalid(absl::StrCat("prompt_name: ", QuotedValue(request.prompt_name),
+                                  " is not one of the model's prompts [",
+                                  absl::StrJoin(names, ", "), "]"));
+    }
+    params->prompt = it->second;
+    RETURN_IF_ERROR(ValidateInputs(call.inputs, params->prompt.size(), limits));
+  } else if (!request.prompt.empty()) {
+    params->prompt = request.prompt;
+  } else if (auto it = prompts.find(model.sentence_transformers().default_prompt_name);
+             it != prompts.end()) {
+    params->prompt = it->second;  // as sentence-transformers applies default_prompt_name
+    RETURN_IF_ERROR(ValidateInputs(call.inputs, params->prompt.size(), limits));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<EmbedParams> ValidateEmbedCall(const EmbedCall& call,
                                               const model_store::Model& model,
                                               const RequestLimits& limits) {
@@ -222,45 +273,7 @@ absl::StatusOr<EmbedParams> ValidateEmbedCall(const EmbedCall& call,
     params.dimensions = *request.dimensions;
   }
 
-  const auto& prompts = model.sentence_transformers().prompts;
-  if (!request.prompt.empty() && !request.prompt_name.empty())
-    return Invalid("prompt_name: set either prompt or prompt_name, not both");
-  // The task adapter: `task`, or prompt_name where it names one (jina-embeddings-v3's prompts
-  // are its tasks' instructions, under the tasks' names).
-  const std::vector<std::string>& tasks = model.config().adapters;
-  const std::string& task = request.task.empty() ? request.prompt_name : request.task;
-  if (const auto it = std::find(tasks.begin(), tasks.end(), task); it != tasks.end()) {
-    params.adapter = static_cast<int32_t>(it - tasks.begin());
-  } else if (!request.task.empty()) {
-    return Invalid(absl::StrCat("task: ", QuotedValue(request.task),
-                                tasks.empty() ? " is not served: the model has no task adapters"
-                                              : " is not one of the model's tasks [",
-                                absl::StrJoin(tasks, ", "), tasks.empty() ? "" : "]"));
-  }
-  // A task's instruction, where the model has a prompt of its name and the request no other.
-  std::string_view prompt_name = request.prompt_name;
-  if (prompt_name.empty() && request.prompt.empty() && params.adapter >= 0 &&
-      prompts.count(request.task) > 0) {
-    prompt_name = request.task;
-  }
-  if (!prompt_name.empty()) {
-    auto it = prompts.find(std::string(prompt_name));
-    if (it == prompts.end()) {
-      std::vector<std::string> names;
-      for (const auto& [name, text] : prompts) names.push_back(name);
-      return Invalid(absl::StrCat("prompt_name: ", QuotedValue(request.prompt_name),
-                                  " is not one of the model's prompts [",
-                                  absl::StrJoin(names, ", "), "]"));
-    }
-    params.prompt = it->second;
-    RETURN_IF_ERROR(ValidateInputs(call.inputs, params.prompt.size(), limits));
-  } else if (!request.prompt.empty()) {
-    params.prompt = request.prompt;
-  } else if (auto it = prompts.find(model.sentence_transformers().default_prompt_name);
-             it != prompts.end()) {
-    params.prompt = it->second;  // as sentence-transformers applies default_prompt_name
-    RETURN_IF_ERROR(ValidateInputs(call.inputs, params.prompt.size(), limits));
-  }
+  RETURN_IF_ERROR(ValidatePromptAndTask(call, model, limits, &params));
   return params;
 }
 
