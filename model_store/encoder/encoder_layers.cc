@@ -102,7 +102,9 @@ torch::Tensor Embeddings(const EncoderWeights& w, const torch::Tensor& ids,
     // One segment (every embedding call): type 0's row for all, as before pairs existed.
     x = types.defined() ? x + w.token_type_embeddings.index_select(0, types)
                         : x + w.token_type_embeddings[0];
-    add_adapters(w.type_adapters.get(), types.defined() ? types : torch::zeros_like(ids));
+    if (w.type_adapters && row_adapters.defined()) {
+      add_adapters(w.type_adapters.get(), types.defined() ? types : torch::zeros_like(ids));
+    }
   }
   return Norm(x, w.embeddings_norm, config.layer_norm_eps);
 }

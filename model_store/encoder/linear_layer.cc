@@ -13,19 +13,21 @@ namespace {
 
 // `adapters` with both products per adapter in oneDNN's fp32 matmul, their outputs narrowed
 // to [begin, begin + count) (count < 0: all): fp32 whatever the layer's kernel, like the router.
+// A slice keeps the down products it was cut from: they read the same inputs.
 // One [rows, rank] x [rank, out] product writes the term in one pass, where rank elementwise
 // steps took 6-11% of an fp32 forward.
 std::shared_ptr<const LowRankAdapters> PackAdapters(const LowRankAdapters& adapters, int64_t begin,
                                                     int64_t count) {
   auto packed = std::make_shared<LowRankAdapters>(adapters);
-  packed->down_packed.clear();
   packed->up_packed.clear();
   const auto zeros = [](int64_t n) { return torch::zeros({n}, torch::kFloat32); };
   for (size_t t = 0; t < adapters.down.size(); ++t) {
     if (count >= 0) packed->up[t] = adapters.up[t].narrow(1, begin, count);
     const torch::Tensor up = packed->up[t].t().contiguous();  // [out, rank]
-    packed->down_packed.push_back(
-        std::make_shared<const Fp32Matmul>(adapters.down[t], zeros(adapters.down[t].size(0))));
+    if (adapters.down_packed.empty()) {
+      packed->down_packed.push_back(
+          std::make_shared<const Fp32Matmul>(adapters.down[t], zeros(adapters.down[t].size(0))));
+    }
     packed->up_packed.push_back(std::make_shared<const Fp32Matmul>(up, zeros(up.size(0))));
   }
   return packed;
