@@ -172,7 +172,13 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
                                                           : PoolingMode::kCls;
     ASSIGN_OR_RETURN(dense, LoadClassifierHead(*spec, config.classifier, config, *checkpoint));
   }
-  if (options.encoder.dtype == ComputeDType::kAuto) {
+  if (options.encoder.dtype == ComputeDType::kAuto && options.encoder.device.cuda) {
+    // On a GPU, auto is bf16: its tensor cores' type, and the default of the servers it is
+    // compared with. The CPU's trials time CPU kernels, which a GPU does not run.
+    EncoderOptions bf16 = options.encoder;
+    bf16.dtype = ComputeDType::kBFloat16;
+    ASSIGN_OR_RETURN(model->encoder_, Encoder::Create(config, *spec, *checkpoint, bf16));
+  } else if (options.encoder.dtype == ComputeDType::kAuto) {
     ASSIGN_OR_RETURN(DTypeChoice choice, LoadAutoEncoder(config, *spec, *checkpoint, options,
                                                          model->pooling_, *model->tokenizer_));
     model->encoder_ = std::move(choice.encoder);

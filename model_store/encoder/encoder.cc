@@ -19,11 +19,13 @@
 #include "model_store/encoder/splade_head.h"
 #include "model_store/encoder/token_heads.h"
 #include "model_store/kernels/cpu_features.h"
+#include "model_store/kernels/torch_compat.h"
 
 namespace embedding::model_store {
 
 struct Encoder::Weights {
   EncoderWeights tensors;
+  torch::Device device = torch::kCPU;             // where the tensors lie and the layers run
   std::unique_ptr<RotaryEmbedding> rotary;        // set when positions are rotary
   std::unique_ptr<RotaryEmbedding> local_rotary;  // banded layers' own base (ModernBERT)
 };
@@ -86,13 +88,22 @@ absl::StatusOr<std::unique_ptr<Encoder>> Encoder::Create(const EncoderConfig& co
   if (options.dtype == ComputeDType::kAuto) {
     return absl::InvalidArgumentError("dtype auto is resolved by Model::Load, not the encoder");
   }
-  if (options.dtype == ComputeDType::kBFloat16 && !CpuHasNativeBf16()) {
+  // A CUDA device runs LibTorch's own ops; the CPU its oneDNN kernels unless asked otherwise.
+  const bool torch_ops = options.torch_ops || options.device.cuda;
+  if (torch_ops && options.dtype == ComputeDType::kInt8) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("dtype int8 runs on oneDNN's CPU kernels only; on ",
+                     ComputeDeviceName(options.device), " use bf16 or fp32"));
+  }
+  if (options.dtype == ComputeDType::kBFloat16 && !options.device.cuda && !CpuHasNativeBf16()) {
     return absl::FailedPreconditionError(
         "dtype bf16 needs a CPU with avx512_bf16 or amx_bf16 (this one has neither; bf16 would "
         "be emulated and slower than fp32): use fp32");
   }
   if (options.intra_op_threads > 0) torch::set_num_threads(options.intra_op_threads);
-  auto encoder = std::unique_ptr<Encoder>(new Encoder(config, options));
+  EncoderOptions resolved = options;
+  resolved.torch_ops = torch_ops;
+  auto encoder = std::unique_ptr<Encoder>(new Encoder(config, resolved));
   encoder->max_sequence_length_ = config.max_sequence_length();
   if (encoder->max_sequence_length_ < 2) {
     return absl::DataLossError("config.json: the position table leaves no room for tokens");
@@ -102,15 +113,24 @@ absl::StatusOr<std::unique_ptr<Encoder>> Encoder::Create(const EncoderConfig& co
   // fp32 linear layers through oneDNN, not BLAS: on this CPU (Intel Xeon, avx512) 512 x 768 x
   // 3072 at 2 threads ran at 193 GFLOP/s through oneDNN against 36.5 through Debian's
   // OpenBLAS, conversions included. bf16 already goes through oneDNN.
-  const LinearKernel kernel = bf16                                   ? LinearKernel::kDefault
+  const LinearKernel kernel = torch_ops                              ? LinearKernel::kTorchOps
+                              : bf16                                 ? LinearKernel::kDefault
                               : options.dtype == ComputeDType::kInt8 ? LinearKernel::kInt8
                                                                      : LinearKernel::kOneDnn;
+  const torch::Device device = options.device.cuda
+                                   ? torch::Device(torch::kCUDA, options.device.index)
+                                   : torch::Device(torch::kCPU);
   try {
     c10::InferenceMode guard;
     ASSIGN_OR_RETURN(auto tensors, BindEncoderWeights(config, spec, checkpoint,
                                                       bf16 ? torch::kBFloat16 : torch::kFloat32));
+    if (options.device.cuda) {
+      KeepFp32Exact();
+      MoveEncoderWeights(device, &tensors);
+    }
     RETURN_IF_ERROR(PrepareLinearLayers(kernel, config.key_value_heads(), &tensors));
     encoder->weights_ = std::make_unique<Weights>();
+    encoder->weights_->device = device;
     encoder->weights_->tensors = std::move(tensors);
     if (config.rotary.dim > 0) {
       encoder->weights_->rotary =
@@ -248,6 +268,7 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
   const SegmentLayout layout = LayOutSegments(batch, prefixes_exact);
   const int64_t segments = static_cast<int64_t>(layout.segments.size());
   PackedSequences packed;
+  packed.torch_ops = options_.torch_ops;
   packed.offsets.assign(segments + 1, 0);
   for (int64_t s = 0; s < segments; ++s) {
     const Segment& segment = layout.segments[s];
@@ -303,6 +324,7 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
   try {
     c10::InferenceMode guard;
     const EncoderWeights& w = weights_->tensors;
+    const torch::Device& device = weights_->device;
     const RotaryEmbedding* rotary = weights_->rotary.get();
     const RotaryEmbedding* local_rotary = weights_->local_rotary.get();
     // A segment's angles are its positions' within the whole sequence (whose length decides
@@ -310,24 +332,26 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
     auto angles = [&](const RotaryEmbedding& table, int64_t s) {
       const int64_t before = packed.keys_before(s);
       RotaryEmbedding::Angles all = table.For(before + packed.offsets[s + 1] - packed.offsets[s]);
-      return RotaryEmbedding::Angles{all.cos.slice(0, before), all.sin.slice(0, before)};
+      return RotaryEmbedding::Angles{all.cos.slice(0, before).to(device),
+                                     all.sin.slice(0, before).to(device)};
     };
     for (int64_t s = 0; s < segments; ++s) {
       if (rotary != nullptr) packed.angles.push_back(angles(*rotary, s));
       if (local_rotary != nullptr) packed.local_angles.push_back(angles(*local_rotary, s));
     }
-    const torch::Tensor ids = torch::from_blob(id_data.data(), {packed.rows}, torch::kInt64);
-    const torch::Tensor positions =
-        torch::from_blob(position_data.data(), {packed.rows}, torch::kInt64);
-    const torch::Tensor types =
-        any_type ? torch::from_blob(type_data.data(), {packed.rows}, torch::kInt64)
-                 : torch::Tensor();
+    // Host rows, copied to the device where it is not the CPU (there, views of the vectors).
+    const auto rows = [&](std::vector<int64_t>& data) {
+      return torch::from_blob(data.data(), {packed.rows}, torch::kInt64).to(device);
+    };
+    const torch::Tensor ids = rows(id_data);
+    const torch::Tensor positions = rows(position_data);
+    const torch::Tensor types = any_type ? rows(type_data) : torch::Tensor();
     if (any_adapter) {
       // The filler rows (never read) take the last sequence's adapter, so a batch of one task
       // runs every adapter term on all rows at once.
       std::fill(adapter_data.begin() + packed.offsets.back(), adapter_data.end(),
                 batch.adapters.back());
-      packed.row_adapters = torch::from_blob(adapter_data.data(), {packed.rows}, torch::kInt64);
+      packed.row_adapters = rows(adapter_data);
     }
     torch::Tensor x = Embeddings(w, ids, positions, types, packed.row_adapters, config_);
     for (size_t i = 0; i < w.layers.size(); ++i) {
@@ -344,8 +368,10 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
     }
     x = Norm(x, w.final_norm, config_.layer_norm_eps);
     if (!layout.token_rows.empty()) {  // each sequence's tokens back in its own rows
-      x = x.index_select(0, torch::tensor(layout.token_rows, torch::kInt64));
+      x = x.index_select(0, torch::tensor(layout.token_rows, torch::kInt64).to(device));
     }
+    // Pooling, the heads and the statistics run on the CPU, on the final states alone.
+    if (!x.is_cpu()) x = x.to(torch::kCPU);
     return PoolAndMeasure(x, sequence_offsets, batch, heads_.get(), splade_.get(), dense_.get());
   } catch (const std::exception& e) {  // c10::Error, oneDNN's dnnl::error, std::bad_alloc
     return ForwardFailure("encoder forward failed", e);

@@ -36,7 +36,12 @@ struct EncoderOptions {
   ComputeDType dtype = ComputeDType::kFloat32;
   // torch intra-op threads; 0 leaves torch's setting alone.
   int intra_op_threads = 0;
-  ComputeDevice device;  // resolved by ResolveComputeDevice (the CPU until CUDA lands)
+  ComputeDevice device;  // resolved by ResolveComputeDevice
+  // Every layer through LibTorch's own ops (torch::linear, TorchOpsSelfAttention in
+  // attention.h) instead of the CPU's oneDNN kernels: the path a CUDA device always takes. On
+  // the CPU it is slower, and only the suite asks for it, to check the code a GPU runs against
+  // the references. Not with int8, a oneDNN kernel.
+  bool torch_ops = false;
 };
 
 // Per-token outputs a sequence asks for, from bge-m3's heads (token_heads.h).

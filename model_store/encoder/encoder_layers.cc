@@ -185,7 +185,8 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
     // cost O(L x band).
     const int64_t block =
         attention.band > 0 ? std::max<int64_t>(64, 2 * attention.band) : kQueryBlock;
-    BlockedSelfAttention(q, keys, values, scale, std::min(end - begin, block), pattern, out);
+    (batch.torch_ops ? TorchOpsSelfAttention : BlockedSelfAttention)(
+        q, keys, values, scale, std::min(end - begin, block), pattern, out);
   };
   // Each sequence is projected and attended the way it would be alone, so its vector does not
   // depend on its batch: a long one group by group, shorter ones with every head at once. A

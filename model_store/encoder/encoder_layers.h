@@ -17,6 +17,8 @@ namespace embedding::model_store {
 // segment are filler that nothing attends to). A segment is a whole sequence, or a causal
 // model's shared prefix, or a sequence's rest after its prefix (segment_layout.h).
 struct PackedSequences {
+  // Attention through TorchOpsSelfAttention (EncoderOptions::torch_ops), not the CPU kernels.
+  bool torch_ops = false;
   std::vector<int64_t> offsets;  // segment b is rows [offsets[b], offsets[b + 1])
   int64_t rows = 0;
   std::vector<float> temperatures;

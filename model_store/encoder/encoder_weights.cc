@@ -338,4 +338,48 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
   return w;
 }
 
+void MoveEncoderWeights(const torch::Device& device, EncoderWeights* w) {
+  const auto move = [&](torch::Tensor& t) {
+    if (t.defined()) t = t.to(device);
+  };
+  const auto move_adapters = [&](std::shared_ptr<const LowRankAdapters>& adapters) {
+    if (!adapters) return;
+    auto moved = std::make_shared<LowRankAdapters>(*adapters);
+    for (torch::Tensor& t : moved->down) move(t);
+    for (torch::Tensor& t : moved->up) move(t);
+    adapters = std::move(moved);
+  };
+  const auto move_linear = [&](LinearWeights& linear) {
+    move(linear.weight);
+    move(linear.bias);
+    move_adapters(linear.adapters);
+  };
+  const auto move_norm = [&](NormWeights& norm) {
+    move(norm.weight);
+    move(norm.bias);
+  };
+  move(w->word_embeddings);
+  move(w->position_embeddings);
+  move(w->token_type_embeddings);
+  move_adapters(w->word_adapters);
+  move_adapters(w->type_adapters);
+  move(w->relative_bias);
+  move_norm(w->embeddings_norm);
+  move_norm(w->final_norm);
+  for (LayerWeights& layer : w->layers) {
+    for (LinearWeights* linear :
+         {&layer.qkv, &layer.attention_output, &layer.mlp_in, &layer.mlp_out, &layer.moe_router}) {
+      move_linear(*linear);
+    }
+    for (LinearWeights& expert : layer.moe_in) move_linear(expert);
+    for (LinearWeights& expert : layer.moe_out) move_linear(expert);
+    move(layer.moe_bias);
+    for (NormWeights* norm :
+         {&layer.query_norm, &layer.key_norm, &layer.attention_norm, &layer.output_norm,
+          &layer.attention_post_norm, &layer.output_post_norm}) {
+      move_norm(*norm);
+    }
+  }
+}
+
 }  // namespace embedding::model_store

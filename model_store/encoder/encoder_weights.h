@@ -101,4 +101,8 @@ absl::StatusOr<EncoderWeights> BindEncoderWeights(const EncoderConfig& config,
                                                   const Checkpoint& checkpoint,
                                                   torch::ScalarType dtype);
 
+// Moves every tensor of `w` to `device` (a GPU), in place; before PrepareLinearLayers, whose
+// per-head slices are views of the weights where they then lie.
+void MoveEncoderWeights(const torch::Device& device, EncoderWeights* w);
+
 }  // namespace embedding::model_store

@@ -38,7 +38,13 @@ std::shared_ptr<const LowRankAdapters> PackAdapters(const LowRankAdapters& adapt
 std::optional<LinearWeights> OutputSlice(const LinearWeights& w, int64_t begin, int64_t count) {
   LinearWeights slice;
   slice.bias = w.bias.narrow(0, begin, count);
-  if (w.adapters) slice.adapters = PackAdapters(*w.adapters, begin, count);
+  if (w.adapters && !w.adapters->down_packed.empty()) {
+    slice.adapters = PackAdapters(*w.adapters, begin, count);
+  } else if (w.adapters) {  // LibTorch's ops: the up products' columns, as views
+    auto narrowed = std::make_shared<LowRankAdapters>(*w.adapters);
+    for (torch::Tensor& up : narrowed->up) up = up.narrow(1, begin, count);
+    slice.adapters = std::move(narrowed);
+  }
   if (w.packed) {
     slice.packed = w.packed->Columns(begin, count);
     if (!slice.packed) return std::nullopt;
@@ -52,7 +58,7 @@ std::optional<LinearWeights> OutputSlice(const LinearWeights& w, int64_t begin, 
 
 absl::Status PrepareLinearLayers(LinearKernel kernel, int64_t kv_heads, EncoderWeights* w) {
   for (LayerWeights& layer : w->layers) {
-    if (kernel != LinearKernel::kDefault) {
+    if (kernel != LinearKernel::kDefault && kernel != LinearKernel::kTorchOps) {
       std::vector<LinearWeights*> linears = {&layer.qkv, &layer.attention_output, &layer.mlp_in,
                                              &layer.mlp_out};
       for (size_t e = 0; e < layer.moe_in.size(); ++e)
@@ -76,7 +82,9 @@ absl::Status PrepareLinearLayers(LinearKernel kernel, int64_t kv_heads, EncoderW
     }
     for (LinearWeights* linear :
          {&layer.qkv, &layer.attention_output, &layer.mlp_in, &layer.mlp_out}) {
-      if (linear->adapters) linear->adapters = PackAdapters(*linear->adapters, 0, -1);
+      if (linear->adapters && kernel != LinearKernel::kTorchOps) {
+        linear->adapters = PackAdapters(*linear->adapters, 0, -1);
+      }
     }
     const int64_t per_head = layer.qkv.bias.size(0) / kv_heads;
     layer.qkv_heads.clear();
@@ -134,7 +142,8 @@ torch::Tensor ApplyLinear(const torch::Tensor& x, const LinearWeights& w,
       [&](size_t t, const torch::Tensor& rows) {
         const torch::Tensor in =
             (rows.numel() == x.size(0) ? x : x.index_select(0, rows)).to(torch::kFloat32);
-        return w.adapters->down_packed[t]->Apply(in);
+        return w.adapters->down_packed.empty() ? torch::linear(in, w.adapters->down[t])
+                                               : w.adapters->down_packed[t]->Apply(in);
       },
       out);
   return out;

@@ -13,9 +13,10 @@
 namespace embedding::model_store {
 
 enum class LinearKernel {
-  kDefault,  // torch's own path (bf16 already goes through oneDNN)
-  kOneDnn,   // fp32 on oneDNN's matmul, weights packed at load (fp32_matmul.h)
-  kInt8,     // dynamic int8 (int8_matmul.h): weights per output channel, activations per call
+  kDefault,   // torch's own path (bf16 already goes through oneDNN)
+  kOneDnn,    // fp32 on oneDNN's matmul, weights packed at load (fp32_matmul.h)
+  kInt8,      // dynamic int8 (int8_matmul.h): weights per output channel, activations per call
+  kTorchOps,  // torch::linear on the weights' device, adapters too (EncoderOptions::torch_ops)
 };
 
 // Converts every linear layer of `w` (which must hold fp32 weights for kOneDnn and kInt8) to

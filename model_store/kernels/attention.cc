@@ -10,6 +10,7 @@
 
 #include "model_store/kernels/fused_attention.h"
 #include "model_store/kernels/onednn_support.h"
+#include "model_store/kernels/torch_compat.h"
 
 namespace embedding::model_store {
 namespace {
@@ -63,22 +64,25 @@ const AttentionMatmuls& Matmuls(torch::ScalarType type) {
 // only the block's own diagonal square (keys past the block are never read), so its mask is
 // [block x block], not [block x L].
 struct BlockMask {
+  // On `device`, where the scores lie.
   BlockMask(const AttentionPattern& pattern, int64_t begin, int64_t end, int64_t first_key,
-            int64_t end_key)
+            int64_t end_key, const torch::Device& device)
       : begin(begin), end(end) {
-    if (!pattern.alibi.empty()) distances = KeyOffsets(begin, end, first_key, end_key).abs_();
+    if (!pattern.alibi.empty()) {
+      distances = KeyOffsets(begin, end, first_key, end_key, device).abs_();
+    }
     if (pattern.relative_bias.defined()) {
       buckets =
-          RelativePositionBuckets(KeyOffsets(begin, end, first_key, end_key),
+          RelativePositionBuckets(KeyOffsets(begin, end, first_key, end_key, device),
                                   pattern.relative_bias.size(-1), pattern.relative_max_distance)
               .flatten();
     }
     if (pattern.band > 0) {
-      const torch::Tensor offsets = KeyOffsets(begin, end, first_key, end_key);
+      const torch::Tensor offsets = KeyOffsets(begin, end, first_key, end_key, device);
       hidden = offsets.abs().gt(static_cast<double>(pattern.band));
       if (pattern.causal) hidden.logical_or_(offsets.gt(0));
     } else if (pattern.causal) {
-      hidden = KeyOffsets(begin, end, begin, end).gt(0);
+      hidden = KeyOffsets(begin, end, begin, end, device).gt(0);
       hidden_from = begin - first_key;
     }
   }
@@ -146,7 +150,7 @@ class PlainAttention {
                  {DNNL_ARG_SCRATCHPAD, AsMemory(m.scores_pd.scratchpad_desc(), scores_scratch_)}});
     if (!pattern_.plain()) {
       if (!mask_ || mask_->begin != from || mask_->end != to) {
-        mask_.emplace(pattern_, from, to, first_key, end_key);
+        mask_.emplace(pattern_, from, to, first_key, end_key, torch::kCPU);
       }
       mask_->Apply(scores, slope != 0 ? torch::scalar_tensor(slope) : torch::Tensor(), bias);
     }
@@ -187,9 +191,10 @@ class PlainAttention {
 };
 
 // Every head of a short bf16 sequence in one batched LibTorch call per block, which hands the
-// batch to oneDNN's brgemm whole. A key/value head's query heads are stacked as rows of one
-// product ([group x block, d] against its [d, keys]), so keys and values are read where they
-// lie, never repeated per query head.
+// batch to oneDNN's brgemm whole; and every pattern the fused kernels do not take on another
+// device (LibTorch's ops only, on q's device). A key/value head's query heads are stacked as
+// rows of one product ([group x block, d] against its [d, keys]), so keys and values are read
+// where they lie, never repeated per query head.
 void BatchedHeadsAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                            double scale, int64_t query_block, const AttentionPattern& pattern,
                            torch::Tensor& out) {
@@ -198,7 +203,7 @@ void BatchedHeadsAttention(const torch::Tensor& q, const torch::Tensor& k, const
   torch::Tensor slopes;
   if (!pattern.alibi.empty()) {
     slopes = torch::tensor(pattern.alibi, torch::TensorOptions().dtype(torch::kFloat64))
-                 .to(torch::kFloat32)
+                 .to(q.device(), torch::kFloat32)
                  .view({-1, 1, 1});
   }
   for (int64_t begin = 0; begin < queries; begin += query_block) {
@@ -211,7 +216,7 @@ void BatchedHeadsAttention(const torch::Tensor& q, const torch::Tensor& k, const
         (q.slice(2, begin, end) * scale).reshape({kv_heads, group * (end - begin), d});
     torch::Tensor scores = torch::bmm(queries, keys_t);
     if (!pattern.plain()) {
-      BlockMask(pattern, from, to, first_key, end_key)
+      BlockMask(pattern, from, to, first_key, end_key, q.device())
           .Apply(scores.view({kv_heads * group, end - begin, end_key - first_key}), slopes,
                  pattern.relative_bias);
     }
@@ -249,8 +254,9 @@ torch::Tensor RelativePositionBuckets(const torch::Tensor& offsets, int64_t buck
   return upper + torch::where(distance.lt(exact), distance.to(torch::kLong), large);
 }
 
-torch::Tensor KeyOffsets(int64_t begin, int64_t end, int64_t first_key, int64_t end_key) {
-  const auto fp32 = torch::TensorOptions().dtype(torch::kFloat32);
+torch::Tensor KeyOffsets(int64_t begin, int64_t end, int64_t first_key, int64_t end_key,
+                         const torch::Device& device) {
+  const auto fp32 = torch::TensorOptions().dtype(torch::kFloat32).device(device);
   return torch::arange(first_key, end_key, fp32).unsqueeze(0) -
          torch::arange(begin, end, fp32).unsqueeze(1);
 }
@@ -303,6 +309,34 @@ void BlockedSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const 
       }
     }
   }
+}
+
+void TorchOpsSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                           double scale, int64_t query_block, const AttentionPattern& pattern,
+                           torch::Tensor& out) {
+  const int64_t kv_heads = q.size(0), group = q.size(1), queries = q.size(2), d = q.size(3);
+  const bool whole = queries == k.size(1);
+  const bool causal_only = pattern.causal && pattern.band <= 0 && pattern.alibi.empty() &&
+                           !pattern.relative_bias.defined();
+  if (pattern.plain()) {
+    // A key/value head's query heads read the same keys and values: as one head of group x
+    // queries rows, K and V are never copied per query head (no grouped-query support needed).
+    out.copy_(ScaledDotProductAttention(q.reshape({kv_heads, 1, group * queries, d}),
+                                        k.unsqueeze(1), v.unsqueeze(1), scale, false)
+                  .view({kv_heads, group, queries, d}));
+    return;
+  }
+  if (causal_only && whole) {
+    // The causal mask goes by query position, so a group's query heads go one at a time, each
+    // against its group's keys and values where they lie.
+    for (int64_t g = 0; g < group; ++g) {
+      out.select(1, g).copy_(ScaledDotProductAttention(q.select(1, g).unsqueeze(1), k.unsqueeze(1),
+                                                       v.unsqueeze(1), scale, true)
+                                 .squeeze(1));
+    }
+    return;
+  }
+  BatchedHeadsAttention(q, k, v, scale, query_block, pattern, out);
 }
 
 }  // namespace embedding::model_store

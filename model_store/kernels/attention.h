@@ -60,8 +60,9 @@ torch::Tensor RelativePositionBuckets(const torch::Tensor& offsets, int64_t buck
 std::pair<int64_t, int64_t> KeyRange(const AttentionPattern& pattern, int64_t begin, int64_t end,
                                      int64_t length);
 
-// j - i for queries [begin, end) against keys [first_key, end_key), fp32.
-torch::Tensor KeyOffsets(int64_t begin, int64_t end, int64_t first_key, int64_t end_key);
+// j - i for queries [begin, end) against keys [first_key, end_key), fp32, on `device`.
+torch::Tensor KeyOffsets(int64_t begin, int64_t end, int64_t first_key, int64_t end_key,
+                         const torch::Device& device = torch::kCPU);
 
 // out = softmax(Q K^T * scale) V for one sequence, with grouped-query heads. `q` and `out`:
 // [kv_heads, group, queries, head_dim]; `k`, `v`: [kv_heads, L, head_dim]; query head (g of
@@ -80,5 +81,15 @@ torch::Tensor KeyOffsets(int64_t begin, int64_t end, int64_t first_key, int64_t 
 void BlockedSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                           double scale, int64_t query_block, const AttentionPattern& pattern,
                           torch::Tensor& out);
+
+// BlockedSelfAttention's arithmetic through LibTorch's own ops alone, so on whatever device q
+// lies (the encoder's path on a GPU; the suite runs it on the CPU). Same arguments and result.
+// Every key, or a whole causal sequence: the fused scaled-dot-product kernel where this
+// LibTorch has one (torch_compat.h), which holds no [L, L] matrix. ALiBi, relative bias, bands
+// and a continuation's causal queries: blocks of `query_block` queries of every head at once
+// ([heads, block, keys] scores at a time).
+void TorchOpsSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                           double scale, int64_t query_block, const AttentionPattern& pattern,
+                           torch::Tensor& out);
 
 }  // namespace embedding::model_store

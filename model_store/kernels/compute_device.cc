@@ -13,11 +13,6 @@
 namespace embedding::model_store {
 namespace {
 
-// The encoder's layers, kernels (oneDNN matmuls, blocked attention) and weights are CPU code
-// today; the fused-attention CUDA path is the open GPU work (docs/deploying.md, "On a GPU"). Until it
-// lands a CUDA device is refused rather than served from the CPU under its name.
-constexpr bool kEncoderRunsOnCuda = false;
-
 absl::Status Missing(absl::string_view flag, absl::string_view what) {
   return absl::FailedPreconditionError(absl::StrCat("--device=", flag, ": ", what));
 }
@@ -34,7 +29,7 @@ absl::StatusOr<ComputeDevice> ResolveComputeDevice(std::string_view flag) {
   const bool has_cuda = at::hasCUDA();
   const int visible = has_cuda ? static_cast<int>(torch::cuda::device_count()) : 0;
   if (text == "auto") {
-    if (kEncoderRunsOnCuda && visible > 0) return ComputeDevice{true, 0};
+    if (visible > 0) return ComputeDevice{true, 0};
     return ComputeDevice{};
   }
   int index = 0;
@@ -54,10 +49,6 @@ absl::StatusOr<ComputeDevice> ResolveComputeDevice(std::string_view flag) {
     const char* mask = std::getenv("CUDA_VISIBLE_DEVICES");
     return Missing(text, absl::StrCat(visible, " CUDA device(s) visible (CUDA_VISIBLE_DEVICES=",
                                       mask ? mask : "unset", ")"));
-  }
-  if (!kEncoderRunsOnCuda) {
-    return Missing(text, "the encoder has no CUDA path in this version (its layers and kernels "
-                         "run on the CPU); use --device=cpu");
   }
   return ComputeDevice{true, index};
 }

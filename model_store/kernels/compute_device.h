@@ -18,11 +18,10 @@ struct ComputeDevice {
 // embedding_model_info metric carry.
 std::string ComputeDeviceName(const ComputeDevice& device);
 
-// "cpu", "cuda" (device 0), "cuda:N" or "auto" (a CUDA device when the encoder can run there
-// and one is visible, else the CPU). INVALID_ARGUMENT naming --device and the accepted forms
-// for any other text; FAILED_PRECONDITION naming --device and what is missing when a CUDA
-// device is asked for and this build's LibTorch has no CUDA, the device is not visible, or the
-// encoder has no CUDA path.
+// "cpu", "cuda" (device 0), "cuda:N" or "auto" (CUDA device 0 when this build's LibTorch has
+// CUDA and one is visible, else the CPU). INVALID_ARGUMENT naming --device and the accepted
+// forms for any other text; FAILED_PRECONDITION naming --device and what is missing when a
+// CUDA device is asked for and this build's LibTorch has no CUDA or the device is not visible.
 absl::StatusOr<ComputeDevice> ResolveComputeDevice(std::string_view flag);
 
 }  // namespace embedding::model_store

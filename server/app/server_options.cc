@@ -102,12 +102,13 @@ ABSL_FLAG(int, model_versions_kept, 2,
 // accuracy guards are in model_store/dtype/dtype_choice.h) and later starts read the choice back.
 // Name a dtype to pin it.
 ABSL_FLAG(std::string, dtype, "auto",
-          "fp32 | bf16 | int8 | auto. bf16 needs avx512_bf16 or amx_bf16; int8 quantises the "
-          "linear layers dynamically; auto picks the fastest that keeps its accuracy guard.");
-// auto: the CPU in this version (the encoder has no CUDA path yet; docs/deploying.md, "On a GPU").
+          "fp32 | bf16 | int8 | auto. bf16 needs avx512_bf16 or amx_bf16 on a CPU; int8 "
+          "quantises the linear layers dynamically (CPU only); auto picks the fastest that "
+          "keeps its accuracy guard, and bf16 on a GPU.");
+// auto: a GPU where there is one, as TEI and vLLM do (docs/deploying.md, "On a GPU").
 ABSL_FLAG(std::string, device, "auto",
-          "cpu | cuda | cuda:N | auto. Where forward passes run; auto takes a CUDA device when "
-          "the build and the encoder support one and it is visible, else the CPU.");
+          "cpu | cuda | cuda:N | auto. Where forward passes run; auto takes CUDA device 0 when "
+          "this build's LibTorch has CUDA and one is visible, else the CPU.");
 ABSL_FLAG(std::string, dtype_cache_dir, "",
           "Where --dtype=auto keeps its measured choice, per model content and CPU; default "
           "$XDG_CACHE_HOME/embedding-server, else $HOME/.cache/embedding-server. off: measure "

@@ -7,8 +7,10 @@
 #   OUT=/tmp/gpu-out bash tests/gpu/build_and_check.sh        # there, in the checkout
 #
 # Checks, in one run: the server's answer to --device=cuda and --device=auto, the demo model
-# served over HTTP and gRPC, and PyTorch's own figures on the same GPU
-# (tests/gpu/pytorch_peer_bench.py, transformers with SDPA). Environment: OUT (summary,
+# served over HTTP and gRPC, every family on the GPU against its torch.nn reference and bf16
+# against fp32 (tests/gpu/reference_checks.py), the bare forward pass (forward_bench) and
+# PyTorch's own figures on the same GPU and shapes (tests/gpu/pytorch_peer_bench.py,
+# transformers with SDPA). Environment: OUT (summary,
 # logs), DEPS (prefix), BUILD, TORCH_PREFIX (LibTorch's CMake prefix; default: python3's
 # torch), DRY=1 (stop after configure), JOBS.
 set -uo pipefail
@@ -89,11 +91,12 @@ cmake -S "$SRC" -B "$BUILD" -G "$GENERATOR" -DCMAKE_BUILD_TYPE=Release -DEMB_BUI
   >"$OUT/configure.log" 2>&1 || { say "configure failed:"; grep -A8 'CMake Error' "$OUT/configure.log" | head -40 | tee -a "$SUMMARY"; exit 1; }
 say "configured: $(grep -m1 -E 'LibTorch .* (with CUDA|CPU only)' "$OUT/configure.log")"
 [ "${DRY:-0}" = 1 ] && { say "DRY=1: stopping after configure"; exit 0; }
-if ! cmake --build "$BUILD" -j "$JOBS" --target embedding_server embedctl write_demo_model \
+if ! cmake --build "$BUILD" -j "$JOBS" \
+    --target embedding_server embedctl write_demo_model encode_ids forward_bench \
     >"$OUT/build.log" 2>&1; then
   say "build failed:"; grep -E 'error:|undefined reference' "$OUT/build.log" | head -30 | tee -a "$SUMMARY"; exit 1
 fi
-say "built embedding_server, embedctl, write_demo_model"
+say "built embedding_server, embedctl, write_demo_model, encode_ids, forward_bench"
 
 # ---- what the server says about the device -------------------------------------------------------
 SERVER=$BUILD/server/embedding_server
@@ -130,7 +133,31 @@ PY
 "$BUILD/client/embedctl" --address=127.0.0.1:50151 models >>"$SUMMARY" 2>&1
 kill "$pid"; wait "$pid"
 
-# ---- PyTorch on the same GPU ---------------------------------------------------------------------------
+# ---- every family on the GPU against its torch.nn reference (fp32), and bf16 against fp32 ----------
+timeout 900 python3 "$SRC/tests/gpu/reference_checks.py" "$BUILD" /tmp/emb-ref-models \
+  --device=cuda >>"$SUMMARY" 2>&1 || say "reference_checks.py: some failed (see summary.txt)"
+say "reference checks done"
+
+# ---- the bare forward, then PyTorch on the same GPU with the same shapes ---------------------------------
+WORDS=--word_list="$DEPS/usr/share/dict/american-english"
+W=$BUILD/model_store/write_demo_model
+"$W" --out=/tmp/emb-bert-base --layers=12 --hidden=768 --heads=12 --max_positions=512 \
+  --vocab_size=30522 "$WORDS" >/dev/null 2>&1
+"$W" --out=/tmp/emb-modernbert-base --architecture=modernbert --layers=22 --hidden=768 --heads=12 \
+  --intermediate=1152 --max_positions=8192 --vocab_size=30522 "$WORDS" >/dev/null 2>&1
+"$W" --out=/tmp/emb-qwen3-0.6b --architecture=qwen3 --layers=28 --hidden=1024 --heads=16 \
+  --kv_heads=8 --head_dim=128 --intermediate=3072 --max_positions=32768 --vocab_size=32000 \
+  --pooling=last_token "$WORDS" >/dev/null 2>&1
+bench() {  # MODEL DTYPE BATCH TOKENS
+  timeout 300 "$BUILD/tests/gpu/forward_bench" "$1" --device=cuda --dtype="$2" --batch="$3" \
+    --tokens="$4" --passes=5 >>"$SUMMARY" 2>&1 || say "forward_bench $*: failed"
+}
+bench /tmp/emb-bert-base bf16 128 512
+bench /tmp/emb-bert-base fp32 128 512
+bench /tmp/emb-bert-base bf16 1 128
+bench /tmp/emb-modernbert-base bf16 8 8192
+bench /tmp/emb-qwen3-0.6b bf16 16 2048
+bench /tmp/emb-qwen3-0.6b bf16 1 32768
 timeout 300 python3 "$SRC/tests/gpu/pytorch_peer_bench.py" --json="$OUT/pytorch_peer.json" \
   >>"$SUMMARY" 2>&1 || say "pytorch_peer_bench.py failed (see summary.txt)"
 say "done"

@@ -20,11 +20,13 @@ Each sequence runs alone and unpadded here, while the C++ side runs all of them 
 batch with mixed temperatures. Prints the maximum absolute difference per tau; fails above 1e-4.
 
 usage: compare_encoder.py ENCODE_IDS_BINARY MODEL_DIR [--prenorm] [--interleaved] [--logn]
-                          [--logn-clip1] [--head-by-head]
+                          [--logn-clip1] [--head-by-head] [--torch-ops] [--device=D] [--dtype=T]
 --prenorm and --interleaved rewrite a copy of a nomic_bert config.json, --logn and --logn-clip1
 a copy of a GTE one, to check those layouts too. --head-by-head adds a sequence of 4,100 tokens (a long-window model), whose own rows reach
 4,096, from which the encoder projects it one head at a time (kProjectHeadByHeadFromRows in
-encoder_layers.cc) beside the batch's shorter sequences.
+encoder_layers.cc) beside the batch's shorter sequences. --torch-ops, --device and --dtype go
+to encode_ids: --torch-ops runs LibTorch's own ops, the code a GPU runs, on the CPU;
+tests/gpu/build_and_check.sh passes --device=cuda.
 """
 import json
 import math
@@ -678,7 +680,7 @@ def sliding_window_check(binary, model_dir, config, weights, ids):
     windowed = dict(config, model_type="mistral", sliding_window=64)
     windowed.pop("attention_bias", None)  # Mistral has none: its reference and ours skip them
     json.dump(windowed, open(f"{scratch}/config.json", "w"))
-    out = subprocess.run([binary, scratch], input=json.dumps(
+    out = subprocess.run([*binary, scratch], input=json.dumps(
         {"sequences": [ids], "temperatures": [0.7], "pooling": "last_token"}),
         capture_output=True, text=True, check=True)
     got = np.array(json.loads(out.stdout)["hidden_states"][0]).reshape(len(ids), -1)
@@ -726,7 +728,7 @@ def band_check(binary, model_dir, config, rng):
 
     def moved(cfg):
         json.dump(cfg, open(f"{scratch}/config.json", "w"))
-        out = subprocess.run([binary, scratch], input=json.dumps(
+        out = subprocess.run([*binary, scratch], input=json.dumps(
             {"sequences": [ids, other], "temperatures": [0.7, 0.7], "pooling": "mean"}),
             capture_output=True, text=True, check=True)
         a, b = (np.array(h).reshape(length, -1) for h in json.loads(out.stdout)["hidden_states"])
@@ -749,7 +751,7 @@ def decoder_checks(binary, model_dir, config, weights, sequences, rng):
     if is_causal(config):
         prefix = max(sequences, key=len)[:300]
         other = prefix[:150] + [rng.randrange(5, config["vocab_size"]) for _ in range(150)]
-        out = subprocess.run([binary, model_dir], input=json.dumps(
+        out = subprocess.run([*binary, model_dir], input=json.dumps(
             {"sequences": [prefix, other], "temperatures": [0.7, 0.7], "pooling": "mean"}),
             capture_output=True, text=True, check=True)
         hidden = [np.array(h).reshape(300, -1) for h in json.loads(out.stdout)["hidden_states"]]
@@ -773,8 +775,11 @@ def decoder_checks(binary, model_dir, config, weights, sequences, rng):
 
 
 def main():
-    binary, model_dir = sys.argv[1], sys.argv[2]
-    flags = set(sys.argv[3:])
+    model_dir = sys.argv[2]
+    # Passed on to encode_ids: --torch-ops (the GPU's code path), --device=, --dtype=.
+    passed = [f for f in sys.argv[3:] if f == "--torch-ops" or f.startswith(("--device=", "--dtype="))]
+    binary = [sys.argv[1], *passed]
+    flags = set(sys.argv[3:]) - set(passed)
     torch.manual_seed(0)
     if flags - RUN_FLAGS:
         scratch = tempfile.mkdtemp(prefix="compare-encoder-")
@@ -813,7 +818,7 @@ def main():
                "adapters": [-1 if t is None else t for t in adapters]}
     if "--local-tau" in flags:
         request["local_temperatures"] = [LOCAL_TAU] * len(sequences)
-    out = subprocess.run([binary, model_dir], input=json.dumps(request),
+    out = subprocess.run([*binary, model_dir], input=json.dumps(request),
                          capture_output=True, text=True, check=True)
     cpp = json.loads(out.stdout)
     dim = cpp["dim"]

@@ -16,11 +16,37 @@ using embedding::model_store::Model;
 using embedding::model_store::PoolingMode;
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::cerr << "usage: encode_ids MODEL_DIR < input.json > output.json\n";
+  // --torch-ops: LibTorch's own ops, the path a GPU runs; --device=D and --dtype=T as the
+  // server's flags.
+  embedding::model_store::ModelOptions options;
+  std::string model_dir;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--torch-ops") {
+      options.encoder.torch_ops = true;
+    } else if (arg.rfind("--device=", 0) == 0) {
+      const auto device = embedding::model_store::ResolveComputeDevice(arg.substr(9));
+      if (!device.ok()) {
+        std::cerr << device.status() << "\n";
+        return 2;
+      }
+      options.encoder.device = *device;
+    } else if (arg.rfind("--dtype=", 0) == 0 &&
+               embedding::model_store::ComputeDTypeNamed(arg.substr(8))) {
+      options.encoder.dtype = *embedding::model_store::ComputeDTypeNamed(arg.substr(8));
+    } else if (model_dir.empty() && arg.rfind("--", 0) != 0) {
+      model_dir = arg;
+    } else {
+      model_dir.clear();
+      break;
+    }
+  }
+  if (model_dir.empty()) {
+    std::cerr << "usage: encode_ids [--torch-ops] [--device=D] [--dtype=T] MODEL_DIR < input.json"
+                 " > output.json\n";
     return 2;
   }
-  auto model = Model::Load(argv[1], {});
+  auto model = Model::Load(model_dir, options);
   if (!model.ok()) {
     std::cerr << model.status() << "\n";
     return 1;

@@ -487,5 +487,52 @@ TEST(BlockedSelfAttention, ScoresAtEightThousandTokensStayWithinABlock) {
   EXPECT_LT(grown_mib, 256) << "peak RSS grew by " << grown_mib << " MiB";
 }
 
+// LibTorch's own ops (the path a GPU runs) against the CPU kernels, on every pattern the
+// encoder passes: every key, causal (whole and a continuation after cached prefix keys), a band
+// with and without causality, ALiBi and a relative bias; grouped heads read from a packed
+// projection and written into a context, as the encoder lays them out.
+TEST(TorchOpsSelfAttention, EqualsTheCpuKernelsOnEveryPattern) {
+  torch::manual_seed(17);
+  const int64_t kv_heads = 2, group = 3, d = 16, heads = kv_heads * group;
+  std::vector<std::pair<std::string, AttentionPattern>> patterns(7);
+  patterns[0].first = "every key";
+  patterns[1] = {"causal", {}};
+  patterns[1].second.causal = true;
+  patterns[2] = {"band", {}};
+  patterns[2].second.band = 6;
+  patterns[3] = {"causal band", patterns[2].second};
+  patterns[3].second.causal = true;
+  patterns[4] = {"alibi", {}};
+  for (int64_t h = 0; h < heads; ++h) patterns[4].second.alibi.push_back(0.5 / (h + 1));
+  patterns[5] = {"relative bias", {}};
+  patterns[5].second.relative_bias = torch::randn({heads, 32});
+  patterns[5].second.relative_max_distance = 64;
+  patterns[6] = {"alibi, causal", patterns[4].second};
+  patterns[6].second.causal = true;
+  for (const auto& [name, pattern] : patterns) {
+    for (int64_t length : {1, 9, 130, 700}) {
+      for (int64_t queries : {length, (length + 1) / 2}) {  // whole, and a continuation
+        for (double tau : {1.0, 0.6}) {
+          const torch::Tensor projection = torch::randn({length, kv_heads, group + 2, d});
+          const torch::Tensor seq = projection.permute({2, 1, 0, 3});  // [group + 2, kv, L, d]
+          const torch::Tensor q = seq.slice(0, 0, group).transpose(0, 1).slice(2, length - queries);
+          const torch::Tensor k = seq[group], v = seq[group + 1];
+          const double scale = 1.0 / (std::sqrt(double(d)) * tau);
+          auto run = [&](auto attend) {
+            torch::Tensor context = torch::full({queries, heads * d}, NAN);
+            torch::Tensor out = context.view({queries, kv_heads, group, d}).permute({1, 2, 0, 3});
+            attend(q, k, v, scale, std::min<int64_t>(64, queries), pattern, out);
+            return context;
+          };
+          const torch::Tensor expected = run(BlockedSelfAttention);
+          const torch::Tensor actual = run(TorchOpsSelfAttention);
+          EXPECT_LT((actual - expected).abs().max().item<float>(), 2e-6)
+              << name << " length " << length << " queries " << queries << " tau " << tau;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace embedding::model_store

@@ -1,11 +1,13 @@
-// --device against this build: the forms it accepts, the CPU for cpu and auto (the encoder has
-// no CUDA path in this version), and a CUDA device refused naming the flag and what is missing.
+// --device against this build and machine: the forms it accepts, the CPU for cpu (and auto
+// without a GPU), and a CUDA device that is not there refused naming the flag and what is
+// missing.
 #include "model_store/kernels/compute_device.h"
 
 #include <ATen/Context.h>
-#include <torch/version.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <torch/cuda.h>
+#include <torch/version.h>
 
 namespace embedding::model_store {
 namespace {
@@ -13,13 +15,16 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-TEST(ResolveComputeDevice, CpuAndAutoServeOnTheCpu) {
-  for (const char* flag : {"cpu", "auto"}) {
-    const auto device = ResolveComputeDevice(flag);
-    ASSERT_TRUE(device.ok()) << flag << ": " << device.status();
-    EXPECT_FALSE(device->cuda);
-    EXPECT_EQ(ComputeDeviceName(*device), "cpu");
-  }
+int VisibleGpus() { return at::hasCUDA() ? static_cast<int>(torch::cuda::device_count()) : 0; }
+
+TEST(ResolveComputeDevice, CpuIsTheCpuAndAutoAGpuWhereOneIsVisible) {
+  const auto cpu = ResolveComputeDevice("cpu");
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  EXPECT_FALSE(cpu->cuda);
+  EXPECT_EQ(ComputeDeviceName(*cpu), "cpu");
+  const auto automatic = ResolveComputeDevice("auto");
+  ASSERT_TRUE(automatic.ok()) << automatic.status();
+  EXPECT_EQ(ComputeDeviceName(*automatic), VisibleGpus() > 0 ? "cuda:0" : "cpu");
   EXPECT_EQ(ComputeDeviceName(ComputeDevice{true, 3}), "cuda:3");
 }
 
@@ -32,17 +37,23 @@ TEST(ResolveComputeDevice, OtherFormsAreRefusedListingTheAcceptedOnes) {
   }
 }
 
-// Refused at start, never served from the CPU under a CUDA name: this build either has no CUDA
-// (Debian's LibTorch), or the device is not visible, or the encoder cannot run there yet.
-TEST(ResolveComputeDevice, ACudaDeviceIsRefusedNamingWhatIsMissing) {
+// Refused at start: this build has no CUDA (Debian's LibTorch), or the device is not visible.
+TEST(ResolveComputeDevice, ACudaDeviceThatIsNotThereIsRefusedNamingWhatIsMissing) {
+  const int visible = VisibleGpus();
   for (const char* flag : {"cuda", "cuda:0", "cuda:7"}) {
+    const int index = flag[4] == ':' ? flag[5] - '0' : 0;
     const auto device = ResolveComputeDevice(flag);
-    EXPECT_EQ(device.status().code(), absl::StatusCode::kFailedPrecondition) << flag;
-    EXPECT_THAT(std::string(device.status().message()), StartsWith(std::string("--device=") + flag + ": "));
-    if (!at::hasCUDA()) {
-      EXPECT_THAT(std::string(device.status().message()),
-                  HasSubstr("LibTorch (" TORCH_VERSION ") has no CUDA"));
+    if (index < visible) {
+      ASSERT_TRUE(device.ok()) << flag << ": " << device.status();
+      EXPECT_EQ(ComputeDeviceName(*device), std::string("cuda:") + std::to_string(index));
+      continue;
     }
+    EXPECT_EQ(device.status().code(), absl::StatusCode::kFailedPrecondition) << flag;
+    EXPECT_THAT(std::string(device.status().message()),
+                StartsWith(std::string("--device=") + flag + ": "));
+    EXPECT_THAT(std::string(device.status().message()),
+                HasSubstr(at::hasCUDA() ? "CUDA device(s) visible"
+                                        : "LibTorch (" TORCH_VERSION ") has no CUDA"));
   }
 }
 

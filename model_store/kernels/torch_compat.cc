@@ -1,0 +1,75 @@
+#include "model_store/kernels/torch_compat.h"
+
+#include <ATen/Context.h>
+#include <torch/version.h>
+
+#include <cmath>
+
+// Defined by CMake where the LibTorch found has CUDA.
+#ifdef EMBEDDING_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#define EMBEDDING_CUDA 1
+#endif
+
+namespace embedding::model_store {
+
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+#define EMBEDDING_FUSED_ATTENTION 1
+#endif
+
+bool HasFusedAttention() {
+#ifdef EMBEDDING_FUSED_ATTENTION
+  return true;
+#else
+  return false;
+#endif
+}
+
+torch::Tensor ScaledDotProductAttention(const torch::Tensor& q, const torch::Tensor& k,
+                                        const torch::Tensor& v, double scale, bool causal) {
+#ifdef EMBEDDING_FUSED_ATTENTION
+  return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, causal,
+                                          scale);
+#else
+  torch::Tensor scores = torch::matmul(q * scale, k.transpose(-1, -2));
+  if (causal) {
+    const int64_t length = q.size(-2);
+    scores.masked_fill_(torch::ones({length, length}, q.options().dtype(torch::kBool)).triu_(1),
+                        -INFINITY);
+  }
+  return torch::matmul(torch::softmax(scores, -1), v);
+#endif
+}
+
+void KeepFp32Exact() {
+  at::globalContext().setAllowTF32CuBLAS(false);
+  at::globalContext().setAllowTF32CuDNN(false);
+}
+
+DeviceMemory DeviceMemoryOf(int index) {
+#ifdef EMBEDDING_CUDA
+  // Entry 0 of each statistic is the aggregate over pool kinds in every 2.x version.
+  const auto stats =
+      c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(index));
+  return {stats.allocated_bytes[0].current, stats.allocated_bytes[0].peak};
+#else
+  return {};
+#endif
+}
+
+void ResetPeakDeviceMemory(int index) {
+#ifdef EMBEDDING_CUDA
+  c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(index));
+#endif
+}
+
+void SynchronizeDevice(int index) {
+#ifdef EMBEDDING_CUDA
+  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(index));
+  c10::cuda::device_synchronize();
+#endif
+}
+
+}  // namespace embedding::model_store

@@ -1,0 +1,35 @@
+// Internal to model_store: the one place where code differs between the LibTorch versions the
+// tree builds against (Debian's 1.13 on the CPU; a 2.x, with CUDA or not, on a GPU machine).
+// Nothing else tests TORCH_VERSION.
+#pragma once
+
+#include <torch/types.h>
+
+namespace embedding::model_store {
+
+// Whether this LibTorch has the fused scaled-dot-product attention with an explicit scale
+// (2.1 on: flash and memory-efficient kernels on CUDA, which never hold an [L, L] matrix).
+bool HasFusedAttention();
+
+// softmax(q k^T scale) v, query i seeing keys j <= i where `causal` (then q and k are equally
+// long). q [B, H, Lq, d], k and v [B, H, Lk, d] in one dtype on one device; views with a unit
+// last stride. The fused kernel where HasFusedAttention(), else the same arithmetic as explicit
+// products in q's dtype (what 1.13 has; the suite runs it on the CPU).
+torch::Tensor ScaledDotProductAttention(const torch::Tensor& q, const torch::Tensor& k,
+                                        const torch::Tensor& v, double scale, bool causal);
+
+// Keeps fp32 products in fp32 on a GPU (no TF32), so fp32 there is comparable with the CPU.
+void KeepFp32Exact();
+
+// What LibTorch's CUDA allocator holds for tensors on device `index`: now, and at most since
+// the last ResetPeakDeviceMemory. Both 0 in a build without CUDA.
+struct DeviceMemory {
+  int64_t allocated_bytes = 0;
+  int64_t peak_allocated_bytes = 0;
+};
+DeviceMemory DeviceMemoryOf(int index);
+void ResetPeakDeviceMemory(int index);
+// Waits for the work queued on device `index` (timing a forward pass); nothing without CUDA.
+void SynchronizeDevice(int index);
+
+}  // namespace embedding::model_store

@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Every family's reference check on a device, and each family's bf16 against its fp32 there.
+
+Reads the suite's own lists from tests/CMakeLists.txt, so nothing is listed twice: the demo
+models its fixtures write (add_demo_model_fixture) and the reference checks it runs
+(add_reference_test, less the --torch-ops ones, which a device takes anyway). Writes each model
+with write_demo_model, runs tests/reference/compare_encoder.py on it with --device=D (fp32: the
+CPU's torch.nn references, at tau 1, 0.7 and 0.5, within 1e-4), then encodes one mixed batch in
+bf16 and fp32 on the device and reports the lowest cosine between their pooled vectors (the
+issue's bound: 0.999). Prints one line per check and exits 1 if any failed.
+
+usage: reference_checks.py BUILD_DIR MODELS_DIR [--device=cuda] [--only=NAME,...]
+"""
+import argparse
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SUITE = os.path.join(HERE, "..", "CMakeLists.txt")
+
+
+def suite_lists():
+    """(fixtures {dir variable: write_demo_model args}, checks [(name, dir variable, flags)])."""
+    text = open(SUITE).read()
+    calls = lambda fn: [m.group(1).split() for m in re.finditer(fn + r"\(([^)]*)\)", text)]
+    fixtures = {}
+    for args in calls("add_demo_model_fixture"):
+        if args[0] == "name":  # the function's own definition
+            continue
+        fixtures[args[1][2:-1]] = ["--max_positions=512"] + args[2:]
+    checks = [(args[0], args[1][2:-1], args[2:]) for args in calls("add_reference_test")
+              if args[0] != "name" and "--torch-ops" not in args]
+    return fixtures, checks
+
+
+def bf16_cosine(encode_ids, model_dir, device):
+    """Lowest cosine between bf16 and fp32 pooled vectors of one batch on the device."""
+    config = json.load(open(os.path.join(model_dir, "config.json")))
+    rng = random.Random(7)
+    lengths = [3, 40, 200, 511]
+    sequences = [[rng.randrange(5, config["vocab_size"]) for _ in range(n)] for n in lengths]
+    request = json.dumps({"sequences": sequences, "temperatures": [1.0, 0.7, 0.5, 1.0],
+                          "pooling": "mean"})
+    pooled = {}
+    for dtype in ("fp32", "bf16"):
+        out = subprocess.run([encode_ids, f"--device={device}", f"--dtype={dtype}", model_dir],
+                             input=request, capture_output=True, text=True, check=True)
+        pooled[dtype] = np.array(json.loads(out.stdout)["pooled"])
+    a, b = pooled["fp32"], pooled["bf16"]
+    return float(((a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)).min())
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("build")
+    parser.add_argument("models")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--only", default="")
+    args = parser.parse_args()
+    writer = os.path.join(args.build, "model_store", "write_demo_model")
+    encode_ids = os.path.join(args.build, "tests", "gpu", "encode_ids")
+    fixtures, checks = suite_lists()
+    only = set(filter(None, args.only.split(",")))
+    failed = 0
+    for name, variable, flags in checks:
+        if only and name not in only:
+            continue
+        model_dir = os.path.join(args.models, variable)
+        if not os.path.exists(os.path.join(model_dir, "config.json")):
+            subprocess.run([writer, f"--out={model_dir}", *fixtures[variable]], check=True,
+                           capture_output=True)
+        run = subprocess.run([sys.executable, os.path.join(HERE, "..", "reference",
+                                                           "compare_encoder.py"),
+                              encode_ids, model_dir, *flags, f"--device={args.device}"],
+                             capture_output=True, text=True)
+        worst = re.findall(r"tau=([0-9.]+): max \|C\+\+ - torch\|[^=]*= ([0-9.e+-]+)", run.stdout)
+        line = f"{name} fp32 on {args.device}: " + (
+            ", ".join(f"tau {t} {d}" for t, d in worst) if worst else "no figures")
+        if run.returncode != 0:
+            failed += 1
+            line += " FAILED: " + (run.stderr.strip().splitlines() or ["?"])[-1]
+        elif "--" not in " ".join(flags):  # one bf16 check per model, on its plain layout
+            cosine = bf16_cosine(encode_ids, model_dir, args.device)
+            line += f"; bf16 vs fp32 cosine >= {cosine:.5f}"
+            if cosine < 0.999:
+                failed += 1
+                line += " FAILED (< 0.999)"
+        print(line, flush=True)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
