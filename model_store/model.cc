@@ -204,6 +204,8 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
                                             " tokens (", model->window_source_,
                                             ") leaves no room for text after the special tokens"));
   }
+  ASSIGN_OR_RETURN(model->device_bytes_per_token_,
+                   model->encoder_->MeasureBytesPerToken(model->window_));
   return model;
 }
 

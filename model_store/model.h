@@ -76,6 +76,10 @@ class Model {
   int64_t max_input_length() const { return window_; }
   // Where that figure comes from ("config.json max_position_embeddings").
   const std::string& window_source() const { return window_source_; }
+  // On a GPU: what one token of a forward pass takes there at most beyond the weights,
+  // measured at load over one full window (server/core/batch_budget.h sizes batches from it);
+  // 0 on the CPU.
+  int64_t device_bytes_per_token() const { return device_bytes_per_token_; }
   // Content tokens one window holds: the window less the special tokens.
   int64_t max_content_tokens() const { return window_ - tokenizer_->num_special_tokens(); }
   // The weights' layout ("pytorch_model.bin") and the tensors in it the model does not read,
@@ -95,6 +99,7 @@ class Model {
   std::string dtype_choice_source_;
   int64_t window_ = 0;
   std::string window_source_;
+  int64_t device_bytes_per_token_ = 0;
   std::string weights_layout_;
   std::vector<std::string> unread_tensors_;
 };

@@ -3,6 +3,7 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -79,6 +80,25 @@ void Encoder::ProjectPooled(std::vector<float>* vector) const {
 
 int64_t Encoder::multi_vector_dim() const {
   return heads_ != nullptr ? heads_->multi_vector_dim() : 0;
+}
+
+DeviceMemory Encoder::device_memory() const { return ReadDeviceMemory(options_.device); }
+
+absl::StatusOr<int64_t> Encoder::MeasureBytesPerToken(int64_t tokens) const {
+  if (!options_.device.cuda || tokens < 1) return 0;
+  EncodeBatch probe;
+  probe.sequences.emplace_back(tokens);
+  for (int64_t t = 0; t < tokens; ++t) {  // every id but 0 in turn: no padding rows
+    probe.sequences[0][t] = static_cast<int32_t>(1 + t % (config_.vocab_size - 1));
+  }
+  probe.temperatures = {1.0f};
+  probe.pooling = PoolingMode::kMean;
+  const int64_t before = device_memory().allocated_bytes;
+  ResetPeakDeviceMemory(options_.device.index);
+  RETURN_IF_ERROR(Encode(probe).status());
+  SynchronizeDevice(options_.device.index);
+  const int64_t peak = device_memory().peak_allocated_bytes;
+  return std::max<int64_t>(1, (peak - before + tokens - 1) / tokens);
 }
 
 absl::StatusOr<std::unique_ptr<Encoder>> Encoder::Create(const EncoderConfig& config,

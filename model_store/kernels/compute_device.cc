@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "model_store/kernels/torch_compat.h"
 
 namespace embedding::model_store {
 namespace {
@@ -18,6 +19,10 @@ absl::Status Missing(absl::string_view flag, absl::string_view what) {
 }
 
 }  // namespace
+
+DeviceMemory ReadDeviceMemory(const ComputeDevice& device) {
+  return device.cuda ? DeviceMemoryOf(device.index) : DeviceMemory{};
+}
 
 std::string ComputeDeviceName(const ComputeDevice& device) {
   return device.cuda ? absl::StrCat("cuda:", device.index) : "cpu";

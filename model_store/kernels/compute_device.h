@@ -2,6 +2,7 @@
 // LibTorch and the devices it sees. No torch types here: the server parses the flag through it.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -13,6 +14,21 @@ struct ComputeDevice {
   bool cuda = false;
   int index = 0;  // the CUDA device; 0 on the CPU
 };
+
+// What a device's memory holds, read when asked. All zero for the CPU (whose memory is the
+// process's, which the resident-set metrics show) and in a build without CUDA.
+struct DeviceMemory {
+  int64_t allocated_bytes = 0;       // LibTorch's tensors on the device
+  int64_t peak_allocated_bytes = 0;  // the most since the peak was last reset
+  int64_t reserved_bytes = 0;        // LibTorch's allocator cache, those tensors included
+  int64_t free_bytes = 0;            // the device's own free memory, beyond that cache
+  int64_t total_bytes = 0;
+  // What forward passes can still take: the free memory and the cache's unused part.
+  int64_t available_bytes() const { return free_bytes + reserved_bytes - allocated_bytes; }
+};
+
+// `device`'s memory now; all zero for the CPU.
+DeviceMemory ReadDeviceMemory(const ComputeDevice& device);
 
 // "cpu" or "cuda:N": the name the start-up log, ModelInfo.device, TEI's /info and the
 // embedding_model_info metric carry.

@@ -49,14 +49,22 @@ void KeepFp32Exact() {
 }
 
 DeviceMemory DeviceMemoryOf(int index) {
+  DeviceMemory memory;
 #ifdef EMBEDDING_CUDA
+  const auto device = static_cast<c10::DeviceIndex>(index);
   // Entry 0 of each statistic is the aggregate over pool kinds in every 2.x version.
-  const auto stats =
-      c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(index));
-  return {stats.allocated_bytes[0].current, stats.allocated_bytes[0].peak};
-#else
-  return {};
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device);
+  memory.allocated_bytes = stats.allocated_bytes[0].current;
+  memory.peak_allocated_bytes = stats.allocated_bytes[0].peak;
+  memory.reserved_bytes = stats.reserved_bytes[0].current;
+  c10::cuda::CUDAGuard guard(device);
+  size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) == cudaSuccess) {
+    memory.free_bytes = static_cast<int64_t>(free);
+    memory.total_bytes = static_cast<int64_t>(total);
+  }
 #endif
+  return memory;
 }
 
 void ResetPeakDeviceMemory(int index) {

@@ -5,6 +5,8 @@
 
 #include <torch/types.h>
 
+#include "model_store/kernels/compute_device.h"
+
 namespace embedding::model_store {
 
 // Whether this LibTorch has the fused scaled-dot-product attention with an explicit scale
@@ -21,12 +23,7 @@ torch::Tensor ScaledDotProductAttention(const torch::Tensor& q, const torch::Ten
 // Keeps fp32 products in fp32 on a GPU (no TF32), so fp32 there is comparable with the CPU.
 void KeepFp32Exact();
 
-// What LibTorch's CUDA allocator holds for tensors on device `index`: now, and at most since
-// the last ResetPeakDeviceMemory. Both 0 in a build without CUDA.
-struct DeviceMemory {
-  int64_t allocated_bytes = 0;
-  int64_t peak_allocated_bytes = 0;
-};
+// Device `index`'s memory now (compute_device.h); all zero in a build without CUDA.
 DeviceMemory DeviceMemoryOf(int index);
 void ResetPeakDeviceMemory(int index);
 // Waits for the work queued on device `index` (timing a forward pass); nothing without CUDA.

@@ -57,6 +57,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(ServerOptions options) {
   server->metrics_.SetGaugeSources([&admission] { return admission.queued_tokens(); },
                                    [&admission] { return admission.in_flight_requests(); });
   server->metrics_.SetLimits(opts.limits.max_queued_tokens, opts.limits.max_concurrent_requests);
+  if (const model_store::ComputeDevice device = opts.models.device; device.cuda) {
+    server->metrics_.SetDeviceMemorySource(model_store::ComputeDeviceName(device), [device] {
+      return model_store::ReadDeviceMemory(device);
+    });
+  }
   return server;
 }
 
@@ -96,8 +101,7 @@ absl::Status Server::StartListeners() {
     api_options.context = {embedder_.get(), auth_.get(), options_.openai_timeout};
     api_options.tls = http_tls_.get();
     api_options.docs = docs;
-    api_options.tei_info = {options_.batching.max_batch_tokens,
-                            options_.batching.max_batch_sequences, options_.tokenizer_threads};
+    api_options.tei_info = {options_.batching.max_batch_sequences, options_.tokenizer_threads};
     ASSIGN_OR_RETURN(api_, ApiEndpoint::Start(std::move(api_options)));
     LogListening("openai", options_.openai_listen, api_->port());
   }

@@ -124,7 +124,15 @@ ABSL_FLAG(int64_t, max_input_length, 0,
           "table, or sentence-transformers' max_seq_length when lower). May only lower it.");
 ABSL_FLAG(int, threads, 0, "torch intra-op threads; 0 uses every core.");
 ABSL_FLAG(int, tokenizer_threads, 2, "Threads that tokenise and plan requests.");
-ABSL_FLAG(int64_t, max_batch_tokens, 2048, "Padded tokens per forward pass.");
+// 0: sized per device (server/core/batch_budget.h gives the reasons).
+ABSL_FLAG(int64_t, max_batch_tokens, 0,
+          "Padded tokens per forward pass. 0: 2048 on the CPU; on a GPU what its memory holds "
+          "at the model's cost per token measured at load, at most 65536.");
+// vLLM's flag and default: the other 10% is for the CUDA context, other processes and the
+// allocator's fragmentation.
+ABSL_FLAG(double, gpu_memory_utilization, 0.9,
+          "On a GPU, the share of its memory the server may use (weights and forward passes); "
+          "in (0, 1].");
 ABSL_FLAG(int64_t, max_batch_sequences, 64, "Sequences per forward pass.");
 ABSL_FLAG(double, max_batch_padding, 0.2,
           "Largest share of a forward pass's padded tokens that may be padding.");
@@ -371,6 +379,11 @@ absl::Status ReadModelFlags(const std::vector<std::string>& overrides, ModelOpti
   const auto device = model_store::ResolveComputeDevice(absl::GetFlag(FLAGS_device));
   if (!device.ok()) return device.status();
   models->device = *device;
+  models->gpu_memory_utilization = absl::GetFlag(FLAGS_gpu_memory_utilization);
+  if (!(models->gpu_memory_utilization > 0 && models->gpu_memory_utilization <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--gpu_memory_utilization=", models->gpu_memory_utilization, ": allowed (0, 1]"));
+  }
   models->dtype_cache_dir = DTypeCacheDir(absl::GetFlag(FLAGS_dtype_cache_dir));
   const std::string reload_dtype = absl::GetFlag(FLAGS_reload_dtype);
   if (reload_dtype != "keep" && reload_dtype != "measure") {
@@ -402,7 +415,8 @@ absl::Status ReadBatchingFlags(BatcherOptions* batching) {
     return absl::InvalidArgumentError("--max_queue_delay_ms: must be >= 0");
   batching->max_queue_delay = absl::Microseconds(static_cast<int64_t>(delay_ms * 1000));
   RETURN_IF_ERROR(Positive("max_batch_sequences", batching->max_batch_sequences));
-  RETURN_IF_ERROR(Positive("max_batch_tokens", batching->max_batch_tokens));
+  if (batching->max_batch_tokens < 0)
+    return absl::InvalidArgumentError("--max_batch_tokens: must be >= 0 (0: sized per device)");
   batching->max_padding_share = absl::GetFlag(FLAGS_max_batch_padding);
   if (!(batching->max_padding_share >= 0 && batching->max_padding_share <= 1))
     return absl::InvalidArgumentError("--max_batch_padding: allowed [0, 1]");

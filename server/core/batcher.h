@@ -26,7 +26,9 @@
 namespace embedding::server {
 
 struct BatcherOptions {
-  // Padded tokens per forward pass: sequences x longest sequence.
+  // Padded tokens per forward pass: sequences x longest sequence. 0 (--max_batch_tokens's
+  // default) is for the registry to size per model and device (batch_budget.h); a Batcher
+  // takes a count.
   int64_t max_batch_tokens = 2048;
   int64_t max_batch_sequences = 64;
   // Largest share of a batch's padded tokens that may be padding.
@@ -103,6 +105,8 @@ class Batcher {
 
   // Tasks queued and not yet cut into a batch.
   int64_t queued_tasks() const;
+  // What it cuts batches by (TEI's /info reports the default model's).
+  const BatcherOptions& options() const { return options_; }
 
  private:
   struct Submission {

@@ -43,6 +43,10 @@ struct ModelOptions {
   bool reload_measures_dtype = false;
   int intra_op_threads = 0;  // 0: all cores
   model_store::ComputeDevice device;  // --device, resolved at start
+  // On a GPU, the share of its memory the server may use, weights and forward passes together
+  // (--gpu_memory_utilization, vLLM's name and default); batches are sized from what is left
+  // (batch_budget.h).
+  double gpu_memory_utilization = 0.9;
   // --max_input_length: lowers every model's window (0: each model's own); see model.h.
   int64_t max_input_length = 0;
   // Loaded versions per model after a reload: the current one and those before it, for

@@ -10,8 +10,26 @@
 #include "common/status_macros.h"
 #include "model_store/formats/content_digest.h"
 #include "model_store/formats/model_version.h"
+#include "server/core/batch_budget.h"
 
 namespace embedding::server {
+
+namespace {
+
+// --max_batch_tokens for `model` on its device (batch_budget.h), measured with its weights in.
+absl::StatusOr<int64_t> BatchTokensFor(const model_store::Model& model, int64_t requested,
+                                       double utilization) {
+  const model_store::Encoder& encoder = model.encoder();
+  if (!encoder.device().cuda) return ResolveBatchTokens(requested, nullptr);
+  const model_store::DeviceMemory memory = encoder.device_memory();
+  const std::string device = model_store::ComputeDeviceName(encoder.device());
+  const DeviceBudget budget{memory.available_bytes(),       memory.total_bytes,
+                            model.device_bytes_per_token(), utilization,
+                            model.max_input_length(),       device.c_str()};
+  return ResolveBatchTokens(requested, &budget);
+}
+
+}  // namespace
 
 const char* ReloadResultName(ReloadOutcome::Result result) {
   switch (result) {
@@ -126,6 +144,14 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::LoadVersion(
   if (keep_dtype) served->dtype_kept_from = keep_dtype_of->version;
   served->model = *std::move(model);
   const model_store::Encoder* encoder = &served->model->encoder();
+  BatcherOptions batching = batching_;
+  auto tokens =
+      BatchTokensFor(*served->model, batching_.max_batch_tokens, options_.gpu_memory_utilization);
+  if (!tokens.ok()) {
+    return absl::Status(tokens.status().code(),
+                        absl::StrCat("model '", name, "': ", tokens.status().message()));
+  }
+  batching.max_batch_tokens = *tokens;
   WorkerPool* inference = inference_;
   served->batcher = std::make_unique<Batcher>(
       [encoder, inference](const model_store::EncodeBatch& batch) {
@@ -133,7 +159,7 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::LoadVersion(
         inference->RunAndWait([&] { result = encoder->Encode(batch); });
         return result;
       },
-      served->model->pooling(), batching_, completions_,
+      served->model->pooling(), batching, completions_,
       batch_observers_ ? batch_observers_(*served) : nullptr);
   return served;
 }

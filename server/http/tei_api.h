@@ -57,15 +57,15 @@ std::string TeiEmbedBody(const EmbedAnswer& answer, TeiRoute route);
 std::string TeiTokenizeBody(const TokenizeAnswer& answer);
 // What GET /info says of the server itself (TEI always sends these; strict clients need them).
 struct TeiServerInfo {
-  int64_t max_batch_tokens = 0;    // --max-batch-tokens: padded tokens per forward pass
   int64_t max_batch_requests = 0;  // --max-batch-sequences
   int tokenization_workers = 0;    // --tokenizer-threads
 };
 
 // GET /info, in TEI's fields: model_id (the Hub repository, else the served name), model_sha
 // (the Hub commit, else the model's content hash: its version), model_dtype, model_type
-// {embedding: {pooling}}, max_input_length, the request and batch bounds, tokenization_workers,
-// and version: this server's.
+// {embedding: {pooling}}, max_input_length, the request and batch bounds (max_batch_tokens:
+// the model's batcher's, as sized for its device), tokenization_workers, and version: this
+// server's.
 std::string TeiInfoBody(const ServedModel& model, const RequestLimits& limits,
                         const TeiServerInfo& server);
 

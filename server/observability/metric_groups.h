@@ -139,6 +139,11 @@ struct ServerMetrics {
       Declare<Gauge>(registry, "embedding_concurrent_requests_limit", "--max-concurrent-requests");
   MetricFamily<Gauge>& build_info =
       Declare<Gauge>(registry, "embedding_build_info", "Build of this server; value 1");
+  // Only where models run on a GPU.
+  MetricFamily<Gauge>& device_memory = Declare<Gauge>(
+      registry, "embedding_device_memory_bytes",
+      "GPU memory by kind: allocated (LibTorch's tensors), reserved (its cache, tensors "
+      "included), free (the device's, beyond the cache), total");
 };
 
 }  // namespace embedding::server

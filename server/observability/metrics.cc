@@ -213,9 +213,25 @@ void Metrics::ObserveBatch(const std::string& model, const BatchStats& stats) {
   if (stats.out_of_memory) batches_.out_of_memory.Add({{"model", model}}).Increment();
 }
 
+void Metrics::SetDeviceMemorySource(const std::string& device,
+                                    std::function<model_store::DeviceMemory()> read) {
+  device_memory_source_ = std::move(read);
+  for (const char* kind : {"allocated", "reserved", "free", "total"}) {
+    device_memory_.push_back(&server_.device_memory.Add({{"device", device}, {"kind", kind}}));
+  }
+}
+
 std::string Metrics::Render() {
   if (queued_tokens_source_) queued_tokens_.Set(static_cast<double>(queued_tokens_source_()));
   if (in_flight_source_) in_flight_.Set(static_cast<double>(in_flight_source_()));
+  if (device_memory_source_) {
+    const model_store::DeviceMemory memory = device_memory_source_();
+    const int64_t values[] = {memory.allocated_bytes, memory.reserved_bytes, memory.free_bytes,
+                              memory.total_bytes};
+    for (size_t i = 0; i < device_memory_.size(); ++i) {
+      device_memory_[i]->Set(static_cast<double>(values[i]));
+    }
+  }
   return prometheus::TextSerializer().Serialize(registry_->Collect());
 }
 

@@ -8,8 +8,10 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "model_store/kernels/compute_device.h"
 #include "server/core/batcher.h"
 #include "server/core/call_observer.h"
 #include "server/core/embed_result.h"
@@ -39,6 +41,9 @@ class Metrics {
   void SetGaugeSources(std::function<int64_t()> queued_tokens,
                        std::function<int64_t()> in_flight_requests);
   void SetLimits(int64_t max_queued_tokens, int64_t max_concurrent_requests);
+  // The GPU the models run on, read at scrape time; never set on the CPU.
+  void SetDeviceMemorySource(const std::string& device,
+                             std::function<model_store::DeviceMemory()> read);
 
   // The exposition text of every metric.
   std::string Render();
@@ -71,6 +76,9 @@ class Metrics {
   std::shared_ptr<prometheus::Registry> registry_;
   std::function<int64_t()> queued_tokens_source_;
   std::function<int64_t()> in_flight_source_;
+  std::function<model_store::DeviceMemory()> device_memory_source_;
+  // allocated, reserved, free, total; set with the source.
+  std::vector<prometheus::Gauge*> device_memory_;
   CollapseMetrics collapse_{*registry_};
   RequestMetrics requests_{*registry_};
   ScoreMetrics scores_{*registry_};

@@ -77,6 +77,7 @@ say "unpacked $n packages under $DEPS ($(du -sh "$DEPS" | cut -f1))"
 GENERATOR="Unix Makefiles"; command -v ninja >/dev/null && GENERATOR=Ninja
 PKG_CONFIG=$(command -v pkg-config || echo "$DEPS/usr/bin/pkgconf")
 cmake -S "$SRC" -B "$BUILD" -G "$GENERATOR" -DCMAKE_BUILD_TYPE=Release -DEMB_BUILD_TESTS=OFF \
+  -DEMB_BUILD_GPU_TOOLS=ON \
   "-DCMAKE_PREFIX_PATH=$DEPS/usr;$L/cmake;$TORCH_PREFIX" \
   "-DCMAKE_CXX_FLAGS=-isystem $DEPS/usr/include/$ARCH -isystem $DEPS/usr/include" \
   "-DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath-link,$L:$DEPS/lib/$ARCH" \

@@ -38,15 +38,19 @@ TEST(ServerOptions, DefaultsAndRepeatedModels) {
   EXPECT_EQ(options->limits.default_strategy, Strategy::kChunkMean);
   EXPECT_EQ(options->limits.max_concurrent_requests, 256);
   EXPECT_EQ(options->drain_timeout, absl::Seconds(30));
-  EXPECT_FALSE(options->models.device.cuda);  // --device=auto: the CPU in this version
+  // --device=auto: a GPU only in a CUDA build on a machine with one (not Debian's LibTorch).
+  EXPECT_FALSE(options->models.device.cuda);
+  // Sized per model and device at load (batch_budget.h); the GPU's share.
+  EXPECT_EQ(options->batching.max_batch_tokens, 0);
+  EXPECT_EQ(options->models.gpu_memory_utilization, 0.9);
 }
 
-// A CUDA device is refused at start, naming the flag (model_store's compute_device_test says
-// what is missing on each kind of build).
+// A CUDA device that is not there is refused at start, naming the flag (model_store's
+// compute_device_test says what is missing on each kind of build).
 TEST(ServerOptions, ACudaDeviceIsRefusedAtStart) {
-  auto options = Parse({"--model=a=/m", "--device=cuda:0"});
+  auto options = Parse({"--model=a=/m", "--device=cuda:99"});
   EXPECT_EQ(options.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(options.status().message()), ::testing::StartsWith("--device=cuda:0: "));
+  EXPECT_THAT(std::string(options.status().message()), ::testing::StartsWith("--device=cuda:99: "));
 }
 
 // auto is the default dtype; its choice is kept in the user's cache directory unless the flag
@@ -178,6 +182,11 @@ TEST(ServerOptions, BadValuesNameTheirFlag) {
       {{"--model=a=/m", "--drain-timeout-s=0"}, "--drain_timeout_s=0: must be > 0"},
       {{"--model-store=/nonexistent/store"}, "--model_store=/nonexistent/store"},
       {{"--model=a=/m", "--device=gpu"}, "--device=gpu: allowed cpu, cuda, cuda:N (N >= 0), auto"},
+      {{"--model=a=/m", "--max-batch-tokens=-1"}, "--max_batch_tokens: must be >= 0"},
+      {{"--model=a=/m", "--gpu-memory-utilization=0"},
+       "--gpu_memory_utilization=0: allowed (0, 1]"},
+      {{"--model=a=/m", "--gpu-memory-utilization=1.5"},
+       "--gpu_memory_utilization=1.5: allowed (0, 1]"},
   };
   for (const auto& [args, message] : cases) {
     auto options = Parse(args);

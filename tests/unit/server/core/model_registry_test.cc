@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "server/core/batch_budget.h"
 #include "tests/testing/test_models.h"
 
 namespace embedding::server {
@@ -104,6 +105,22 @@ TEST_F(ModelRegistryTest, UnknownNamesAreNotFound) {
   EXPECT_EQ(registry_->Reload("nope", false, false).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(registry_->Find("nope").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(registry_->Find("m@9").status().code(), absl::StatusCode::kNotFound);
+}
+
+// The batch budget is the registry's to size per model and device (batch_budget.h): on the
+// CPU, --max_batch_tokens=0 is kCpuBatchTokens and a named count stays as it is.
+TEST(ModelRegistryBudget, TheCpusBatchersTakeTheDefaultOrTheNamedCount) {
+  WorkerPool inference{1}, completions{1};
+  ModelOptions options;
+  options.sources = {{"m", testing::TinyModelDir()}};
+  for (const auto& [requested, expected] :
+       {std::pair<int64_t, int64_t>{0, kCpuBatchTokens}, {700, 700}}) {
+    BatcherOptions batching;
+    batching.max_batch_tokens = requested;
+    auto registry = ModelRegistry::Load(options, batching, &inference, &completions);
+    ASSERT_TRUE(registry.ok()) << registry.status();
+    EXPECT_EQ((*registry)->Find("m").value()->batcher->options().max_batch_tokens, expected);
+  }
 }
 
 }  // namespace

@@ -155,9 +155,18 @@ class TeiAnswerTest : public ::testing::Test {
     served->name = "tiny";
     served->version = "v7";
     served->model = model_store::Model::Load(testing::TinyModelDir(), {}).value();
+    // /info reports the budget the model's batcher was given (sized for its device at load).
+    BatcherOptions batching;
+    batching.max_batch_tokens = 4096;
+    served->batcher = std::make_unique<Batcher>(
+        [](const model_store::EncodeBatch&) -> absl::StatusOr<model_store::EncodeResult> {
+          return absl::UnimplementedError("no forward pass here");
+        },
+        served->model->pooling(), batching, &completions_);
     hidden_ = static_cast<size_t>(served->model->config().hidden_size);
     model_ = served;
   }
+  WorkerPool completions_{1};
   std::shared_ptr<const ServedModel> model_;
   size_t hidden_ = 0;
 };
@@ -221,7 +230,7 @@ TEST_F(TeiAnswerTest, TokenizeGivesEachTokensBytesAndSpecialsWithoutOffsets) {
 }
 
 TEST_F(TeiAnswerTest, InfoNamesTheModelAndTheServer) {
-  const TeiServerInfo server{4096, 32, 3};
+  const TeiServerInfo server{32, 3};
   const Json info = Json::parse(TeiInfoBody(*model_, kLimits, server));
   EXPECT_EQ(info["model_id"], "tiny");  // no Hub origin: the served name
   EXPECT_EQ(info["model_sha"], "v7");   // and its version
