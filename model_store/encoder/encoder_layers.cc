@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model_store/encoder/linear_layer.h"
+#include "model_store/encoder/packed_attention.h"
 #include "model_store/kernels/attention.h"
 
 namespace embedding::model_store {
@@ -203,10 +204,13 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
     return batch.row_adapters.defined() ? batch.row_adapters.slice(0, from, from + count)
                                         : torch::Tensor();
   };
+  // LibTorch's ops (a GPU) project every segment at once: the head-by-head projection bounds
+  // the CPU's memory, and its calls would each cost a kernel launch there.
   for (int64_t b = 0; b < batch.size();) {
     const int64_t begin = batch.offsets[b];
     const int64_t length = batch.offsets[b + 1] - begin;
-    if (BucketedRows(length) >= kProjectHeadByHeadFromRows && !layer.qkv_heads.empty()) {
+    if (!batch.torch_ops && BucketedRows(length) >= kProjectHeadByHeadFromRows &&
+        !layer.qkv_heads.empty()) {
       const auto [from, in] = window(begin, length);
       for (int64_t h = 0; h < kv_heads; ++h) {
         const torch::Tensor projection =
@@ -219,12 +223,19 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
     }
     int64_t last = b + 1;  // sequences [b, last) are projected together
     while (last < batch.size() &&
-           BucketedRows(batch.offsets[last + 1] - begin) < kProjectHeadByHeadFromRows) {
+           (batch.torch_ops ||
+            BucketedRows(batch.offsets[last + 1] - begin) < kProjectHeadByHeadFromRows)) {
       ++last;
     }
     const auto [from, in] = window(begin, batch.offsets[last] - begin);
     const torch::Tensor projection = ApplyLinear(in, layer.qkv, window_adapters(from, in.size(0)))
                                          .view({in.size(0), kv_heads, group + 2, head_dim});
+    if (AttendTogether(batch, b, last, config, attention)) {
+      AttendSegmentsTogether(projection.slice(0, begin - from, batch.offsets[last] - from), layer,
+                             batch, b, last, config, attention, base_scale, context);
+      b = last;
+      continue;
+    }
     for (; b < last; ++b) {
       attend(b, projection.slice(0, batch.offsets[b] - from, batch.offsets[b + 1] - from), 0);
     }

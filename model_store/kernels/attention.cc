@@ -316,8 +316,9 @@ void TorchOpsSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const
                            torch::Tensor& out) {
   const int64_t kv_heads = q.size(0), group = q.size(1), queries = q.size(2), d = q.size(3);
   const bool whole = queries == k.size(1);
-  const bool causal_only = pattern.causal && pattern.band <= 0 && pattern.alibi.empty() &&
-                           !pattern.relative_bias.defined();
+  const bool by_position =  // a causal mask, a band, or both
+      (pattern.causal || pattern.band > 0) && pattern.alibi.empty() &&
+      !pattern.relative_bias.defined();
   if (pattern.plain()) {
     // A key/value head's query heads read the same keys and values: as one head of group x
     // queries rows, K and V are never copied per query head (no grouped-query support needed).
@@ -326,12 +327,20 @@ void TorchOpsSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const
                   .view({kv_heads, group, queries, d}));
     return;
   }
-  if (causal_only && whole) {
-    // The causal mask goes by query position, so a group's query heads go one at a time, each
-    // against its group's keys and values where they lie.
+  if (by_position && whole) {
+    // These masks go by query position, so a group's query heads go one at a time, each against
+    // its group's keys and values where they lie. A band is a [L, L] mask (L^2 bytes), read by
+    // the memory-efficient kernel.
+    torch::Tensor band;
+    if (pattern.band > 0) {
+      const torch::Tensor offsets = KeyOffsets(0, queries, 0, queries, q.device());  // j - i
+      band = offsets.abs().le(static_cast<double>(pattern.band));
+      if (pattern.causal) band.logical_and_(offsets.le(0));
+    }
     for (int64_t g = 0; g < group; ++g) {
       out.select(1, g).copy_(ScaledDotProductAttention(q.select(1, g).unsqueeze(1), k.unsqueeze(1),
-                                                       v.unsqueeze(1), scale, true)
+                                                       v.unsqueeze(1), scale,
+                                                       pattern.causal && !band.defined(), band)
                                  .squeeze(1));
     }
     return;

@@ -85,9 +85,9 @@ void BlockedSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const 
 // BlockedSelfAttention's arithmetic through LibTorch's own ops alone, so on whatever device q
 // lies (the encoder's path on a GPU; the suite runs it on the CPU). Same arguments and result.
 // Every key, or a whole causal sequence: the fused scaled-dot-product kernel where this
-// LibTorch has one (torch_compat.h), which holds no [L, L] matrix. ALiBi, relative bias, bands
-// and a continuation's causal queries: blocks of `query_block` queries of every head at once
-// ([heads, block, keys] scores at a time).
+// LibTorch has one (torch_compat.h), which holds no [L, L] matrix; a whole sequence's band goes
+// there as an [L, L] bool mask. ALiBi, relative bias and a continuation's masked queries:
+// blocks of `query_block` queries of every head at once ([heads, block, keys] scores at a time).
 void TorchOpsSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                            double scale, int64_t query_block, const AttentionPattern& pattern,
                            torch::Tensor& out);

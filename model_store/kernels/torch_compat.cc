@@ -28,10 +28,12 @@ bool HasFusedAttention() {
 }
 
 torch::Tensor ScaledDotProductAttention(const torch::Tensor& q, const torch::Tensor& k,
-                                        const torch::Tensor& v, double scale, bool causal) {
+                                        const torch::Tensor& v, double scale, bool causal,
+                                        const torch::Tensor& mask) {
 #ifdef EMBEDDING_FUSED_ATTENTION
-  return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, causal,
-                                          scale);
+  const c10::optional<at::Tensor> attend =
+      mask.defined() ? c10::optional<at::Tensor>(mask) : c10::nullopt;
+  return at::scaled_dot_product_attention(q, k, v, attend, /*dropout_p=*/0.0, causal, scale);
 #else
   torch::Tensor scores = torch::matmul(q * scale, k.transpose(-1, -2));
   if (causal) {
@@ -39,6 +41,7 @@ torch::Tensor ScaledDotProductAttention(const torch::Tensor& q, const torch::Ten
     scores.masked_fill_(torch::ones({length, length}, q.options().dtype(torch::kBool)).triu_(1),
                         -INFINITY);
   }
+  if (mask.defined()) scores.masked_fill_(mask.logical_not(), -INFINITY);
   return torch::matmul(torch::softmax(scores, -1), v);
 #endif
 }

@@ -14,11 +14,14 @@ namespace embedding::model_store {
 bool HasFusedAttention();
 
 // softmax(q k^T scale) v, query i seeing keys j <= i where `causal` (then q and k are equally
-// long). q [B, H, Lq, d], k and v [B, H, Lk, d] in one dtype on one device; views with a unit
-// last stride. The fused kernel where HasFusedAttention(), else the same arithmetic as explicit
-// products in q's dtype (what 1.13 has; the suite runs it on the CPU).
+// long), and only the keys `mask` (bool, broadcast to [B, H, Lq, Lk]; true: seen) allows where
+// it is defined (never with `causal`). q [B, H, Lq, d], k and v [B, H, Lk, d] in one dtype on
+// one device; views with a unit last stride. The fused kernel where HasFusedAttention() (flash
+// without a mask, memory-efficient with one), else the same arithmetic as explicit products in
+// q's dtype (what 1.13 has; the suite runs it on the CPU).
 torch::Tensor ScaledDotProductAttention(const torch::Tensor& q, const torch::Tensor& k,
-                                        const torch::Tensor& v, double scale, bool causal);
+                                        const torch::Tensor& v, double scale, bool causal,
+                                        const torch::Tensor& mask = torch::Tensor());
 
 // Keeps fp32 products in fp32 on a GPU (no TF32), so fp32 there is comparable with the CPU.
 void KeepFp32Exact();

@@ -207,6 +207,70 @@ INSTANTIATE_TEST_SUITE_P(Families, FamilyBatchInvariance,
                            return name;
                          });
 
+// LibTorch's own ops (the GPU's path) against the CPU kernels, per family: in a batch of mixed
+// lengths (padded into one attention call, keys past each end masked) and one of equal lengths
+// (no mask), each beside other temperatures and tasks, every sequence's states equal the CPU
+// kernels' for it alone, to fp32 rounding.
+class TorchOpsFamilies : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TorchOpsFamilies, EverySequenceOfABatchEqualsTheCpuKernelsAlone) {
+  ModelOptions cpu_options, torch_options;
+  torch_options.encoder.torch_ops = true;
+  auto cpu = Model::Load(GetParam(), cpu_options);
+  auto torch_ops = Model::Load(GetParam(), torch_options);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  ASSERT_TRUE(torch_ops.ok()) << torch_ops.status();
+  std::mt19937 rng(52);
+  std::uniform_int_distribution<int32_t> id(5, (*cpu)->config().vocab_size - 1);
+  const int window = static_cast<int>((*cpu)->config().max_sequence_length());
+  const auto tasks = static_cast<int32_t>((*cpu)->config().adapters.size());
+  for (const std::vector<int>& lengths :
+       {std::vector<int>{2, 9, 300, 700, 40}, std::vector<int>{120, 120, 120}}) {
+    EncodeBatch batch;
+    batch.return_hidden_states = true;
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      std::vector<int32_t> content(std::min(lengths[i], window) - 2);
+      for (auto& v : content) v = id(rng);
+      batch.sequences.push_back((*cpu)->tokenizer().AddSpecialTokens(content));
+      batch.temperatures.push_back(i % 2 == 0 ? 1.0f : 0.45f + 0.1f * i);
+      if (tasks > 0) batch.adapters.push_back(static_cast<int32_t>(i % (tasks + 1)) - 1);
+    }
+    auto together = (*torch_ops)->encoder().Encode(batch);
+    ASSERT_TRUE(together.ok()) << together.status();
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      EncodeBatch one = batch;
+      one.sequences = {batch.sequences[i]};
+      one.temperatures = {batch.temperatures[i]};
+      if (tasks > 0) one.adapters = {batch.adapters[i]};
+      auto alone = (*cpu)->encoder().Encode(one);
+      ASSERT_TRUE(alone.ok()) << alone.status();
+      const std::vector<float>& want = alone->hidden_states[0];
+      const std::vector<float>& got = together->hidden_states[i];
+      ASSERT_EQ(got.size(), want.size());
+      float largest = 0, worst = 0;
+      for (size_t j = 0; j < want.size(); ++j) {
+        largest = std::max(largest, std::abs(want[j]));
+        worst = std::max(worst, std::abs(got[j] - want[j]));
+      }
+      EXPECT_LT(worst, 2e-5f * largest) << "sequence " << i << " of " << lengths[i] << " tokens";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, TorchOpsFamilies,
+                         ::testing::Values(testing::XlmRobertaModelDir(),
+                                           testing::NomicBertModelDir(),
+                                           testing::JinaBertModelDir(),
+                                           testing::ModernBertModelDir(), testing::Qwen3ModelDir(),
+                                           testing::MpnetModelDir(), testing::JinaV3ModelDir()),
+                         [](const auto& info) {
+                           const std::string& dir = info.param;
+                           std::string name = dir.substr(dir.rfind('/') + 1);
+                           for (char& c : name)
+                             if (c == '-') c = '_';
+                           return name;
+                         });
+
 // A causal model computes a prefix its batch shares (a reranker's query part) once and attends
 // each sequence's rest to the prefix's keys and values. Each sequence then equals itself alone,
 // bit for bit, in every dtype, whoever shares its prefix; in fp32 it equals the whole-sequence
