@@ -47,7 +47,11 @@ std::string ComputeDTypeNames() { return JoinedNames(kDTypeNames); }
 Encoder::Encoder(EncoderConfig config, EncoderOptions options)
     : config_(std::move(config)), options_(options) {}
 
-Encoder::~Encoder() = default;
+Encoder::~Encoder() {
+  const bool on_device = options_.device.cuda;
+  weights_.reset();
+  if (on_device) ReleaseCachedDeviceMemory();  // the weights' blocks, back to the device
+}
 
 void Encoder::AttachTokenHeads(std::shared_ptr<const TokenHeads> heads) {
   heads_ = std::move(heads);
@@ -86,19 +90,29 @@ DeviceMemory Encoder::device_memory() const { return ReadDeviceMemory(options_.d
 
 absl::StatusOr<int64_t> Encoder::MeasureBytesPerToken(int64_t tokens) const {
   if (!options_.device.cuda || tokens < 1) return 0;
-  EncodeBatch probe;
-  probe.sequences.emplace_back(tokens);
-  for (int64_t t = 0; t < tokens; ++t) {  // every id but 0 in turn: no padding rows
-    probe.sequences[0][t] = static_cast<int32_t>(1 + t % (config_.vocab_size - 1));
+  // One sequence of `tokens` (attention's cost grows with a sequence's length), then two of
+  // half as many (segments attended together take padded copies): the dearer per token.
+  int64_t most = 1;
+  for (const int64_t sequences : {int64_t{1}, int64_t{2}}) {
+    const int64_t length = tokens / sequences;
+    if (length < 1) continue;
+    EncodeBatch probe;
+    probe.pooling = PoolingMode::kMean;
+    for (int64_t s = 0; s < sequences; ++s) {
+      probe.sequences.emplace_back(length);
+      for (int64_t t = 0; t < length; ++t) {  // every id but 0 in turn: no padding rows
+        probe.sequences[s][t] = static_cast<int32_t>(1 + t % (config_.vocab_size - 1));
+      }
+      probe.temperatures.push_back(1.0f);
+    }
+    const int64_t before = device_memory().allocated_bytes;
+    ResetPeakDeviceMemory(options_.device.index);
+    RETURN_IF_ERROR(Encode(probe).status());
+    SynchronizeDevice(options_.device.index);
+    const int64_t grown = device_memory().peak_allocated_bytes - before;
+    most = std::max(most, (grown + length * sequences - 1) / (length * sequences));
   }
-  probe.temperatures = {1.0f};
-  probe.pooling = PoolingMode::kMean;
-  const int64_t before = device_memory().allocated_bytes;
-  ResetPeakDeviceMemory(options_.device.index);
-  RETURN_IF_ERROR(Encode(probe).status());
-  SynchronizeDevice(options_.device.index);
-  const int64_t peak = device_memory().peak_allocated_bytes;
-  return std::max<int64_t>(1, (peak - before + tokens - 1) / tokens);
+  return most;
 }
 
 absl::StatusOr<std::unique_ptr<Encoder>> Encoder::Create(const EncoderConfig& config,

@@ -154,9 +154,9 @@ class Encoder {
   const ComputeDevice& device() const { return options_.device; }
   // The device's memory now (all zero on the CPU).
   DeviceMemory device_memory() const;
-  // On a GPU: the most one forward pass over a sequence of `tokens` tokens allocates there
-  // beyond what was allocated before it, per token (it runs that pass, which also warms the
-  // device up); 0 on the CPU, without running anything. Errors as Encode's.
+  // On a GPU: the most a forward pass allocates there beyond what was allocated before it, per
+  // token, over one sequence of `tokens` tokens and over two of half that (it runs both passes,
+  // which also warm the device up); 0 on the CPU, without running anything. Errors as Encode's.
   absl::StatusOr<int64_t> MeasureBytesPerToken(int64_t tokens) const;
   // Longest sequence the position table allows, special tokens included.
   int64_t max_sequence_length() const { return max_sequence_length_; }

@@ -270,7 +270,8 @@ torch::Tensor MixtureOfExperts(const torch::Tensor& x, const LayerWeights& layer
 }  // namespace
 
 torch::Tensor FeedForward(const torch::Tensor& x, const LayerWeights& layer,
-                          const EncoderConfig& config, const torch::Tensor& row_adapters) {
+                          const EncoderConfig& config, const torch::Tensor& row_adapters,
+                          bool whole) {
   if (!layer.moe_in.empty()) return MixtureOfExperts(x, layer, config);
   const int64_t inner = config.intermediate_size;
   auto block = [&](const torch::Tensor& in, int64_t first_row) {
@@ -297,7 +298,7 @@ torch::Tensor FeedForward(const torch::Tensor& x, const LayerWeights& layer,
     return ApplyLinear(hidden.contiguous(), layer.mlp_out, adapters);
   };
   const int64_t rows = x.size(0);
-  if (rows <= kFeedForwardRows) return block(x, 0);
+  if (whole || rows <= kFeedForwardRows) return block(x, 0);
   torch::Tensor out = torch::empty_like(x);
   for (int64_t begin = 0; begin < rows; begin += kFeedForwardRows) {
     const int64_t end = std::min(rows, begin + kFeedForwardRows);
@@ -320,7 +321,8 @@ torch::Tensor TransformerLayer(torch::Tensor x, const LayerWeights& layer,
              layer.attention_post_norm, eps)
             .add_(x);
     x.reset();
-    return Norm(FeedForward(Norm(h, layer.output_norm, eps), layer, config, batch.row_adapters),
+    return Norm(FeedForward(Norm(h, layer.output_norm, eps), layer, config, batch.row_adapters,
+                            batch.torch_ops),
                 layer.output_post_norm, eps)
         .add_(h);
   }
@@ -328,7 +330,8 @@ torch::Tensor TransformerLayer(torch::Tensor x, const LayerWeights& layer,
   x.reset();
   const torch::Tensor h = Norm(sum, layer.attention_norm, eps);
   sum.reset();
-  return Norm(FeedForward(h, layer, config, batch.row_adapters).add_(h), layer.output_norm, eps);
+  return Norm(FeedForward(h, layer, config, batch.row_adapters, batch.torch_ops).add_(h),
+              layer.output_norm, eps);
 }
 
 }  // namespace embedding::model_store

@@ -77,10 +77,13 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
                             const PackedSequences& batch, const EncoderConfig& config,
                             const LayerAttention& attention);
 
-// The MLP, plain or gated, in blocks of rows so its activations stay bounded; `row_adapters`
-// as PackedSequences holds them. [rows, H]
+// The MLP, plain or gated, in blocks of rows so its activations stay bounded, or whole where
+// `whole` (LibTorch's ops: on a GPU each block's calls cost launches, and the batch budget,
+// sized from the measured cost per token, bounds the memory); `row_adapters` as
+// PackedSequences holds them. [rows, H]
 torch::Tensor FeedForward(const torch::Tensor& x, const LayerWeights& layer,
-                          const EncoderConfig& config, const torch::Tensor& row_adapters);
+                          const EncoderConfig& config, const torch::Tensor& row_adapters,
+                          bool whole = false);
 
 // One transformer layer: attention and MLP, each with its residual and norm, post-norm
 // (norm(x + f(x))) or pre-norm (x + f(norm(x))) as the config says. Takes `x` by value and

@@ -83,4 +83,10 @@ void SynchronizeDevice(int index) {
 #endif
 }
 
+void ReleaseCachedDeviceMemory() {
+#ifdef EMBEDDING_CUDA
+  c10::cuda::CUDACachingAllocator::emptyCache();
+#endif
+}
+
 }  // namespace embedding::model_store

@@ -31,5 +31,8 @@ DeviceMemory DeviceMemoryOf(int index);
 void ResetPeakDeviceMemory(int index);
 // Waits for the work queued on device `index` (timing a forward pass); nothing without CUDA.
 void SynchronizeDevice(int index);
+// Hands the allocator's cached, unused blocks back to the device (after a model's weights are
+// freed, so another version or process can have them); nothing without CUDA.
+void ReleaseCachedDeviceMemory();
 
 }  // namespace embedding::model_store
