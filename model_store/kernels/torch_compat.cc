@@ -19,21 +19,15 @@ namespace embedding::model_store {
 #define EMBEDDING_FUSED_ATTENTION 1
 #endif
 
-bool HasFusedAttention() {
-#ifdef EMBEDDING_FUSED_ATTENTION
-  return true;
-#else
-  return false;
-#endif
-}
-
 torch::Tensor ScaledDotProductAttention(const torch::Tensor& q, const torch::Tensor& k,
                                         const torch::Tensor& v, double scale, bool causal,
                                         const torch::Tensor& mask) {
 #ifdef EMBEDDING_FUSED_ATTENTION
-  const c10::optional<at::Tensor> attend =
-      mask.defined() ? c10::optional<at::Tensor>(mask) : c10::nullopt;
-  return at::scaled_dot_product_attention(q, k, v, attend, /*dropout_p=*/0.0, causal, scale);
+  // The mask and the scale convert to whichever optional this version's signature takes
+  // (c10's before 2.3, std's after).
+  if (mask.defined()) return at::scaled_dot_product_attention(q, k, v, mask, 0.0, false, scale);
+  return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, causal,
+                                          scale);
 #else
   torch::Tensor scores = torch::matmul(q * scale, k.transpose(-1, -2));
   if (causal) {

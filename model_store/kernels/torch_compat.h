@@ -9,16 +9,12 @@
 
 namespace embedding::model_store {
 
-// Whether this LibTorch has the fused scaled-dot-product attention with an explicit scale
-// (2.1 on: flash and memory-efficient kernels on CUDA, which never hold an [L, L] matrix).
-bool HasFusedAttention();
-
 // softmax(q k^T scale) v, query i seeing keys j <= i where `causal` (then q and k are equally
 // long), and only the keys `mask` (bool, broadcast to [B, H, Lq, Lk]; true: seen) allows where
 // it is defined (never with `causal`). q [B, H, Lq, d], k and v [B, H, Lk, d] in one dtype on
-// one device; views with a unit last stride. The fused kernel where HasFusedAttention() (flash
-// without a mask, memory-efficient with one), else the same arithmetic as explicit products in
-// q's dtype (what 1.13 has; the suite runs it on the CPU).
+// one device; views with a unit last stride. LibTorch's fused kernel from 2.1 on (flash without
+// a mask, memory-efficient with one; never an [L, L] score matrix), else the same arithmetic as
+// explicit products in q's dtype (what 1.13 has; the suite runs it on the CPU).
 torch::Tensor ScaledDotProductAttention(const torch::Tensor& q, const torch::Tensor& k,
                                         const torch::Tensor& v, double scale, bool causal,
                                         const torch::Tensor& mask = torch::Tensor());
