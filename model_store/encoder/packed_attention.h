@@ -19,10 +19,11 @@ bool AttendTogether(const PackedSequences& batch, int64_t first, int64_t last,
 // Attends segments [first, last) as SelfAttention would one by one: `projection` holds their
 // rows back to back ([rows, kv_heads, group + 2, head_dim], each group's queries, key and value,
 // which it normalises and rotates in place); their context rows go into `context` ([batch rows,
-// heads x head_dim]). Each row's queries are scaled by its segment's base_scale x logn / tau,
-// then the segments are padded to the longest into one [segments, heads, longest, head_dim]
-// call: keys past a segment's end are masked out where lengths differ (a causal mask hides
-// them already), and the padded rows' outputs are dropped.
+// heads x head_dim]). Each row's queries are scaled by its segment's base_scale x logn / tau.
+// Then segments of about one length (padding within a quarter of their tokens) are padded to
+// their longest into one [segments, heads, longest, head_dim] call: keys past a segment's end
+// are masked out where lengths differ (a causal mask hides them already), and the padded rows'
+// outputs are dropped.
 void AttendSegmentsTogether(const torch::Tensor& projection, const LayerWeights& layer,
                             const PackedSequences& batch, int64_t first, int64_t last,
                             const EncoderConfig& config, const LayerAttention& attention,

@@ -137,6 +137,40 @@ TEST_P(EncoderHeadByHead, EverySequenceOfALongBatchEqualsItselfAlone) {
   }
 }
 
+// Random texts of `lengths` tokens (a window at most), every other one at another temperature
+// and, for a model with task adapters, none and each task in turn; with their final states.
+EncodeBatch MixedBatch(const Model& model, const std::vector<int>& lengths, std::mt19937& rng) {
+  std::uniform_int_distribution<int32_t> id(5, model.config().vocab_size - 1);
+  const int window = static_cast<int>(model.config().max_sequence_length());
+  const auto tasks = static_cast<int32_t>(model.config().adapters.size());
+  EncodeBatch batch;
+  batch.return_hidden_states = true;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    std::vector<int32_t> content(std::min(lengths[i], window) - 2);
+    for (auto& v : content) v = id(rng);
+    batch.sequences.push_back(model.tokenizer().AddSpecialTokens(content));
+    batch.temperatures.push_back(i % 2 == 0 ? 1.0f : 0.45f + 0.1f * i);
+    if (tasks > 0) batch.adapters.push_back(static_cast<int32_t>(i % (tasks + 1)) - 1);
+  }
+  return batch;
+}
+
+// Sequence i of `batch` alone, with its temperature and task.
+EncodeBatch Alone(const EncodeBatch& batch, size_t i) {
+  EncodeBatch one = batch;
+  one.sequences = {batch.sequences[i]};
+  one.temperatures = {batch.temperatures[i]};
+  if (!batch.adapters.empty()) one.adapters = {batch.adapters[i]};
+  return one;
+}
+
+// A test's name from its model directory: "xlm_roberta" for ".../xlm-roberta".
+std::string ModelDirName(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param.substr(info.param.rfind('/') + 1);
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
 // Every family's positions and feed-forward (rotary with NTK, ALiBi, the logn scale, gated
 // halves) keep a sequence's vector its own: in a batch of mixed lengths and one of equal
 // lengths, each beside other temperatures, it equals itself alone, bit for bit.
@@ -153,33 +187,14 @@ TEST_P(FamilyBatchInvariance, EachSequenceOfABatchEqualsItselfAlone) {
     if (model.status().code() == absl::StatusCode::kFailedPrecondition) continue;
     ASSERT_TRUE(model.ok()) << model.status();
     std::mt19937 rng(36);
-    std::uniform_int_distribution<int32_t> id(5, (*model)->config().vocab_size - 1);
     // Lengths past a 512-token window are that window.
-    const int window = static_cast<int>((*model)->config().max_sequence_length());
-    auto sequence = [&](int length) {
-      std::vector<int32_t> content(std::min(length, window) - 2);
-      for (auto& v : content) v = id(rng);
-      return (*model)->tokenizer().AddSpecialTokens(content);
-    };
     for (const std::vector<int>& lengths :
          {std::vector<int>{2, 9, 300, 1200, 40}, std::vector<int>{300, 300, 300, 300}}) {
-      EncodeBatch batch;
-      batch.return_hidden_states = true;
-      // A model with task adapters gets them mixed: none, then each in turn.
-      const auto tasks = static_cast<int32_t>((*model)->config().adapters.size());
-      for (size_t i = 0; i < lengths.size(); ++i) {
-        batch.sequences.push_back(sequence(lengths[i]));
-        batch.temperatures.push_back(i % 2 == 0 ? 1.0f : 0.45f + 0.1f * i);
-        if (tasks > 0) batch.adapters.push_back(static_cast<int32_t>(i % (tasks + 1)) - 1);
-      }
+      const EncodeBatch batch = MixedBatch(**model, lengths, rng);
       auto together = (*model)->encoder().Encode(batch);
       ASSERT_TRUE(together.ok()) << together.status();
       for (size_t i = 0; i < lengths.size(); ++i) {
-        EncodeBatch one = batch;
-        one.sequences = {batch.sequences[i]};
-        one.temperatures = {batch.temperatures[i]};
-        if (tasks > 0) one.adapters = {batch.adapters[i]};
-        auto alone = (*model)->encoder().Encode(one);
+        auto alone = (*model)->encoder().Encode(Alone(batch, i));
         ASSERT_TRUE(alone.ok()) << alone.status();
         EXPECT_EQ(alone->hidden_states[0], together->hidden_states[i])
             << "sequence " << i << " of " << lengths[i] << " tokens";
@@ -199,13 +214,7 @@ INSTANTIATE_TEST_SUITE_P(Families, FamilyBatchInvariance,
                                            testing::Gemma3ModelDir(), testing::T5ModelDir(),
                                            testing::T5GatedModelDir(), testing::NomicMoeModelDir(),
                                            testing::JinaV3ModelDir()),
-                         [](const auto& info) {
-                           const std::string& dir = info.param;
-                           std::string name = dir.substr(dir.rfind('/') + 1);
-                           for (char& c : name)
-                             if (c == '-') c = '_';
-                           return name;
-                         });
+                         ModelDirName);
 
 // LibTorch's own ops (the GPU's path) against the CPU kernels, per family: in a batch of mixed
 // lengths (padded into one attention call, keys past each end masked) and one of equal lengths
@@ -221,28 +230,13 @@ TEST_P(TorchOpsFamilies, EverySequenceOfABatchEqualsTheCpuKernelsAlone) {
   ASSERT_TRUE(cpu.ok()) << cpu.status();
   ASSERT_TRUE(torch_ops.ok()) << torch_ops.status();
   std::mt19937 rng(52);
-  std::uniform_int_distribution<int32_t> id(5, (*cpu)->config().vocab_size - 1);
-  const int window = static_cast<int>((*cpu)->config().max_sequence_length());
-  const auto tasks = static_cast<int32_t>((*cpu)->config().adapters.size());
   for (const std::vector<int>& lengths :
        {std::vector<int>{2, 9, 300, 700, 40}, std::vector<int>{120, 120, 120}}) {
-    EncodeBatch batch;
-    batch.return_hidden_states = true;
-    for (size_t i = 0; i < lengths.size(); ++i) {
-      std::vector<int32_t> content(std::min(lengths[i], window) - 2);
-      for (auto& v : content) v = id(rng);
-      batch.sequences.push_back((*cpu)->tokenizer().AddSpecialTokens(content));
-      batch.temperatures.push_back(i % 2 == 0 ? 1.0f : 0.45f + 0.1f * i);
-      if (tasks > 0) batch.adapters.push_back(static_cast<int32_t>(i % (tasks + 1)) - 1);
-    }
+    const EncodeBatch batch = MixedBatch(**cpu, lengths, rng);
     auto together = (*torch_ops)->encoder().Encode(batch);
     ASSERT_TRUE(together.ok()) << together.status();
     for (size_t i = 0; i < lengths.size(); ++i) {
-      EncodeBatch one = batch;
-      one.sequences = {batch.sequences[i]};
-      one.temperatures = {batch.temperatures[i]};
-      if (tasks > 0) one.adapters = {batch.adapters[i]};
-      auto alone = (*cpu)->encoder().Encode(one);
+      auto alone = (*cpu)->encoder().Encode(Alone(batch, i));
       ASSERT_TRUE(alone.ok()) << alone.status();
       const std::vector<float>& want = alone->hidden_states[0];
       const std::vector<float>& got = together->hidden_states[i];
@@ -263,13 +257,7 @@ INSTANTIATE_TEST_SUITE_P(Families, TorchOpsFamilies,
                                            testing::JinaBertModelDir(),
                                            testing::ModernBertModelDir(), testing::Qwen3ModelDir(),
                                            testing::MpnetModelDir(), testing::JinaV3ModelDir()),
-                         [](const auto& info) {
-                           const std::string& dir = info.param;
-                           std::string name = dir.substr(dir.rfind('/') + 1);
-                           for (char& c : name)
-                             if (c == '-') c = '_';
-                           return name;
-                         });
+                         ModelDirName);
 
 // A causal model computes a prefix its batch shares (a reranker's query part) once and attends
 // each sequence's rest to the prefix's keys and values. Each sequence then equals itself alone,
