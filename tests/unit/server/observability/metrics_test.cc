@@ -72,5 +72,30 @@ TEST(Metrics, AutoRequestsHaveTheirOwnSeriesAndEverySequencesTau) {
               HasSubstr("embedding_temperature_sum{length_bucket=\"64-127\",model=\"m\"} 2.55"));
 }
 
+// A GPU's memory is read at every scrape, by kind; a server on the CPU exports none of it.
+TEST(Metrics, DeviceMemoryIsReadAtEachScrapeOnlyWhereThereIsADevice) {
+  Metrics cpu(8);
+  EXPECT_THAT(cpu.Render(), Not(HasSubstr("embedding_device_memory_bytes{")));
+  Metrics gpu(8);
+  int64_t allocated = 100;
+  gpu.SetDeviceMemorySource("cuda:1", [&allocated] {
+    model_store::DeviceMemory memory;
+    memory.allocated_bytes = allocated;
+    memory.reserved_bytes = 300;
+    memory.free_bytes = 700;
+    memory.total_bytes = 1000;
+    return memory;
+  });
+  std::string text = gpu.Render();
+  for (const char* line :
+       {"{device=\"cuda:1\",kind=\"allocated\"} 100", "{device=\"cuda:1\",kind=\"reserved\"} 300",
+        "{device=\"cuda:1\",kind=\"free\"} 700", "{device=\"cuda:1\",kind=\"total\"} 1000"}) {
+    EXPECT_THAT(text, HasSubstr(std::string("embedding_device_memory_bytes") + line));
+  }
+  allocated = 250;
+  EXPECT_THAT(gpu.Render(),
+              HasSubstr("embedding_device_memory_bytes{device=\"cuda:1\",kind=\"allocated\"} 250"));
+}
+
 }  // namespace
 }  // namespace embedding::server
