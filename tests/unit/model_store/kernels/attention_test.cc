@@ -509,7 +509,9 @@ TEST(TorchOpsSelfAttention, EqualsTheCpuKernelsOnEveryPattern) {
   patterns[5].second.relative_max_distance = 64;
   patterns[6] = {"alibi, causal", patterns[4].second};
   patterns[6].second.causal = true;
-  for (const auto& [name, pattern] : patterns) {
+  for (const auto& named : patterns) {
+    const std::string& name = named.first;
+    const AttentionPattern& pattern = named.second;  // a plain reference: lambdas capture it
     for (int64_t length : {1, 9, 130, 700}) {
       for (int64_t queries : {length, (length + 1) / 2}) {  // whole, and a continuation
         for (double tau : {1.0, 0.6}) {
