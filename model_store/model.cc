@@ -6,8 +6,10 @@
 #include "absl/strings/str_join.h"
 #include "common/freed_memory.h"
 #include "common/status_macros.h"
+#include "model_store/dtype/batch_invariance.h"
 #include "model_store/dtype/dtype_choice.h"
 #include "model_store/dtype/dtype_choice_cache.h"
+#include "model_store/dtype/guard_probe.h"
 #include "model_store/encoder/classifier_head_layers.h"
 #include "model_store/encoder/dense_layers.h"
 #include "model_store/encoder/splade_head.h"
@@ -206,6 +208,16 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
   }
   ASSIGN_OR_RETURN(model->device_bytes_per_token_,
                    model->encoder_->MeasureBytesPerToken(model->window_));
+  // Not on the CPU's kernels: bit-identical by design, and a bf16 product run before serving
+  // was seen to break that there (docs/operating.md, "Same text, same vector").
+  if (model->encoder_->torch_ops()) {
+    ASSIGN_OR_RETURN(const auto probe, GuardProbe(*model->tokenizer_, model->window_));
+    ASSIGN_OR_RETURN(
+        model->batch_invariance_bound_,
+        MeasureBatchInvariance([&encoder = *model->encoder_](
+                                   const EncodeBatch& batch) { return encoder.Encode(batch); },
+                               probe, model->pooling_));
+  }
   return model;
 }
 

@@ -80,6 +80,11 @@ class Model {
   // measured at load over one full window (server/core/batch_budget.h sizes batches from it);
   // 0 on the CPU.
   int64_t device_bytes_per_token() const { return device_bytes_per_token_; }
+  // The worst |alone - batched| of a pooled vector's component, measured at load where the
+  // encoder runs LibTorch's own ops (a GPU's path: its libraries pick kernels by shape; see
+  // dtype/batch_invariance.h). Unset on the CPU's kernels, bit-identical by design and by the
+  // suite's BatchInvariance tests.
+  std::optional<double> batch_invariance_bound() const { return batch_invariance_bound_; }
   // Content tokens one window holds: the window less the special tokens.
   int64_t max_content_tokens() const { return window_ - tokenizer_->num_special_tokens(); }
   // The weights' layout ("pytorch_model.bin") and the tensors in it the model does not read,
@@ -100,6 +105,7 @@ class Model {
   int64_t window_ = 0;
   std::string window_source_;
   int64_t device_bytes_per_token_ = 0;
+  std::optional<double> batch_invariance_bound_;
   std::string weights_layout_;
   std::vector<std::string> unread_tensors_;
 };

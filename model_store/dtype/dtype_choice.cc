@@ -40,6 +40,7 @@ absl::StatusOr<double> WindowTokensPerSecond(const Encoder& encoder,
 double AccuracyGuard(ComputeDType dtype) {
   switch (dtype) {
     case ComputeDType::kBFloat16:
+    case ComputeDType::kFloat16:
       return 0.999;
     case ComputeDType::kInt8:
       return 0.99;

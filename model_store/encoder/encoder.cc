@@ -33,10 +33,27 @@ struct Encoder::Weights {
 
 constexpr NamedValue<ComputeDType> kDTypeNames[] = {{ComputeDType::kFloat32, "fp32"},
                                                     {ComputeDType::kBFloat16, "bf16"},
+                                                    {ComputeDType::kFloat16, "fp16"},
                                                     {ComputeDType::kInt8, "int8"},
                                                     {ComputeDType::kAuto, "auto"}};
 
 const char* ComputeDTypeName(ComputeDType dtype) { return NameOf(kDTypeNames, dtype); }
+
+namespace {
+
+// int8 quantises fp32 weights and keeps everything but the linear layers in fp32.
+torch::ScalarType WeightType(ComputeDType dtype) {
+  switch (dtype) {
+    case ComputeDType::kBFloat16:
+      return torch::kBFloat16;
+    case ComputeDType::kFloat16:
+      return torch::kFloat16;
+    default:
+      return torch::kFloat32;
+  }
+}
+
+}  // namespace
 
 std::optional<ComputeDType> ComputeDTypeNamed(absl::string_view name) {
   return ValueNamed(kDTypeNames, name);
@@ -129,6 +146,12 @@ absl::StatusOr<std::unique_ptr<Encoder>> Encoder::Create(const EncoderConfig& co
         absl::StrCat("dtype int8 runs on oneDNN's CPU kernels only; on ",
                      ComputeDeviceName(options.device), " use bf16 or fp32"));
   }
+  if (options.dtype == ComputeDType::kFloat16 && !options.device.cuda) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("dtype fp16 runs on a CUDA device only (LibTorch's CPU kernels have no fp16 "
+                     "matrix products); on ",
+                     ComputeDeviceName(options.device), " use bf16 or fp32"));
+  }
   if (options.dtype == ComputeDType::kBFloat16 && !options.device.cuda && !CpuHasNativeBf16()) {
     return absl::FailedPreconditionError(
         "dtype bf16 needs a CPU with avx512_bf16 or amx_bf16 (this one has neither; bf16 would "
@@ -142,7 +165,6 @@ absl::StatusOr<std::unique_ptr<Encoder>> Encoder::Create(const EncoderConfig& co
   if (encoder->max_sequence_length_ < 2) {
     return absl::DataLossError("config.json: the position table leaves no room for tokens");
   }
-  // int8 quantises fp32 weights and keeps everything but the linear layers in fp32.
   const bool bf16 = options.dtype == ComputeDType::kBFloat16;
   // fp32 linear layers through oneDNN, not BLAS: on this CPU (Intel Xeon, avx512) 512 x 768 x
   // 3072 at 2 threads ran at 193 GFLOP/s through oneDNN against 36.5 through Debian's
@@ -156,8 +178,8 @@ absl::StatusOr<std::unique_ptr<Encoder>> Encoder::Create(const EncoderConfig& co
                                    : torch::Device(torch::kCPU);
   try {
     c10::InferenceMode guard;
-    ASSIGN_OR_RETURN(auto tensors, BindEncoderWeights(config, spec, checkpoint,
-                                                      bf16 ? torch::kBFloat16 : torch::kFloat32));
+    ASSIGN_OR_RETURN(auto tensors,
+                     BindEncoderWeights(config, spec, checkpoint, WeightType(options.dtype)));
     if (options.device.cuda) {
       KeepFp32Exact();
       MoveEncoderWeights(device, &tensors);

@@ -21,15 +21,16 @@
 
 namespace embedding::model_store {
 
-// kInt8: dynamic int8 linear layers, everything else fp32. kAuto: the fastest dtype that
-// passes its accuracy guard on this CPU, which Model::Load picks (see dtype_choice.h).
-enum class ComputeDType { kFloat32, kBFloat16, kInt8, kAuto };
+// kInt8: dynamic int8 linear layers, everything else fp32. kFloat16: a CUDA device only
+// (LibTorch's CPU kernels have none). kAuto: the fastest dtype that passes its accuracy guard
+// on this CPU, or bf16 on a GPU, which Model::Load picks (see dtype_choice.h).
+enum class ComputeDType { kFloat32, kBFloat16, kInt8, kAuto, kFloat16 };
 
-// "fp32", "bf16", "int8", "auto".
+// "fp32", "bf16", "fp16", "int8", "auto".
 const char* ComputeDTypeName(ComputeDType dtype);
 // The dtype spelled `name`, or nullopt.
 std::optional<ComputeDType> ComputeDTypeNamed(absl::string_view name);
-// "fp32, bf16, int8, auto": what a refusal of an unknown name lists.
+// "fp32, bf16, fp16, int8, auto": what a refusal of an unknown name lists.
 std::string ComputeDTypeNames();
 
 struct EncoderOptions {
@@ -152,6 +153,8 @@ class Encoder {
   const EncoderConfig& config() const { return config_; }
   ComputeDType dtype() const { return options_.dtype; }
   const ComputeDevice& device() const { return options_.device; }
+  // Whether every layer runs LibTorch's own ops (EncoderOptions::torch_ops; always on CUDA).
+  bool torch_ops() const { return options_.torch_ops; }
   // The device's memory now (all zero on the CPU).
   DeviceMemory device_memory() const;
   // On a GPU: the most a forward pass allocates there beyond what was allocated before it, per

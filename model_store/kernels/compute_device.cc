@@ -24,6 +24,10 @@ DeviceMemory ReadDeviceMemory(const ComputeDevice& device) {
   return device.cuda ? DeviceMemoryOf(device.index) : DeviceMemory{};
 }
 
+std::string DevicePciBusId(const ComputeDevice& device) {
+  return device.cuda ? PciBusIdOf(device.index) : std::string();
+}
+
 std::string ComputeDeviceName(const ComputeDevice& device) {
   return device.cuda ? absl::StrCat("cuda:", device.index) : "cpu";
 }

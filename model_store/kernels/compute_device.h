@@ -30,6 +30,10 @@ struct DeviceMemory {
 // `device`'s memory now; all zero for the CPU.
 DeviceMemory ReadDeviceMemory(const ComputeDevice& device);
 
+// A CUDA device's PCI bus id ("0000:03:00.0"), which names it to NVML whatever
+// CUDA_VISIBLE_DEVICES renumbers; empty for the CPU and in a build without CUDA.
+std::string DevicePciBusId(const ComputeDevice& device);
+
 // "cpu" or "cuda:N": the name the start-up log, ModelInfo.device, TEI's /info and the
 // embedding_model_info metric carry.
 std::string ComputeDeviceName(const ComputeDevice& device);

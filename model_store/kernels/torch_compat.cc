@@ -64,6 +64,15 @@ DeviceMemory DeviceMemoryOf(int index) {
   return memory;
 }
 
+std::string PciBusIdOf(int index) {
+#ifdef EMBEDDING_CUDA
+  char id[32] = {};  // "dddd:bb:dd.f" and its terminator fit in 13
+  if (cudaDeviceGetPCIBusId(id, sizeof(id), index) == cudaSuccess) return id;
+#endif
+  static_cast<void>(index);
+  return std::string();
+}
+
 void ResetPeakDeviceMemory(int index) {
 #ifdef EMBEDDING_CUDA
   c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(index));

@@ -25,6 +25,8 @@ void KeepFp32Exact();
 // Device `index`'s memory now (compute_device.h); all zero in a build without CUDA.
 DeviceMemory DeviceMemoryOf(int index);
 void ResetPeakDeviceMemory(int index);
+// Device `index`'s PCI bus id (compute_device.h); empty without CUDA.
+std::string PciBusIdOf(int index);
 // Waits for the work queued on device `index` (timing a forward pass); nothing without CUDA.
 void SynchronizeDevice(int index);
 // Hands the allocator's cached, unused blocks back to the device (after a model's weights are

@@ -39,6 +39,15 @@ void LogServing(const ServedModel& served) {
         absl::StrCat("model '", served.name, "' ignores ", model.unread_tensors().size(),
                      " tensor(s) it does not use: ", absl::StrJoin(model.unread_tensors(), ", ")));
   }
+  // Bit-identical is the rule (docs/operating.md); where a device's kernels break it, say so.
+  if (model.batch_invariance_bound().value_or(0) > 0) {
+    ServerLog(LogLevel::kInfo,
+              absl::StrCat("model '", served.name, "' vectors alone and batched differ by up to ",
+                           *model.batch_invariance_bound(), " per component on ",
+                           model_store::ComputeDeviceName(model.encoder().device()), " in ",
+                           model_store::ComputeDTypeName(model.encoder().dtype()),
+                           " (measured at load; ModelInfo.batch_invariance_bound)"));
+  }
   for (const auto& trial : model.dtype_trials()) {
     const std::string figures =
         trial.unavailable.empty()

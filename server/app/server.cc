@@ -58,9 +58,18 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(ServerOptions options) {
                                    [&admission] { return admission.in_flight_requests(); });
   server->metrics_.SetLimits(opts.limits.max_queued_tokens, opts.limits.max_concurrent_requests);
   if (const model_store::ComputeDevice device = opts.models.device; device.cuda) {
-    server->metrics_.SetDeviceMemorySource(model_store::ComputeDeviceName(device), [device] {
-      return model_store::ReadDeviceMemory(device);
-    });
+    const std::string name = model_store::ComputeDeviceName(device);
+    server->metrics_.SetDeviceMemorySource(
+        name, [device] { return model_store::ReadDeviceMemory(device); });
+    auto nvml = NvmlUtilization::Open(model_store::DevicePciBusId(device));
+    if (nvml.ok()) {
+      server->nvml_ = std::move(*nvml);
+      server->metrics_.SetDeviceUtilizationSource(
+          name, [nvml = server->nvml_.get()] { return nvml->Read(); });
+    } else {
+      ServerLog(LogLevel::kInfo,
+                absl::StrCat("GPU utilisation is not exported: ", nvml.status().message()));
+    }
   }
   return server;
 }

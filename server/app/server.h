@@ -18,6 +18,7 @@
 #include "server/http/api_endpoint.h"
 #include "server/http/http_endpoint.h"
 #include "server/http/http_tls.h"
+#include "server/observability/device_utilization.h"
 #include "server/observability/metrics.h"
 #include "server/observability/request_log.h"
 #include "server/security/bearer_auth.h"
@@ -51,6 +52,8 @@ class Server {
   std::unique_ptr<BearerAuth> auth_;
   std::unique_ptr<HttpTlsCertificate> http_tls_;
   std::shared_ptr<grpc::ServerCredentials> grpc_credentials_;
+  // Read by metrics_ at each scrape, so it outlives it; null on the CPU or without NVML.
+  std::unique_ptr<NvmlUtilization> nvml_;
   Metrics metrics_;
   std::unique_ptr<RequestLog> request_log_;
   // Everything below runs completions that call into the Embedder: it goes after them.

@@ -102,9 +102,9 @@ ABSL_FLAG(int, model_versions_kept, 2,
 // accuracy guards are in model_store/dtype/dtype_choice.h) and later starts read the choice back.
 // Name a dtype to pin it.
 ABSL_FLAG(std::string, dtype, "auto",
-          "fp32 | bf16 | int8 | auto. bf16 needs avx512_bf16 or amx_bf16 on a CPU; int8 "
-          "quantises the linear layers dynamically (CPU only); auto picks the fastest that "
-          "keeps its accuracy guard, and bf16 on a GPU.");
+          "fp32 | bf16 | fp16 | int8 | auto. bf16 needs avx512_bf16 or amx_bf16 on a CPU; fp16 "
+          "runs on a GPU only; int8 quantises the linear layers dynamically (CPU only); auto "
+          "picks the fastest that keeps its accuracy guard, and bf16 on a GPU.");
 // auto: a GPU where there is one, as TEI and vLLM do (docs/deploying.md, "On a GPU").
 ABSL_FLAG(std::string, device, "auto",
           "cpu | cuda | cuda:N | auto. Where forward passes run; auto takes CUDA device 0 when "
@@ -379,6 +379,11 @@ absl::Status ReadModelFlags(const std::vector<std::string>& overrides, ModelOpti
   const auto device = model_store::ResolveComputeDevice(absl::GetFlag(FLAGS_device));
   if (!device.ok()) return device.status();
   models->device = *device;
+  if (models->dtype == model_store::ComputeDType::kFloat16 && !models->device.cuda) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--dtype=fp16: runs on a CUDA device only, and --device resolved to ",
+        model_store::ComputeDeviceName(models->device), "; allowed there: fp32, bf16, int8, auto"));
+  }
   models->gpu_memory_utilization = absl::GetFlag(FLAGS_gpu_memory_utilization);
   if (!(models->gpu_memory_utilization > 0 && models->gpu_memory_utilization <= 1)) {
     return absl::InvalidArgumentError(absl::StrCat(

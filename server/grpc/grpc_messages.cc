@@ -419,6 +419,9 @@ void FillModelInfo(const ServedModel& served, const RequestLimits& limits, v1::M
     info->set_pooled_token(model.tokenizer().IdToToken(appended.back()));
   }
   info->set_dtype(model_store::ComputeDTypeName(model.encoder().dtype()));
+  if (const std::optional<double> bound = model.batch_invariance_bound()) {
+    info->set_batch_invariance_bound(static_cast<float>(*bound));
+  }
   info->set_default_temperature(limits.default_temperature);
   info->set_min_temperature(limits.min_temperature);
   info->set_max_temperature(limits.max_temperature);

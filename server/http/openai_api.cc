@@ -328,6 +328,9 @@ std::string OpenAiModelsBody(const std::vector<std::shared_ptr<const ServedModel
                  {"tempscale_schedule", ScheduleJson(model->model->tempscale())},
                  {"outputs", OutputNames(*model->model)},
                  {"multi_vector_dimensions", model->model->encoder().multi_vector_dim()}};
+    if (const std::optional<double> bound = model->model->batch_invariance_bound()) {
+      item["batch_invariance_bound"] = *bound;
+    }
     if (model->hub) {
       item["repository"] = model->hub->repository;
       item["revision"] = model->hub->revision;

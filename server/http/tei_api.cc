@@ -219,6 +219,7 @@ std::string TeiInfoBody(const ServedModel& served, const RequestLimits& limits,
   static const std::map<model_store::ComputeDType, const char*> kDtypes = {
       {model_store::ComputeDType::kFloat32, "float32"},
       {model_store::ComputeDType::kBFloat16, "bfloat16"},
+      {model_store::ComputeDType::kFloat16, "float16"},
       {model_store::ComputeDType::kInt8, "int8"}};
   auto dtype = kDtypes.find(model.encoder().dtype());
   Json info = {

@@ -144,6 +144,10 @@ struct ServerMetrics {
       registry, "embedding_device_memory_bytes",
       "GPU memory by kind: allocated (LibTorch's tensors), reserved (its cache, tensors "
       "included), free (the device's, beyond the cache), total");
+  MetricFamily<Gauge>& device_utilization = Declare<Gauge>(
+      registry, "embedding_device_utilization_ratio",
+      "GPU utilisation as NVML samples it (nvidia-smi's figures): compute, the share of the last "
+      "sample period in which a kernel ran; memory, in which device memory was read or written");
 };
 
 }  // namespace embedding::server

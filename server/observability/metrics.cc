@@ -221,6 +221,13 @@ void Metrics::SetDeviceMemorySource(const std::string& device,
   }
 }
 
+void Metrics::SetDeviceUtilizationSource(const std::string& device,
+                                         std::function<absl::StatusOr<DeviceUtilization>()> read) {
+  device_utilization_source_ = std::move(read);
+  compute_utilization_ = &server_.device_utilization.Add({{"device", device}, {"kind", "compute"}});
+  memory_utilization_ = &server_.device_utilization.Add({{"device", device}, {"kind", "memory"}});
+}
+
 std::string Metrics::Render() {
   if (queued_tokens_source_) queued_tokens_.Set(static_cast<double>(queued_tokens_source_()));
   if (in_flight_source_) in_flight_.Set(static_cast<double>(in_flight_source_()));
@@ -230,6 +237,12 @@ std::string Metrics::Render() {
                               memory.total_bytes};
     for (size_t i = 0; i < device_memory_.size(); ++i) {
       device_memory_[i]->Set(static_cast<double>(values[i]));
+    }
+  }
+  if (device_utilization_source_) {
+    if (const absl::StatusOr<DeviceUtilization> now = device_utilization_source_(); now.ok()) {
+      compute_utilization_->Set(now->compute);
+      memory_utilization_->Set(now->memory);
     }
   }
   return prometheus::TextSerializer().Serialize(registry_->Collect());

@@ -11,12 +11,14 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "model_store/kernels/compute_device.h"
 #include "server/core/batcher.h"
 #include "server/core/call_observer.h"
 #include "server/core/embed_result.h"
 #include "server/core/model_catalog.h"
 #include "server/observability/collapse_window.h"
+#include "server/observability/device_utilization.h"
 #include "server/observability/metric_groups.h"
 
 namespace embedding::server {
@@ -44,6 +46,10 @@ class Metrics {
   // The GPU the models run on, read at scrape time; never set on the CPU.
   void SetDeviceMemorySource(const std::string& device,
                              std::function<model_store::DeviceMemory()> read);
+  // The same GPU's utilisation, where NVML answers (device_utilization.h); a scrape at which
+  // it does not keeps the last figures.
+  void SetDeviceUtilizationSource(const std::string& device,
+                                  std::function<absl::StatusOr<DeviceUtilization>()> read);
 
   // The exposition text of every metric.
   std::string Render();
@@ -79,6 +85,9 @@ class Metrics {
   std::function<model_store::DeviceMemory()> device_memory_source_;
   // allocated, reserved, free, total; set with the source.
   std::vector<prometheus::Gauge*> device_memory_;
+  std::function<absl::StatusOr<DeviceUtilization>()> device_utilization_source_;
+  prometheus::Gauge* compute_utilization_ = nullptr;
+  prometheus::Gauge* memory_utilization_ = nullptr;
   CollapseMetrics collapse_{*registry_};
   RequestMetrics requests_{*registry_};
   ScoreMetrics scores_{*registry_};

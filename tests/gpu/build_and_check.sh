@@ -130,6 +130,11 @@ request = urllib.request.Request("http://127.0.0.1:18000/v1/embeddings", body,
                                  {"Content-Type": "application/json"})
 answer = json.loads(urllib.request.urlopen(request, timeout=30).read())
 print("served:", len(answer["data"]), "vectors of", len(answer["data"][0]["embedding"]))
+for model in json.loads(urllib.request.urlopen("http://127.0.0.1:18000/v1/models").read())["data"]:
+    print("model", model["id"], model["dtype"], "batch_invariance_bound",
+          model.get("batch_invariance_bound", "not measured (the CPU)"))
+metrics = urllib.request.urlopen("http://127.0.0.1:18080/metrics").read().decode()
+print("\n".join(l for l in metrics.splitlines() if l.startswith("embedding_device_")))
 PY
 "$BUILD/client/embedctl" --address=127.0.0.1:50151 models >>"$SUMMARY" 2>&1
 kill "$pid"; wait "$pid"
@@ -150,6 +155,7 @@ bench() {  # MODEL DTYPE BATCH TOKENS
 }
 bench /tmp/emb-bert-base bf16 128 512
 bench /tmp/emb-bert-base fp32 128 512
+bench /tmp/emb-bert-base fp16 128 512
 bench /tmp/emb-bert-base bf16 1 128
 bench /tmp/emb-modernbert-base bf16 8 8192
 bench /tmp/emb-qwen3-0.6b bf16 16 2048

@@ -1,18 +1,19 @@
 #!/usr/bin/env python3
-"""Every family's reference check on a device, and each family's bf16 against its fp32 there.
+"""Every family's reference check on a device, and its bf16 and fp16 against its fp32 there.
 
 Reads the suite's own lists from tests/CMakeLists.txt, so nothing is listed twice: the demo
 models its fixtures write (add_demo_model_fixture) and the reference checks it runs
 (add_reference_test, less the --torch-ops ones, which a device takes anyway). Writes each model
 with write_demo_model, runs tests/reference/compare_encoder.py on it with --device=D (fp32: the
 CPU's torch.nn references, at tau 1, 0.7 and 0.5, within 1e-4), then encodes one mixed batch in
-fp32 and bf16 on the device, and each of its texts alone: the worst |alone - batched| per dtype
-(batch invariance) and the lowest bf16-to-fp32 cosine of the pooled vectors (the bound: 0.999).
+fp32, bf16 and fp16 on the device, and each of its texts alone: the worst |alone - batched| per
+dtype (batch invariance) and the lowest bf16- and fp16-to-fp32 cosine of the pooled vectors (the
+bound: 0.999).
 Prints one line per check and exits 1 if any failed.
 
 usage: reference_checks.py BUILD_DIR MODELS_DIR [--device=cuda] [--torch-ops] [--only=NAME,...]
---torch-ops runs the GPU's code path on the CPU (--device=cpu), as the suite does. On a CPU
-without native bf16 the bf16 comparison is skipped, saying so.
+--torch-ops runs the GPU's code path on the CPU (--device=cpu), as the suite does. A dtype the
+device refuses (fp16 on a CPU; bf16 on a CPU without native bf16) is skipped, saying so.
 """
 import argparse
 import json
@@ -43,12 +44,13 @@ def suite_lists():
 
 
 def encode(encode_ids, model_dir, dtype, sequences, taus):
-    """Pooled vectors of one batch; None where the device (a CPU without native bf16) refuses
-    the dtype."""
+    """Pooled vectors of one batch; None where the device refuses the dtype (fp16 on a CPU, bf16
+    on a CPU without native bf16)."""
     request = json.dumps({"sequences": sequences, "temperatures": taus, "pooling": "mean"})
     out = subprocess.run([*encode_ids, f"--dtype={dtype}", model_dir], input=request,
                          capture_output=True, text=True)
-    if out.returncode != 0 and "bf16 needs a CPU with" in out.stderr:
+    if out.returncode != 0 and ("bf16 needs a CPU with" in out.stderr or
+                                "fp16 runs on a CUDA device only" in out.stderr):
         return None
     if out.returncode != 0:
         raise RuntimeError(f"encode_ids --dtype={dtype} {model_dir}: {out.stderr.strip()}")
@@ -57,28 +59,32 @@ def encode(encode_ids, model_dir, dtype, sequences, taus):
 
 def dtype_checks(encode_ids, model_dir):
     """Per dtype, the worst |alone - batched| over one mixed batch's pooled vectors (the same
-    text alone and among others: 0 is bit-identical); and bf16's lowest cosine to fp32.
-    Returns (text, ok)."""
+    text alone and among others: 0 is bit-identical); and bf16's and fp16's lowest cosine to
+    fp32. Returns (text, ok)."""
     config = json.load(open(os.path.join(model_dir, "config.json")))
     rng = random.Random(7)
     sequences = [[rng.randrange(5, config["vocab_size"]) for _ in range(n)]
                  for n in (3, 40, 200, 511)]
     taus = [1.0, 0.7, 0.5, 1.0]
     batched, parts = {}, []
-    for dtype in ("fp32", "bf16"):
+    for dtype in ("fp32", "bf16", "fp16"):
         batched[dtype] = encode(encode_ids, model_dir, dtype, sequences, taus)
         if batched[dtype] is None:
-            parts.append("bf16: not on this CPU")
+            parts.append(f"{dtype}: not on this device")
             continue
         alone = np.concatenate([encode(encode_ids, model_dir, dtype, [s], [t])
                                 for s, t in zip(sequences, taus)])
         parts.append(f"{dtype} |alone - batched| {np.abs(alone - batched[dtype]).max():.3e}")
-    a, b = batched["fp32"], batched["bf16"]
-    if b is None:
-        return "; ".join(parts), True
-    cosine = float(((a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)).min())
-    parts.append(f"bf16 vs fp32 cosine >= {cosine:.5f}")
-    return "; ".join(parts), cosine >= 0.999
+    a, ok = batched["fp32"], True
+    for dtype in ("bf16", "fp16"):
+        b = batched[dtype]
+        if b is None:
+            continue
+        cosine = float(((a * b).sum(1) / np.linalg.norm(a, axis=1) /
+                        np.linalg.norm(b, axis=1)).min())
+        parts.append(f"{dtype} vs fp32 cosine >= {cosine:.5f}")
+        ok = ok and cosine >= 0.999
+    return "; ".join(parts), ok
 
 
 def main():

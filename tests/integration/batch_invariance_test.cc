@@ -1,7 +1,8 @@
 // Same text, same vector: probe texts embedded alone, then among random neighbours (lengths,
 // temperatures, strategies, equal-length batches, positions) sent concurrently so the batcher
 // packs them into shared forward passes, through a real server in each compute dtype. The
-// vectors must be bit-identical (the README's guarantee per dtype).
+// vectors must be bit-identical (the README's guarantee per dtype), and ModelInfo reports no
+// measured bound (a GPU's).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -140,6 +141,10 @@ TEST_P(BatchInvarianceTest, AProbesVectorDoesNotDependOnItsBatch) {
   const double batches = testing::ScrapeMetric(
       server.http_address(), "embedding_batch_sequences_count\\{.*model=\"m\".*\\}");
   EXPECT_GT(sequences, 2 * batches) << sequences << " sequences in " << batches << " batches";
+  // The CPU's kernels are bit-identical by design: no bound is measured or reported.
+  auto info = client->GetModelInfo("m");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_FALSE(info->has_batch_invariance_bound());
   std::cout << dtype << " on " << model_store::CpuIsa() << ": worst |alone - batched| " << worst
             << " over " << compared << " probe vectors, " << sequences / batches
             << " sequences per forward pass\n";

@@ -35,7 +35,7 @@ TEST(NameTable, EveryDTypeAndPoolingModeIsNamed) {
   for (ComputeDType dtype :
        {ComputeDType::kFloat32, ComputeDType::kBFloat16, ComputeDType::kInt8, ComputeDType::kAuto})
     EXPECT_EQ(model_store::ComputeDTypeNamed(model_store::ComputeDTypeName(dtype)), dtype);
-  EXPECT_EQ(model_store::ComputeDTypeNames(), "fp32, bf16, int8, auto");
+  EXPECT_EQ(model_store::ComputeDTypeNames(), "fp32, bf16, fp16, int8, auto");
   using model_store::PoolingMode;
   EXPECT_STREQ(model_store::PoolingModeName(PoolingMode::kCls), "cls");
   EXPECT_STREQ(model_store::PoolingModeName(PoolingMode::kMean), "mean");

@@ -19,6 +19,7 @@
 namespace embedding::model_store {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 class EncoderTest : public ::testing::Test {
@@ -186,6 +187,7 @@ TEST_P(FamilyBatchInvariance, EachSequenceOfABatchEqualsItselfAlone) {
     auto model = Model::Load(GetParam(), options);
     if (model.status().code() == absl::StatusCode::kFailedPrecondition) continue;
     ASSERT_TRUE(model.ok()) << model.status();
+    EXPECT_FALSE((*model)->batch_invariance_bound().has_value());  // measured on a GPU's path
     std::mt19937 rng(36);
     // Lengths past a 512-token window are that window.
     for (const std::vector<int>& lengths :
@@ -485,18 +487,26 @@ TEST_F(EncoderTest, BadBatchesAreInvalidArgumentNamingTheField) {
 
 // The accuracy guard every faster dtype must keep against fp32: a mixed batch at tau 1 and
 // 0.5, pooled cosine >= 0.999 for bf16 and >= 0.99 for int8. bf16 must be refused (naming
-// the missing CPU feature) where the CPU would only emulate it.
+// the missing CPU feature) where the CPU would only emulate it, and fp16 off a CUDA device
+// (naming the device).
 TEST_F(EncoderTest, FasterDTypesKeepTheirAccuracyGuard) {
   auto checkpoint = Checkpoint::Open(testing::TinyModelDir());
   ASSERT_TRUE(checkpoint.ok());
   auto spec = FindFamily("bert");
   ASSERT_TRUE(spec.ok());
   for (auto [dtype, guard] :
-       {std::pair{ComputeDType::kBFloat16, 0.999}, std::pair{ComputeDType::kInt8, 0.99}}) {
+       {std::pair{ComputeDType::kBFloat16, 0.999}, std::pair{ComputeDType::kInt8, 0.99},
+        std::pair{ComputeDType::kFloat16, 0.999}}) {
     SCOPED_TRACE(ComputeDTypeName(dtype));
     EncoderOptions options;
     options.dtype = dtype;
     auto fast = Encoder::Create(model_->config(), **spec, **checkpoint, options);
+    if (dtype == ComputeDType::kFloat16 && !options.device.cuda) {
+      EXPECT_EQ(fast.status().code(), absl::StatusCode::kFailedPrecondition);
+      EXPECT_THAT(fast.status().message(),
+                  AllOf(HasSubstr("fp16 runs on a CUDA device only"), HasSubstr("on cpu")));
+      continue;
+    }
     if (dtype == ComputeDType::kBFloat16 && !CpuHasNativeBf16()) {
       EXPECT_EQ(fast.status().code(), absl::StatusCode::kFailedPrecondition);
       EXPECT_THAT(fast.status().message(), HasSubstr("avx512_bf16"));

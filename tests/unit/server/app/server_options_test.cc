@@ -171,7 +171,9 @@ TEST(ServerOptions, BadValuesNameTheirFlag) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{}, "--model: at least one model is required"},
       {{"--model=a@1=/m"}, "NAME may not hold '@'"},
-      {{"--model=a=/m", "--dtype=fp64"}, "--dtype=fp64: allowed fp32, bf16, int8, auto"},
+      {{"--model=a=/m", "--dtype=fp64"}, "--dtype=fp64: allowed fp32, bf16, fp16, int8, auto"},
+      {{"--model=a=/m", "--dtype=fp16", "--device=cpu"},
+       "--dtype=fp16: runs on a CUDA device only, and --device resolved to cpu"},
       {{"--model=a=/m", "--reload-dtype=fastest"}, "--reload_dtype=fastest: allowed keep, measure"},
       {{"--model=a=/m", "--max-batch-padding=2"}, "--max_batch_padding: allowed [0, 1]"},
       {{"--model=a=/m", "--default-temperature=9"}, "--default_temperature: must lie in"},
