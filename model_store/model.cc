@@ -208,8 +208,8 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
   }
   ASSIGN_OR_RETURN(model->device_bytes_per_token_,
                    model->encoder_->MeasureBytesPerToken(model->window_));
-  // Not on the CPU's kernels: bit-identical by design, and a bf16 product run before serving
-  // was seen to break that there (docs/operating.md, "Same text, same vector").
+  // Not on the CPU's kernels: bit-identical by design, and bf16 passes at load were seen to
+  // break that there (docs/operating.md, "A known gap in bf16").
   if (model->encoder_->torch_ops()) {
     ASSIGN_OR_RETURN(const auto probe, GuardProbe(*model->tokenizer_, model->window_));
     ASSIGN_OR_RETURN(
