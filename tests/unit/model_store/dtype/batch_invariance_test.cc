@@ -80,7 +80,7 @@ TEST_P(BatchInvarianceBound, IsTheWorstDifferenceOverItsProbe) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, BatchInvarianceBound,
-                         ::testing::Values(testing::TinyModelDir(), testing::Qwen3ModelDir(),
+                         ::testing::Values(testing::SmallModelDir(), testing::Qwen3ModelDir(),
                                            testing::ModernBertModelDir(),
                                            testing::JinaBertModelDir()),
                          [](const auto& info) {
