@@ -490,10 +490,13 @@ absl::Status MapGemma3Config(const std::string& label, const Json& json, Encoder
   if (window < 2) {
     return absl::DataLossError(absl::StrCat(label, ": field 'sliding_window' must be >= 2"));
   }
-  // Keys within the window: i - window < j <= i causal, |i - j| < window bidirectional.
+  // Causal (modeling_gemma3's sliding_window_overlay): keys i - window < j <= i. Bidirectional:
+  // Gemma3TextConfig.__post_init__ first rewrites window to window // 2 + 1, and the
+  // bidirectional overlay keeps |i - j| < that, so the radius is window // 2 (TEI's gemma3.rs).
+  const int64_t band = config->causal ? window - 1 : window / 2;
   for (int64_t i = 0; i < layers; ++i)
     config->layer_bands.push_back(
-        sliding[i] && window < config->max_position_embeddings ? window - 1 : 0);
+        sliding[i] && band < config->max_position_embeddings - 1 ? band : 0);
   RotaryConfig& rotary = config->rotary;
   rotary.base = 1000000.0;
   double local_base = 10000.0;

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "server/core/embed_params.h"
@@ -22,6 +23,8 @@ struct CallRecord {
   absl::StatusCode code = absl::StatusCode::kOk;
   std::string message;  // the status message the client got ("" on success)
   double seconds = 0;
+  // Body fields the route ignored (TEI's routes ignore fields they do not know).
+  std::vector<std::string> ignored_fields;
 };
 
 // Every member may be empty. Called on the thread that finished the call; must be thread-safe.

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "model_store/text/window_tokens.h"
 #include "server/core/vector_encoding.h"
 
 namespace embedding::server {
@@ -57,21 +58,33 @@ absl::StatusOr<model_store::TokenizedText> EmbedJob::GivenTokens(size_t i, const
 }
 
 absl::StatusOr<model_store::TokenizedText> EmbedJob::DocumentTokens(size_t i,
-                                                                    const std::string& field) {
+                                                                    const std::string& field,
+                                                                    uint32_t window, bool* cut) {
   const model_store::Model& model = *request_.model;
+  *cut = false;
   if (std::holds_alternative<TokenInputs>(request_.inputs))
     return GivenTokens(i, field, model.config().vocab_size);
-  const std::string& lead = model.score_prompt().document_lead;
-  if (request_.pairs.texts.empty() || lead.empty())
-    return model.tokenizer().Tokenize(documents_[i].text, field);
-  // The prompt's lead joins the document's first token (" word"), as the recipe tokenises
-  // them; the spans stay the document's own.
-  ASSIGN_OR_RETURN(model_store::TokenizedText tokens,
-                   model.tokenizer().Tokenize(absl::StrCat(lead, documents_[i].text), field));
+  // A scoring prompt's lead joins the document's first token (" word"), as the recipe
+  // tokenises them; the spans stay the document's own.
+  const std::string& lead = request_.pairs.texts.empty() ? "" : model.score_prompt().document_lead;
+  const std::string led = lead.empty() ? std::string() : absl::StrCat(lead, documents_[i].text);
+  const std::string_view text = lead.empty() ? documents_[i].text : led;
+  model_store::TokenizedText tokens;
+  if (request_.params.traits.plan == PlanRule::kTruncate) {
+    ASSIGN_OR_RETURN(model_store::WindowTokens kept,
+                     model_store::TokenizeWindow(model.tokenizer(), text, window,
+                                                 request_.params.keep_end, field));
+    tokens = std::move(kept.tokens);
+    *cut = kept.cut;
+  } else {
+    ASSIGN_OR_RETURN(tokens, model.tokenizer().Tokenize(text, field));
+  }
   const auto shift = static_cast<uint32_t>(lead.size());
-  for (model_store::TextSpan& span : tokens.spans) {
-    span.begin = span.begin > shift ? span.begin - shift : 0;
-    span.end = span.end > shift ? span.end - shift : 0;
+  if (shift > 0) {
+    for (model_store::TextSpan& span : tokens.spans) {
+      span.begin = span.begin > shift ? span.begin - shift : 0;
+      span.end = span.end > shift ? span.end - shift : 0;
+    }
   }
   return tokens;
 }
@@ -166,7 +179,12 @@ void EmbedJob::Prepare() {
   for (size_t i = 0; i < documents_.size(); ++i) {
     EncodedDocument& doc = documents_[i];
     const std::string field = absl::StrCat(request_.inputs_field, "[", i, "]");
-    auto tokens = DocumentTokens(i, field);
+    uint32_t window = static_cast<uint32_t>(model.max_content_tokens());
+    absl::StatusOr<EmbedParams> params = request_.params;
+    if (!first_ids_.empty()) params = PairParams(i, &window);
+    if (!params.ok()) return Complete(params.status());
+    bool cut = false;
+    auto tokens = DocumentTokens(i, field, window, &cut);
     if (!tokens.ok()) return Complete(tokens.status());
     doc.tokens = *std::move(tokens);
     const auto count = static_cast<uint32_t>(doc.tokens.ids.size());
@@ -175,13 +193,10 @@ void EmbedJob::Prepare() {
           absl::StrCat(field, ": ", count, " tokens exceed the per-document bound; allowed [0, ",
                        request_.max_tokens_per_document, "] (--max-tokens-per-document)")));
     }
-    uint32_t window = static_cast<uint32_t>(model.max_content_tokens());
-    absl::StatusOr<EmbedParams> params = request_.params;
-    if (!first_ids_.empty()) params = PairParams(i, &window);
-    if (!params.ok()) return Complete(params.status());
     auto plan = PlanChunks(count, window, *params, field);
     if (!plan.ok()) return Complete(plan.status());
     doc.plan = *std::move(plan);
+    doc.plan.truncated = doc.plan.truncated || cut;
     PrepareSlots(&doc, late, static_cast<size_t>(model.config().hidden_size));
     doc.sequence_tau = SequenceTemperatures(doc.plan, request_.params, model.tempscale());
     doc.sequence_local_tau = LocalSequenceTemperatures(doc.plan, request_.params, model.tempscale(),

@@ -83,8 +83,10 @@ class EmbedJob : public std::enable_shared_from_this<EmbedJob> {
   // `field`[t] for an id outside [0, vocab_size).
   absl::StatusOr<model_store::TokenizedText> GivenTokens(size_t i, const std::string& field,
                                                          int64_t vocab_size);
-  // The document's tokens: its text tokenised, or its given ids checked.
-  absl::StatusOr<model_store::TokenizedText> DocumentTokens(size_t i, const std::string& field);
+  // The document's tokens: its text tokenised, or its given ids checked. Under TRUNCATE a
+  // text is tokenised only as far as the kept `window` needs; `*cut` says tokens were left.
+  absl::StatusOr<model_store::TokenizedText> DocumentTokens(size_t i, const std::string& field,
+                                                            uint32_t window, bool* cut);
   // How refusals name document `d`'s first text.
   std::string FirstField(size_t d) const;
   // Document `d`'s first text as content ids.

@@ -54,6 +54,7 @@ void ServeEmbed(const ApiContext& context, const ApiErrors& errors, const char* 
   if (call == nullptr) return;
   auto parsed = parse(call->exchange().body(), context.embedder->limits());
   if (!parsed.ok()) return call->Fail(parsed.status(), /*body_error=*/true);
+  call->SetIgnoredFields(std::move(parsed->ignored_fields));
   auto deadline = RequestDeadline(call->exchange(), context.default_timeout);
   if (!deadline.ok()) return call->Fail(deadline.status());
   parsed->call.deadline = *deadline;
@@ -73,6 +74,7 @@ void ServeScore(const ApiContext& context, const ApiErrors& errors, const char* 
   if (call == nullptr) return;
   auto parsed = parse(call->exchange().body(), context.embedder->limits());
   if (!parsed.ok()) return call->Fail(parsed.status(), /*body_error=*/true);
+  call->SetIgnoredFields(std::move(parsed->ignored_fields));
   auto deadline = RequestDeadline(call->exchange(), context.default_timeout);
   if (!deadline.ok()) return call->Fail(deadline.status());
   auto done = [call, body = std::move(parsed->answer_body)](absl::StatusOr<ScoreAnswer> answer) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -43,6 +44,10 @@ struct ApiErrors {
 struct ParsedEmbed {
   EmbedCall call;
   std::function<std::string(const EmbedAnswer&)> answer_body;
+  // Body fields the route ignored, as TEI ignores fields it does not know: counted in
+  // embedding_http_ignored_fields_total and logged once per name, so a client that thinks it
+  // set one can find out.
+  std::vector<std::string> ignored_fields;
 };
 using EmbedParser =
     std::function<absl::StatusOr<ParsedEmbed>(std::string_view body, const RequestLimits&)>;
@@ -50,6 +55,7 @@ using EmbedParser =
 struct ParsedScore {
   std::variant<RerankCall, ClassifyCall> call;
   std::function<std::string(const ScoreAnswer&)> answer_body;
+  std::vector<std::string> ignored_fields;  // as ParsedEmbed's
 };
 using ScoreParser =
     std::function<absl::StatusOr<ParsedScore>(std::string_view body, const RequestLimits&)>;
@@ -73,6 +79,10 @@ class ApiCall {
   void Fail(const absl::Status& status, bool body_error = false);
 
   HttpExchange& exchange() { return *exchange_; }
+  // Reported with the call (metrics, log): the body fields its route ignored.
+  void SetIgnoredFields(std::vector<std::string> fields) {
+    record_.ignored_fields = std::move(fields);
+  }
 
  private:
   Embedder* const embedder_;

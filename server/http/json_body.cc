@@ -137,4 +137,22 @@ absl::StatusOr<float> ReadJsonFloat(const nlohmann::json& value, const char* par
              : std::copysign(std::numeric_limits<float>::infinity(), number);
 }
 
+absl::StatusOr<bool> ReadTemperatureField(const std::string& key, const nlohmann::json& value,
+                                          std::optional<float>* temperature,
+                                          TemperatureMode* mode) {
+  if (key == "temperature") {
+    auto tau = ReadJsonFloat(value, "temperature");
+    if (!tau.ok()) return tau.status();
+    *temperature = *tau;
+    return true;
+  }
+  if (key != "temperature_mode") return false;
+  auto name = ReadJsonString(value, "temperature_mode");
+  if (!name.ok()) return name.status();
+  if (*name != "fixed" && *name != "auto")
+    return absl::InvalidArgumentError("temperature_mode: must be \"fixed\" or \"auto\"");
+  *mode = *name == "auto" ? TemperatureMode::kAuto : TemperatureMode::kFixed;
+  return true;
+}
+
 }  // namespace embedding::server

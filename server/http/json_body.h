@@ -2,12 +2,14 @@
 // bounded while parsing, so a nesting bomb stops before anything deeper is built.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "server/core/core_options.h"
+#include "server/core/vocabulary.h"
 
 namespace embedding::server {
 
@@ -38,5 +40,13 @@ absl::StatusOr<bool> ReadJsonBool(const nlohmann::json& value, const char* param
 // A number as a float; beyond float's range an infinity of its sign (narrowing would be
 // undefined), which the core's range checks then refuse by name.
 absl::StatusOr<float> ReadJsonFloat(const nlohmann::json& value, const char* param);
+
+// TempScale's two fields, spelled alike on every HTTP route: "temperature" (a number; the
+// core checks its range) and "temperature_mode" ("fixed" | "auto"). When `key` is one of them,
+// reads `value` into `*temperature` or `*mode` and returns true; otherwise false, touching
+// nothing. INVALID_ARGUMENT naming the field for a value of the wrong type or name.
+absl::StatusOr<bool> ReadTemperatureField(const std::string& key, const nlohmann::json& value,
+                                          std::optional<float>* temperature,
+                                          TemperatureMode* mode);
 
 }  // namespace embedding::server

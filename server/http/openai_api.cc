@@ -124,13 +124,9 @@ absl::Status ReadField(const std::string& key, const Json& value, const RequestL
     request.dimensions = dims;
   } else if (key == "user") {
     ASSIGN_OR_RETURN(std::string user, ReadJsonString(value, "user"));  // accepted, unused
-  } else if (key == "temperature") {
-    ASSIGN_OR_RETURN(request.temperature, ReadJsonFloat(value, "temperature"));
-  } else if (key == "temperature_mode") {
-    ASSIGN_OR_RETURN(std::string mode, ReadJsonString(value, "temperature_mode"));
-    if (mode != "fixed" && mode != "auto")
-      return Invalid("temperature_mode", "must be \"fixed\" or \"auto\"");
-    request.temperature_mode = mode == "auto" ? TemperatureMode::kAuto : TemperatureMode::kFixed;
+  } else if (key == "temperature" || key == "temperature_mode") {
+    return ReadTemperatureField(key, value, &request.temperature, &request.temperature_mode)
+        .status();
   } else if (key == "strategy") {
     ASSIGN_OR_RETURN(std::string name, ReadJsonString(value, "strategy"));
     ASSIGN_OR_RETURN(request.strategy, ParseStrategyName(name, "strategy"));

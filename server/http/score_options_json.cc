@@ -9,13 +9,9 @@ namespace embedding::server {
 absl::Status ReadScoreOption(const std::string& key, const nlohmann::json& value,
                              ScoreOptions* options, bool* taken) {
   *taken = true;
-  if (key == "temperature") {
-    ASSIGN_OR_RETURN(options->temperature, ReadJsonFloat(value, "temperature"));
-  } else if (key == "temperature_mode") {
-    ASSIGN_OR_RETURN(std::string mode, ReadJsonString(value, "temperature_mode"));
-    if (mode != "fixed" && mode != "auto")
-      return absl::InvalidArgumentError("temperature_mode: must be \"fixed\" or \"auto\"");
-    options->temperature_mode = mode == "auto" ? TemperatureMode::kAuto : TemperatureMode::kFixed;
+  if (key == "temperature" || key == "temperature_mode") {
+    return ReadTemperatureField(key, value, &options->temperature, &options->temperature_mode)
+        .status();
   } else if (key == "strategy") {
     ASSIGN_OR_RETURN(std::string name, ReadJsonString(value, "strategy"));
     ASSIGN_OR_RETURN(options->strategy, ParseStrategyName(name, "strategy"));

@@ -1,5 +1,7 @@
 #include "server/http/tei_api.h"
 
+#include <set>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -75,8 +77,39 @@ absl::StatusOr<TeiTruncation> ReadTeiTruncation(const Json& body) {
   return out;
 }
 
+absl::StatusOr<bool> ReadTeiExtension(const std::string& key, const Json& value,
+                                      EmbedRequestOptions* options) {
+  ASSIGN_OR_RETURN(bool taken, ReadTemperatureField(key, value, &options->temperature,
+                                                    &options->temperature_mode));
+  if (taken || key != "task") return taken;
+  if (!value.is_null()) ASSIGN_OR_RETURN(options->task, ReadJsonString(value, "task"));
+  return true;
+}
+
+namespace {
+
+// The fields TEI defines for each embed route (its OpenAPI document), beside this server's
+// extensions.
+bool IsTeiEmbedField(TeiRoute route, const std::string& key) {
+  static const std::set<std::string> kShared = {"inputs", "truncate", "truncation_direction",
+                                                "prompt_name"};
+  if (kShared.count(key) > 0) return true;
+  switch (route) {
+    case TeiRoute::kEmbed:
+      return key == "normalize" || key == "dimensions";
+    case TeiRoute::kEmbedSparse:
+      return key == "sparse_top_k";  // this server's: the largest k weights only
+    case TeiRoute::kEmbedAll:
+      return false;
+  }
+  return false;
+}
+
+}  // namespace
+
 absl::StatusOr<EmbedCall> ParseTeiEmbedRequest(std::string_view body, TeiRoute route,
-                                               const RequestLimits& limits) {
+                                               const RequestLimits& limits,
+                                               std::vector<std::string>* ignored) {
   ASSIGN_OR_RETURN(Json json, ParseJsonObject(body, limits));
   EmbedCall call;
   ASSIGN_OR_RETURN(TextInputs texts, ReadTeiTexts(json, "inputs", limits));
@@ -87,6 +120,11 @@ absl::StatusOr<EmbedCall> ParseTeiEmbedRequest(std::string_view body, TeiRoute r
   options.truncation_side = truncation.side;
   ASSIGN_OR_RETURN(std::optional<std::string> prompt_name, OptionalString(json, "prompt_name"));
   options.prompt_name = prompt_name.value_or("");
+  for (const auto& [key, value] : json.items()) {
+    if (IsTeiEmbedField(route, key)) continue;
+    ASSIGN_OR_RETURN(bool extension, ReadTeiExtension(key, value, &options));
+    if (!extension && ignored != nullptr) ignored->push_back(key);
+  }
   switch (route) {
     case TeiRoute::kEmbed: {
       options.outputs = {Output::kDense};  // a SPLADE model, which has none, refuses it
@@ -102,7 +140,7 @@ absl::StatusOr<EmbedCall> ParseTeiEmbedRequest(std::string_view body, TeiRoute r
     }
     case TeiRoute::kEmbedSparse: {
       options.outputs = {Output::kSparse};
-      auto top_k = json.find("sparse_top_k");  // this server's: the largest k weights only
+      auto top_k = json.find("sparse_top_k");
       if (top_k != json.end() && !top_k->is_null()) {
         ASSIGN_OR_RETURN(options.sparse_top_k, ReadJsonCount(*top_k, "sparse_top_k"));
       }
@@ -118,9 +156,11 @@ absl::StatusOr<EmbedCall> ParseTeiEmbedRequest(std::string_view body, TeiRoute r
 EmbedParser TeiEmbedParser(TeiRoute route) {
   return [route](std::string_view body,
                  const RequestLimits& limits) -> absl::StatusOr<ParsedEmbed> {
-    ASSIGN_OR_RETURN(EmbedCall call, ParseTeiEmbedRequest(body, route, limits));
+    std::vector<std::string> ignored;
+    ASSIGN_OR_RETURN(EmbedCall call, ParseTeiEmbedRequest(body, route, limits, &ignored));
     return ParsedEmbed{std::move(call),
-                       [route](const EmbedAnswer& answer) { return TeiEmbedBody(answer, route); }};
+                       [route](const EmbedAnswer& answer) { return TeiEmbedBody(answer, route); },
+                       std::move(ignored)};
   };
 }
 

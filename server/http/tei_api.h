@@ -8,13 +8,18 @@
 //   /embed_all     {inputs, truncate, truncation_direction, prompt_name} -> [[[float]]]
 //   /tokenize      {inputs, add_special_tokens} -> [[{id, text, special, start, stop}]]
 //   errors         {"error": message, "error_type": "Validation" | "Overloaded" | ...}
-// `inputs` is a string or an array of strings. Fields TEI does not define are ignored, as TEI
-// ignores them. TEI serves one model: these routes serve the default model.
+// `inputs` is a string or an array of strings. Every TEI route also takes TempScale's
+// "temperature" and "temperature_mode" (as /v1/embeddings spells them), and the embed routes
+// "task" (a task adapter): documented extensions in /openapi.json. Other fields TEI does not
+// define are ignored, as TEI ignores them (its clients send newer versions' fields), and named
+// to the caller for the ignored-field metric. TEI serves one model: these routes serve the
+// default model.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -31,8 +36,17 @@ enum class TeiRoute { kEmbed, kEmbedSparse, kEmbedAll };
 // than --max-inputs-per-request. truncate false is strategy REJECT (a text longer than the
 // window is refused, as TEI does); true is TRUNCATE, keeping the start unless
 // truncation_direction is "Left".
+// Fields neither TEI nor this server defines for the route are appended to `*ignored` when
+// it is given.
 absl::StatusOr<EmbedCall> ParseTeiEmbedRequest(std::string_view body, TeiRoute route,
-                                               const RequestLimits& limits);
+                                               const RequestLimits& limits,
+                                               std::vector<std::string>* ignored = nullptr);
+
+// This server's extensions on TEI's embed routes: temperature, temperature_mode and task.
+// Reads `key` into `options` and returns true when it is one; INVALID_ARGUMENT naming it for
+// a bad value.
+absl::StatusOr<bool> ReadTeiExtension(const std::string& key, const nlohmann::json& value,
+                                      EmbedRequestOptions* options);
 absl::StatusOr<TokenizeCall> ParseTeiTokenizeRequest(std::string_view body,
                                                      const RequestLimits& limits);
 

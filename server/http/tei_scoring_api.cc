@@ -1,6 +1,7 @@
 #include "server/http/tei_scoring_api.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <memory>
 #include <numeric>
 
@@ -23,15 +24,20 @@ absl::Status Invalid(absl::string_view field, absl::string_view reason) {
 
 std::string Dump(const Json& json) { return json.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
-// TEI's truncate and truncation_direction, then every score option the body carries.
-absl::StatusOr<ScoreOptions> ReadOptions(const Json& body) {
+// TEI's truncate and truncation_direction, then every score option the body carries; the
+// keys that are neither these nor in `route_fields` (the route's own) go to `*ignored`.
+absl::StatusOr<ScoreOptions> ReadOptions(const Json& body,
+                                         std::initializer_list<const char*> route_fields,
+                                         std::vector<std::string>* ignored) {
   ScoreOptions options;
   ASSIGN_OR_RETURN(TeiTruncation truncation, ReadTeiTruncation(body));
   if (truncation.truncate.value_or(false)) options.strategy = Strategy::kTruncate;
   options.truncation_side = truncation.side;
   for (const auto& [key, value] : body.items()) {
-    bool taken = false;
-    RETURN_IF_ERROR(ReadScoreOption(key, value, &options, &taken));
+    bool taken = key == "truncate" || key == "truncation_direction";
+    for (const char* field : route_fields) taken = taken || key == field;
+    if (!taken) RETURN_IF_ERROR(ReadScoreOption(key, value, &options, &taken));
+    if (!taken) ignored->push_back(key);
   }
   return options;
 }
@@ -57,7 +63,8 @@ absl::StatusOr<ParsedScore> ParseTeiRerank(std::string_view body, const RequestL
   if (query == json.end() || !query->is_string()) return Invalid("query", "must be a string");
   call.query = query->get<std::string>();
   ASSIGN_OR_RETURN(call.documents, ReadTeiTexts(json, "texts", limits));
-  ASSIGN_OR_RETURN(call.options, ReadOptions(json));
+  std::vector<std::string> ignored;
+  ASSIGN_OR_RETURN(call.options, ReadOptions(json, {"query", "texts", "return_text"}, &ignored));
   bool return_text = false;
   if (auto it = json.find("return_text"); it != json.end() && !it->is_null()) {
     ASSIGN_OR_RETURN(return_text, ReadJsonBool(*it, "return_text"));
@@ -72,7 +79,8 @@ absl::StatusOr<ParsedScore> ParseTeiRerank(std::string_view body, const RequestL
                          out.push_back(std::move(result));
                        }
                        return Dump(out);
-                     }};
+                     },
+                     std::move(ignored)};
 }
 
 absl::StatusOr<ParsedScore> ParseTeiPredict(std::string_view body, const RequestLimits& limits) {
@@ -109,7 +117,8 @@ absl::StatusOr<ParsedScore> ParseTeiPredict(std::string_view body, const Request
       call.inputs.push_back(item.get<std::string>());
     }
   }
-  ASSIGN_OR_RETURN(call.options, ReadOptions(json));
+  std::vector<std::string> ignored;
+  ASSIGN_OR_RETURN(call.options, ReadOptions(json, {"inputs"}, &ignored));
   return ParsedScore{std::move(call), [single](const ScoreAnswer& answer) {
                        const auto& labels = answer.model->model->config().classifier.labels;
                        if (single) return Dump(Predictions(answer.results.at(0), labels));
@@ -117,7 +126,8 @@ absl::StatusOr<ParsedScore> ParseTeiPredict(std::string_view body, const Request
                        for (const ScoredInput& input : answer.results)
                          out.push_back(Predictions(input, labels));
                        return Dump(out);
-                     }};
+                     },
+                     std::move(ignored)};
 }
 
 absl::StatusOr<ParsedEmbed> ParseTeiSimilarity(std::string_view body, const RequestLimits& limits) {
@@ -144,8 +154,16 @@ absl::StatusOr<ParsedEmbed> ParseTeiSimilarity(std::string_view body, const Requ
       truncation.truncate.value_or(false) ? Strategy::kTruncate : Strategy::kReject;
   call.options.truncation_side = truncation.side;
   call.options.normalize = true;  // the answer is each sentence's cosine to the source
-  if (auto it = json.find("prompt_name"); it != json.end() && !it->is_null()) {
-    ASSIGN_OR_RETURN(call.options.prompt_name, ReadJsonString(*it, "prompt_name"));
+  std::vector<std::string> ignored;
+  for (const auto& [key, value] : json.items()) {
+    if (key == "prompt_name") {
+      if (!value.is_null()) ASSIGN_OR_RETURN(call.options.prompt_name,
+                                             ReadJsonString(value, "prompt_name"));
+      continue;
+    }
+    if (key == "inputs" || key == "truncate" || key == "truncation_direction") continue;
+    ASSIGN_OR_RETURN(bool extension, ReadTeiExtension(key, value, &call.options));
+    if (!extension) ignored.push_back(key);
   }
   return ParsedEmbed{std::move(call), [](const EmbedAnswer& answer) {
                        const auto& docs = answer.result.documents;
@@ -157,7 +175,8 @@ absl::StatusOr<ParsedEmbed> ParseTeiSimilarity(std::string_view body, const Requ
                          out.push_back(static_cast<float>(dot));
                        }
                        return Dump(out);
-                     }};
+                     },
+                     std::move(ignored)};
 }
 
 }  // namespace embedding::server

@@ -74,6 +74,10 @@ struct RequestMetrics {
   MetricFamily<Histogram>& inference_duration =
       Declare<Histogram>(registry, "embedding_inference_duration_seconds",
                          "Embed: forward passes the request took part in");
+  MetricFamily<Counter>& ignored_fields = Declare<Counter>(
+      registry, "embedding_http_ignored_fields_total",
+      "Request body fields a route ignored (TEI's routes ignore fields they do not know), by "
+      "method and field; past 64 names per method, field=\"_other\"");
 };
 
 // Rerank and Classify: the pairs (or texts) scored, per model and document length bucket. A

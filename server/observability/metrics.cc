@@ -5,8 +5,11 @@
 #include <algorithm>
 
 #include "absl/status/status.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "model_store/encoder/encoder.h"
 #include "server/core/scoring.h"
+#include "server/observability/server_log.h"
 
 namespace embedding::server {
 namespace {
@@ -52,6 +55,7 @@ CallObserver Metrics::CallHooks() {
   CallObserver hooks;
   hooks.on_call_done = [this](const CallRecord& call) {
     ObserveRpc(call.method, call.code, call.seconds);
+    if (!call.ignored_fields.empty()) ObserveIgnoredFields(call.method, call.ignored_fields);
   };
   hooks.on_embedded = [this](const ServedModel& model, const EmbedParams& params,
                              const EmbedResult& result) { ObserveEmbedded(model, params, result); };
@@ -199,6 +203,35 @@ void Metrics::ObserveRpc(const char* method, absl::StatusCode code, double secon
   requests_.requests.Add({{"method", method}, {"code", absl::StatusCodeToString(code)}})
       .Increment();
   requests_.duration.Add({{"method", method}}, SecondsBuckets()).Observe(seconds);
+}
+
+void Metrics::ObserveIgnoredFields(const char* method, const std::vector<std::string>& fields) {
+  for (const std::string& field : fields) {
+    // 64 bytes at most, cut before a UTF-8 continuation byte so the label stays UTF-8.
+    size_t length = std::min<size_t>(field.size(), 64);
+    while (length < field.size() && length > 0 && (field[length] & 0xC0) == 0x80) --length;
+    std::string name = field.substr(0, length);
+    bool first = false;
+    {
+      std::lock_guard<std::mutex> lock(ignored_mu_);
+      std::set<std::string>& names = ignored_names_[method];
+      if (names.count(name) == 0) {
+        if (names.size() < kMaxIgnoredFieldNames) {
+          names.insert(name);
+          first = true;
+        } else {
+          name = "_other";
+        }
+      }
+    }
+    if (first) {
+      ServerLog(LogLevel::kWarning,
+                absl::StrCat(method, ": ignored the body field '", absl::CHexEscape(name),
+                             "', which the route does not define (logged once per field; "
+                             "counted in embedding_http_ignored_fields_total)"));
+    }
+    requests_.ignored_fields.Add({{"method", method}, {"field", name}}).Increment();
+  }
 }
 
 void Metrics::ObserveBatch(const std::string& model, const BatchStats& stats) {

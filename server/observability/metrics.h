@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -59,6 +60,11 @@ class Metrics {
   void ObserveEmbedded(const ServedModel& model, const EmbedParams& params,
                        const EmbedResult& result);
   void ObserveRpc(const char* method, absl::StatusCode code, double seconds);
+  // Counts each ignored field of a call by method and name; a name's first sighting on a
+  // method is logged (a warning), later ones are only counted. A client chooses the names, so
+  // each method keeps at most kMaxIgnoredFieldNames (then "_other"), each cut to 64 bytes.
+  void ObserveIgnoredFields(const char* method, const std::vector<std::string>& fields);
+  static constexpr size_t kMaxIgnoredFieldNames = 64;
   void ObserveBatch(const std::string& model, const BatchStats& stats);
 
  private:
@@ -95,6 +101,9 @@ class Metrics {
   ServerMetrics server_{*registry_};
   prometheus::Gauge& queued_tokens_ = server_.queued_tokens.Add({});
   prometheus::Gauge& in_flight_ = server_.in_flight.Add({});
+
+  std::mutex ignored_mu_;
+  std::map<std::string, std::set<std::string>> ignored_names_;  // per method, as labelled
 
   std::mutex mu_;  // collapse series
   std::map<std::tuple<std::string, std::string, std::string>, std::unique_ptr<CollapseSeries>>

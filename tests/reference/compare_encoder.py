@@ -715,31 +715,45 @@ def dense_modules(model_dir):
 
 
 def band_check(binary, model_dir, config, rng):
-    """Gemma3's sliding layers: with every layer sliding, a token changed at position p moves
-    only the states within layers x (window - 1) of p; with the full layers, all of them."""
+    """Gemma3's sliding layers, pinned without any reference: with one layer, which slides, a
+    token changed at position p moves the states at p -/+ radius and none further out, where
+    the radius is sliding_window // 2 for a bidirectional model (Gemma3TextConfig halves the
+    window, its mask keeps |i - j| < window // 2 + 1); for the fixture's window and an odd one.
+    With the checkpoint's own layers (full ones among them), states past every band move too."""
     scratch = tempfile.mkdtemp(prefix="compare-band-")
     shutil.copytree(model_dir, scratch, dirs_exist_ok=True)
-    layers, window = config["num_hidden_layers"], config["sliding_window"]
-    reach = layers * (window - 1)
-    length = min(config["max_position_embeddings"], 2 * reach + 40)
-    ids = [2] + [rng.randrange(5, config["vocab_size"]) for _ in range(length - 1)]
-    other = list(ids)
-    other[0 + 1] = (ids[1] + 1) % config["vocab_size"]
+    vocab = config["vocab_size"]
 
-    def moved(cfg):
+    def moved(cfg, length, p):
+        ids = [2] + [rng.randrange(5, vocab) for _ in range(length - 1)]
+        other = list(ids)
+        other[p] = 5 + (ids[p] - 5 + 1) % (vocab - 5)
         json.dump(cfg, open(f"{scratch}/config.json", "w"))
         out = subprocess.run([*binary, scratch], input=json.dumps(
             {"sequences": [ids, other], "temperatures": [0.7, 0.7], "pooling": "mean"}),
             capture_output=True, text=True, check=True)
         a, b = (np.array(h).reshape(length, -1) for h in json.loads(out.stdout)["hidden_states"])
         return np.abs(a - b).max(axis=1)
-    banded = moved(dict(config, layer_types=["sliding_attention"] * layers))
-    full = moved(config)
-    beyond, within = banded[1 + reach + 1:].max(), banded[1:1 + reach].max()
-    print(f"sliding window {window} x {layers} layers: a token moves states beyond its reach by "
-          f"{beyond:.3e} (within it by {within:.3e}); with full layers, beyond it by "
+
+    ok = True
+    for window in sorted({config["sliding_window"], 17}):
+        radius = window // 2 if config.get("use_bidirectional_attention") else window - 1
+        one = dict(config, sliding_window=window, num_hidden_layers=1,
+                   layer_types=["sliding_attention"])
+        p = radius + 3
+        length = p + radius + 4
+        d = moved(one, length, p)
+        at, past = min(d[p - radius], d[p + radius]), max(d[p - radius - 1], d[p + radius + 1])
+        print(f"sliding_window {window}, one sliding layer: a token moves the states {radius} "
+              f"away by {at:.3e}, {radius + 1} away by {past:.3e}")
+        ok &= at > 1e-4 and past <= 1e-6
+    layers, window = config["num_hidden_layers"], config["sliding_window"]
+    reach = layers * (window // 2)
+    length = min(config["max_position_embeddings"], reach + 40)
+    full = moved(config, length, 1)
+    print(f"the checkpoint's layers: a token moves states past {layers} bands by "
           f"{full[1 + reach + 1:].max():.3e}")
-    return beyond <= 1e-6 and within > 1e-3 and full[1 + reach + 1:].max() > 1e-3
+    return ok and full[1 + reach + 1:].max() > 1e-3
 
 
 def decoder_checks(binary, model_dir, config, weights, sequences, rng):

@@ -9,9 +9,12 @@ it, in nn modules:
   over each head before rotary (rotate-half, angles t x f in fp32 as its rotary embedding does)
   at rope_theta on full layers and rope_local_base_freq on sliding ones, logits scaled by
   query_pre_attn_scalar^-1/2;
-- masks: with use_bidirectional_attention, every key on full layers and |i - j| < sliding_window
-  on sliding ones (its bidirectional window overlay); otherwise causal, and i - window < j on
-  sliding ones;
+- the window as Gemma3TextConfig.__post_init__ leaves it: with use_bidirectional_attention it
+  becomes sliding_window // 2 + 1 ("due to fa we set exclusive bounds"); layer_types, when
+  absent, slide except every sliding_window_pattern-th (6) layer;
+- masks: with use_bidirectional_attention, every key on full layers and |i - j| < the rewritten
+  window on sliding ones (_bidirectional_window_overlay); otherwise causal, and i - window < j
+  on sliding ones (sliding_window_overlay);
 - mlp: down(gelu_tanh(gate(x)) * up(x)); a final norm.
 
 TempScale as the paper states it: softmax((QK^T x scale + mask) / tau).
@@ -52,9 +55,14 @@ class ReferenceGemma3(nn.Module):
         self.head_dim = config["head_dim"]
         self.scale = config["query_pre_attn_scalar"] ** -0.5
         self.embed_scale = torch.tensor(h ** 0.5, dtype=torch.float32)
-        self.window = config["sliding_window"]
-        self.bidirectional = config.get("use_bidirectional_attention", False)
-        self.layer_types = config["layer_types"]
+        self.bidirectional = bool(config.get("use_bidirectional_attention", False))
+        self.window = config.get("sliding_window", 4096)
+        if self.bidirectional:
+            self.window = self.window // 2 + 1
+        layers = config["num_hidden_layers"]
+        pattern = config.get("sliding_window_pattern", 6)
+        self.layer_types = config.get("layer_types") or [
+            "sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(layers)]
         self.theta = {"full_attention": config["rope_theta"],
                       "sliding_attention": config["rope_local_base_freq"]}
         self.tau = tau
@@ -63,7 +71,7 @@ class ReferenceGemma3(nn.Module):
         prefix = "model." if "model.embed_tokens.weight" in weights else ""
         self.embed_tokens = nn.Embedding(config["vocab_size"], h)
         self.layers = nn.ModuleList()
-        for _ in range(config["num_hidden_layers"]):
+        for _ in range(layers):
             self.layers.append(nn.ModuleDict({
                 "input_layernorm": GemmaRMSNorm(h, eps),
                 "q_proj": nn.Linear(h, self.heads * self.head_dim, bias=False),

@@ -524,8 +524,9 @@ TEST(ModelLoad, Gemma3ConfigsReadTheirScalesAndBandsAndRefuseSoftcapping) {
   EXPECT_DOUBLE_EQ(config->embedding_scale, 8.0);
   EXPECT_FALSE(config->causal);
   EXPECT_EQ(config->hidden_act, Activation::kGeluTanh);
-  // No layer_types: every sixth layer full (sliding_window_pattern's default).
-  EXPECT_EQ(config->layer_bands, (std::vector<int64_t>{511, 511, 511, 511, 511, 0}));
+  // No layer_types: every sixth layer full (sliding_window_pattern's default). Bidirectional,
+  // a sliding layer reaches sliding_window // 2 each side (Gemma3TextConfig's rewrite).
+  EXPECT_EQ(config->layer_bands, (std::vector<int64_t>{256, 256, 256, 256, 256, 0}));
   EXPECT_DOUBLE_EQ(config->rotary.base, 1000000.0);
   EXPECT_DOUBLE_EQ(config->local_rotary_base, 10000.0);
   Json typed = base;
@@ -538,8 +539,20 @@ TEST(ModelLoad, Gemma3ConfigsReadTheirScalesAndBandsAndRefuseSoftcapping) {
       {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 1e4}}}};
   config = ParseEncoderConfig("config.json", typed.dump());
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->layer_bands, (std::vector<int64_t>{0, 511, 0, 511, 511, 0}));
+  EXPECT_EQ(config->layer_bands, (std::vector<int64_t>{0, 256, 0, 256, 256, 0}));
   EXPECT_DOUBLE_EQ(config->rotary.base, 5e5);
+  // An odd window: 17 // 2 + 1 = 9 exclusive, radius 8. Causal (Gemma3's own default):
+  // i - window < j <= i, so 16 keys back.
+  Json odd = base;
+  odd["sliding_window"] = 17;
+  config = ParseEncoderConfig("config.json", odd.dump());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->layer_bands, (std::vector<int64_t>{8, 8, 8, 8, 8, 0}));
+  odd["use_bidirectional_attention"] = false;
+  config = ParseEncoderConfig("config.json", odd.dump());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->causal);
+  EXPECT_EQ(config->layer_bands, (std::vector<int64_t>{16, 16, 16, 16, 16, 0}));
   for (const auto& [field, value, message] :
        std::vector<std::tuple<std::string, Json, std::string>>{
            {"attn_logit_softcapping", Json(50.0), "'attn_logit_softcapping' is 50"},

@@ -82,7 +82,37 @@ TEST(TeiRequest, EachRouteAsksForItsOutput) {
   EXPECT_FALSE(ignored.options.normalize.has_value());
 }
 
+// TempScale and task adapters on every TEI embed route, as /v1/embeddings spells them; what
+// neither TEI nor this server defines is ignored and named, so it can be counted.
+TEST(TeiRequest, EveryEmbedRouteTakesTauAndTaskAndNamesWhatItIgnores) {
+  for (TeiRoute route : {TeiRoute::kEmbed, TeiRoute::kEmbedSparse, TeiRoute::kEmbedAll}) {
+    std::vector<std::string> ignored;
+    auto call = ParseTeiEmbedRequest(
+        R"({"inputs": "x", "temperature": 0.5, "temperature_mode": "auto",
+            "task": "retrieval.query", "bogus": 1, "truncate": true})",
+        route, kLimits, &ignored);
+    ASSERT_TRUE(call.ok()) << call.status();
+    EXPECT_EQ(call->options.temperature, std::optional<float>(0.5f));
+    EXPECT_EQ(call->options.temperature_mode, TemperatureMode::kAuto);
+    EXPECT_EQ(call->options.task, "retrieval.query");
+    EXPECT_EQ(ignored, std::vector<std::string>{"bogus"});
+  }
+  // A route's own field is not ignored; another route's is.
+  std::vector<std::string> ignored;
+  ASSERT_TRUE(ParseTeiEmbedRequest(R"({"inputs": "x", "normalize": true, "sparse_top_k": 2})",
+                                   TeiRoute::kEmbed, kLimits, &ignored)
+                  .ok());
+  EXPECT_EQ(ignored, std::vector<std::string>{"sparse_top_k"});
+  EmbedCall plain = ParseEmbed(R"({"inputs": "x", "temperature": null, "task": null})");
+  EXPECT_FALSE(plain.options.temperature.has_value());
+  EXPECT_EQ(plain.options.temperature_mode, TemperatureMode::kFixed);
+  EXPECT_EQ(plain.options.task, "");
+}
+
 TEST(TeiRequest, RefusalsNameTheirField) {
+  ExpectRefused(R"({"inputs": "a", "temperature": "cold"})", "temperature");
+  ExpectRefused(R"({"inputs": "a", "temperature_mode": "hot"})", "temperature_mode");
+  ExpectRefused(R"({"inputs": "a", "task": 7})", "task");
   ExpectRefused(R"({})", "inputs");
   ExpectRefused(R"({"inputs": 5})", "inputs");
   ExpectRefused(R"({"inputs": []})", "inputs");

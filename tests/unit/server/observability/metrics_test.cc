@@ -53,6 +53,36 @@ TEST(Metrics, MeanCosineIsAbsentUntilTwoVectorsThenExact) {
                               "strategy=\"chunk_mean\",tempscale=\"on\"} 2"));
 }
 
+// Fields a TEI route ignored: counted by method and name through the call hook; a client picks
+// the names, so each method keeps 64 and counts the rest as "_other", each cut at 64 bytes on
+// a character boundary.
+TEST(Metrics, IgnoredFieldsAreCountedByMethodAndNameWithBoundedNames) {
+  Metrics metrics(8);
+  CallRecord call;
+  call.method = "TEI/Embed";
+  call.ignored_fields = {"bogus", "bogus", "temprature"};
+  metrics.CallHooks().on_call_done(call);
+  std::string text = metrics.Render();
+  EXPECT_THAT(text, HasSubstr("embedding_http_ignored_fields_total{field=\"bogus\",method=\"TEI/"
+                              "Embed\"} 2"));
+  EXPECT_THAT(text, HasSubstr("embedding_http_ignored_fields_total{field=\"temprature\",method="
+                              "\"TEI/Embed\"} 1"));
+  call.ignored_fields.clear();
+  for (int i = 0; i < 100; ++i) call.ignored_fields.push_back("f" + std::to_string(i));
+  call.ignored_fields.push_back(std::string(63, 'x') + "\xc3\xa9");  // é across byte 64
+  metrics.ObserveIgnoredFields("TEI/Embed", call.ignored_fields);
+  text = metrics.Render();
+  // bogus and temprature, then f0..f61 take the 64 names; f62..f99 and the long one are _other.
+  EXPECT_THAT(text, HasSubstr("field=\"f61\""));
+  EXPECT_THAT(text, Not(HasSubstr("field=\"f62\"")));
+  EXPECT_THAT(text, HasSubstr("embedding_http_ignored_fields_total{field=\"_other\",method=\"TEI/"
+                              "Embed\"} 39"));
+  // Another method has its own 64.
+  metrics.ObserveIgnoredFields("TEI/Rerank", {std::string(63, 'x') + "\xc3\xa9"});
+  EXPECT_THAT(metrics.Render(), HasSubstr("{field=\"" + std::string(63, 'x') +
+                                          "\",method=\"TEI/Rerank\"} 1"));
+}
+
 TEST(Metrics, AutoRequestsHaveTheirOwnSeriesAndEverySequencesTau) {
   Metrics metrics(8);
   ServedModel model;
