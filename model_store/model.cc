@@ -38,7 +38,7 @@ absl::StatusOr<DTypeChoice> LoadAutoEncoder(const EncoderConfig& config,
       return DTypeChoice{*std::move(encoder), std::move(cached->trials), cached->path};
   }
   ASSIGN_OR_RETURN(DTypeChoice choice, ChooseComputeDType(config, spec, checkpoint, options.encoder,
-                                                          pooling, tokenizer));
+                                                          pooling, tokenizer, options.run_forward));
   choice.source = "measured now";
   if (!cache.enabled()) {
     choice.source += "; not cached (no --dtype-cache-dir)";
@@ -206,18 +206,18 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
                                             " tokens (", model->window_source_,
                                             ") leaves no room for text after the special tokens"));
   }
-  ASSIGN_OR_RETURN(model->device_bytes_per_token_,
-                   model->encoder_->MeasureBytesPerToken(model->window_));
-  // Not on the CPU's kernels: bit-identical by design, and bf16 passes at load were seen to
-  // break that there (docs/operating.md, "A known gap in bf16").
-  if (model->encoder_->torch_ops()) {
-    ASSIGN_OR_RETURN(const auto probe, GuardProbe(*model->tokenizer_, model->window_));
-    ASSIGN_OR_RETURN(
-        model->batch_invariance_bound_,
-        MeasureBatchInvariance([&encoder = *model->encoder_](
-                                   const EncodeBatch& batch) { return encoder.Encode(batch); },
-                               probe, model->pooling_));
-  }
+  const Encoder& encoder = *model->encoder_;
+  ASSIGN_OR_RETURN(model->device_bytes_per_token_, OnForwardThread(options.run_forward, [&] {
+                     return encoder.MeasureBytesPerToken(model->window_);
+                   }));
+  // Same text, same vector, measured on every device and dtype: 0 where the kernels are
+  // bit-identical alone and batched (the CPU's), a GPU's bound where they are not.
+  ASSIGN_OR_RETURN(const auto probe, GuardProbe(*model->tokenizer_, model->window_));
+  ASSIGN_OR_RETURN(model->batch_invariance_bound_, OnForwardThread(options.run_forward, [&] {
+                     return MeasureBatchInvariance(
+                         [&](const EncodeBatch& batch) { return encoder.Encode(batch); }, probe,
+                         model->pooling_);
+                   }));
   return model;
 }
 

@@ -34,6 +34,9 @@ struct ModelOptions {
   // A JSON object whose keys replace config.json's (--hf_overrides): how Qwen3-Reranker, saved
   // as a Qwen3ForCausalLM, is read as a reranker. Empty: none.
   std::string config_overrides;
+  // Where Load's own forward passes run (the dtype trials, the batch-invariance probe): the
+  // thread that will serve the model (see ForwardRunner). Empty: the loading thread.
+  ForwardRunner run_forward;
 };
 
 class Model {

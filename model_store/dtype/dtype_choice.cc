@@ -85,18 +85,22 @@ absl::StatusOr<DTypeChoice> ChooseComputeDType(const EncoderConfig& config,
                                                const ArchitectureSpec& spec,
                                                const Checkpoint& checkpoint,
                                                const EncoderOptions& options, PoolingMode pooling,
-                                               const Tokenizer& tokenizer) {
+                                               const Tokenizer& tokenizer,
+                                               const ForwardRunner& run_forward) {
   EncoderOptions fp32_options = options;
   fp32_options.dtype = ComputeDType::kFloat32;
   ASSIGN_OR_RETURN(std::unique_ptr<Encoder> reference,
                    Encoder::Create(config, spec, checkpoint, fp32_options));
   ASSIGN_OR_RETURN(auto probe, GuardProbe(tokenizer, ProbeWindow(*reference)));
   const std::vector<int32_t> window = probe.back();
-  ASSIGN_OR_RETURN(GuardReference guard,
-                   GuardReference::Encode(*reference, std::move(probe), pooling));
+  ASSIGN_OR_RETURN(GuardReference guard, OnForwardThread(run_forward, [&] {
+                     return GuardReference::Encode(*reference, std::move(probe), pooling);
+                   }));
   DTypeChoice choice;
   DTypeTrial fp32{ComputeDType::kFloat32, "", 1.0, 0, true};
-  ASSIGN_OR_RETURN(fp32.tokens_per_second, WindowTokensPerSecond(*reference, window));
+  ASSIGN_OR_RETURN(fp32.tokens_per_second, OnForwardThread(run_forward, [&] {
+                     return WindowTokensPerSecond(*reference, window);
+                   }));
   choice.trials.push_back(fp32);
   size_t best = 0;
   std::unique_ptr<Encoder> best_candidate;  // null while fp32 is the best
@@ -110,10 +114,13 @@ absl::StatusOr<DTypeChoice> ChooseComputeDType(const EncoderConfig& config,
       choice.trials.push_back(trial);
       continue;
     }
-    ASSIGN_OR_RETURN(trial.min_cosine, guard.WorstCosine(**candidate));
+    ASSIGN_OR_RETURN(trial.min_cosine,
+                     OnForwardThread(run_forward, [&] { return guard.WorstCosine(**candidate); }));
     trial.passed = trial.min_cosine >= AccuracyGuard(dtype);
     if (trial.passed) {
-      ASSIGN_OR_RETURN(trial.tokens_per_second, WindowTokensPerSecond(**candidate, window));
+      ASSIGN_OR_RETURN(trial.tokens_per_second, OnForwardThread(run_forward, [&] {
+                         return WindowTokensPerSecond(**candidate, window);
+                       }));
     }
     choice.trials.push_back(trial);
     if (trial.passed && trial.tokens_per_second > choice.trials[best].tokens_per_second) {

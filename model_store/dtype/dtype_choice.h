@@ -51,10 +51,12 @@ struct DTypeChoice {
 // Builds fp32, bf16 and int8 encoders one after another (at most three alive at once), guards
 // each against fp32 on GuardProbe(tokenizer) and keeps the fastest that passes; fp32 always
 // passes. `options.dtype` is ignored. Errors are fp32's (the others only count as unavailable).
+// The trials' forward passes run through `run_forward`, the encoders are built on the caller.
 absl::StatusOr<DTypeChoice> ChooseComputeDType(const EncoderConfig& config,
                                                const ArchitectureSpec& spec,
                                                const Checkpoint& checkpoint,
                                                const EncoderOptions& options, PoolingMode pooling,
-                                               const Tokenizer& tokenizer);
+                                               const Tokenizer& tokenizer,
+                                               const ForwardRunner& run_forward = nullptr);
 
 }  // namespace embedding::model_store

@@ -36,7 +36,8 @@ absl::StatusOr<torch::Tensor> ReadFp32Tensor(const Checkpoint& checkpoint, const
 absl::StatusOr<std::vector<DenseLayer>> LoadDenseLayers(
     const std::vector<DenseModuleConfig>& modules, int64_t hidden_size);
 
-// `pooled` [N, hidden] fp32 through every layer: [N, the last layer's out_features].
+// `pooled` [N, hidden] fp32 through every layer: [N, the last layer's out_features]. Each row
+// alone, so a vector does not depend on the rows beside it.
 torch::Tensor ApplyDenseLayers(const std::vector<DenseLayer>& layers, torch::Tensor pooled);
 
 }  // namespace embedding::model_store

@@ -305,6 +305,14 @@ absl::Status Encoder::ValidateBatch(const EncodeBatch& batch) const {
   return absl::OkStatus();
 }
 
+void RunForwardPasses(const ForwardRunner& runner, const std::function<void()>& passes) {
+  if (runner) {
+    runner(passes);
+  } else {
+    passes();
+  }
+}
+
 absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
   RETURN_IF_ERROR(ValidateBatch(batch));
   const int64_t batch_size = static_cast<int64_t>(batch.sequences.size());

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -92,6 +93,23 @@ struct EncodeBatch {
   // for the base weights; empty: -1 throughout.
   std::vector<int32_t> adapters;
 };
+
+// Runs `passes` (calls to Encoder::Encode) on the thread that serves a model's forward
+// passes and returns once they have; empty: on the calling thread. LibTorch's bf16 kernels
+// take oneDNN primitives whose library-managed scratchpad is per thread and reference-counted
+// on the thread that builds or frees it: a primitive built on a loading thread and evicted
+// from oneDNN's cache on the serving thread freed the serving thread's scratch under its
+// other primitives, and vectors drifted (docs/operating.md, "bf16 and the thread that
+// encodes"). Every pass on one thread keeps each primitive's count on its own thread.
+using ForwardRunner = std::function<void(const std::function<void()>& passes)>;
+void RunForwardPasses(const ForwardRunner& runner, const std::function<void()>& passes);
+// The same for passes that return a value (a StatusOr), handed back to the caller.
+template <typename Passes>
+auto OnForwardThread(const ForwardRunner& runner, Passes passes) -> decltype(passes()) {
+  std::optional<decltype(passes())> result;
+  RunForwardPasses(runner, [&] { result.emplace(passes()); });
+  return *std::move(result);
+}
 
 struct EncodeResult {
   int64_t dim = 0;

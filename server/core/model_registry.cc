@@ -123,6 +123,12 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::LoadVersion(
   // thread ran (server/app/server.h, inference_). A thread that exits takes its pool with it, so
   // serving keeps its speed after a reload, and a reload does not stall the inference thread while
   // it loads.
+  // Its forward passes, though, run where serving runs them: oneDNN counts a bf16 primitive's
+  // scratch on the thread that builds it (model_store::ForwardRunner).
+  WorkerPool* inference = inference_;
+  load_options.run_forward = [inference](const std::function<void()>& passes) {
+    inference->RunAndWait(passes);
+  };
   absl::StatusOr<std::unique_ptr<model_store::Model>> model;
   std::thread([&] { model = model_store::Model::Load(directory, load_options); }).join();
   if (!model.ok()) {
@@ -152,7 +158,6 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::LoadVersion(
                         absl::StrCat("model '", name, "': ", tokens.status().message()));
   }
   batching.max_batch_tokens = *tokens;
-  WorkerPool* inference = inference_;
   served->batcher = std::make_unique<Batcher>(
       [encoder, inference](const model_store::EncodeBatch& batch) {
         absl::StatusOr<model_store::EncodeResult> result;

@@ -79,11 +79,13 @@ absl::StatusOr<TeiTruncation> ReadTeiTruncation(const Json& body) {
 
 absl::StatusOr<bool> ReadTeiExtension(const std::string& key, const Json& value,
                                       EmbedRequestOptions* options) {
-  ASSIGN_OR_RETURN(bool taken, ReadTemperatureField(key, value, &options->temperature,
-                                                    &options->temperature_mode));
-  if (taken || key != "task") return taken;
-  if (!value.is_null()) ASSIGN_OR_RETURN(options->task, ReadJsonString(value, "task"));
-  return true;
+  const bool known = key == "temperature" || key == "temperature_mode" || key == "task";
+  if (!known || value.is_null()) return known;  // null: unset, as TEI's optional fields
+  if (key == "task") {
+    ASSIGN_OR_RETURN(options->task, ReadJsonString(value, "task"));
+    return true;
+  }
+  return ReadTemperatureField(key, value, &options->temperature, &options->temperature_mode);
 }
 
 namespace {

@@ -157,8 +157,9 @@ absl::StatusOr<ParsedEmbed> ParseTeiSimilarity(std::string_view body, const Requ
   std::vector<std::string> ignored;
   for (const auto& [key, value] : json.items()) {
     if (key == "prompt_name") {
-      if (!value.is_null()) ASSIGN_OR_RETURN(call.options.prompt_name,
-                                             ReadJsonString(value, "prompt_name"));
+      if (!value.is_null()) {
+        ASSIGN_OR_RETURN(call.options.prompt_name, ReadJsonString(value, "prompt_name"));
+      }
       continue;
     }
     if (key == "inputs" || key == "truncate" || key == "truncation_direction") continue;

@@ -93,6 +93,52 @@ class TeiCompatTest(unittest.TestCase):
             for got, want in zip(body, expected):
                 self.assertTrue(close(got, want))
 
+    def test_tempscale_on_every_tei_route(self):
+        """temperature on /embed is /v1/embeddings' at the same tau, and the torch reference's;
+        /embed_all's states are the reference's at that tau; /rerank and /predict take it too
+        (a model without a head refuses them naming the model, after reading the field)."""
+        tokens = self.client.tokenize([DOCS[0]]).inputs[0].tokens
+        ids = [t.id for t in tokens]
+        for tau in (0.5, 0.8):
+            status, tei = post(self.base, "/embed", {"inputs": DOCS, "temperature": tau})
+            self.assertEqual(status, 200, tei)
+            status, openai = post(self.base, "/v1/embeddings",
+                                  {"model": "m3", "input": DOCS, "temperature": tau})
+            self.assertEqual(status, 200, openai)
+            for got, want in zip(tei, openai["data"]):
+                self.assertTrue(close(got, want["embedding"]), tau)
+            dense, _, _ = self.reference.sequence(ids[1:-1], ids[:1], ids[-1:], tau)
+            self.assertTrue(close(tei[0], dense.tolist(), 1e-5), tau)
+            status, states = post(self.base, "/embed_all", {"inputs": [DOCS[0]], "temperature": tau})
+            self.assertEqual(status, 200, states)
+            for got, want in zip(states[0], self.reference.states(ids, tau).tolist()):
+                self.assertTrue(close(got, want, 1e-5), tau)
+        # tau = 1 is not tau = 0.5: the field is read, not ignored.
+        _, plain = post(self.base, "/embed", {"inputs": DOCS[:1]})
+        _, cooled = post(self.base, "/embed", {"inputs": DOCS[:1], "temperature": 0.5})
+        self.assertFalse(close(plain[0], cooled[0], 1e-3))
+        status, body = post(self.base, "/embed", {"inputs": "a", "temperature": 0})
+        self.assertEqual((status, body["error"][:12]), (413, "temperature:"))
+        status, body = post(self.base, "/embed_sparse", {"inputs": "a", "temperature_mode": "x"})
+        self.assertEqual((status, body["error"][:17]), (422, "temperature_mode:"))
+
+    def test_ignored_fields_are_counted_by_route_and_name(self):
+        def count(method, field):
+            with urllib.request.urlopen(f"http://{self.server.http_address}/metrics") as r:
+                text = r.read().decode()
+            want = (f'embedding_http_ignored_fields_total{{field="{field}",'
+                    f'method="{method}"}} ')
+            lines = [line for line in text.splitlines() if line.startswith(want)]
+            return float(lines[0].split()[-1]) if lines else 0.0
+        before = count("TEI/Embed", "bogus")
+        for _ in range(2):
+            status, _ = post(self.base, "/embed", {"inputs": "a", "bogus": True})
+            self.assertEqual(status, 200)
+        self.assertEqual(count("TEI/Embed", "bogus") - before, 2)
+        post(self.base, "/similarity", {"inputs": {"source_sentence": "a", "sentences": ["b"]},
+                                         "tempreature": 0.5})
+        self.assertEqual(count("TEI/Similarity", "tempreature"), 1)
+
     def test_truncation(self):
         status, body = post(self.base, "/embed", {"inputs": LONG})
         self.assertEqual(status, 413)
@@ -111,6 +157,42 @@ class TeiCompatTest(unittest.TestCase):
                 truncation_side=self.client.enums[side])
             want = self.client._unary("Embed", request, "embedding.v1.EmbedResponse")
             self.assertTrue(close(body[0], list(want.documents[0].vector)), direction)
+
+    def test_truncation_reads_a_document_at_the_byte_bound(self):
+        """A 2 MiB document (the per-document byte bound, ~400,000 tokens here: past
+        --max-tokens-per-document) with truncation is embedded on every door, as its first (or
+        last) window: the same vector as a short piece holding that window."""
+        words = ("owls", "hunt", "at", "night", "and", "foxes", "sleep", "in", "dens")
+        text = " ".join(words[i % 9] for i in range(2 << 20))[:2 << 20]
+        text = text[:text.rfind(" ")]
+        head, tail = text[:2048], text[-2048:]
+        def grpc(document, side):
+            request = self.client.messages["embedding.v1.EmbedRequest"](
+                model="m3", inputs=[document],
+                strategy=self.client.enums["LONG_TEXT_STRATEGY_TRUNCATE"],
+                truncation_side=self.client.enums["TRUNCATION_SIDE_KEEP_" + side.upper()])
+            return self.client._unary("Embed", request, "embedding.v1.EmbedResponse").documents[0]
+
+        for side, piece, direction in (("start", head, "Right"), ("end", tail, "Left")):
+            want = list(grpc(piece, side).vector)
+            got = grpc(text, side)
+            self.assertTrue(close(list(got.vector), want), side)
+            self.assertTrue(got.truncated)
+            self.assertEqual(got.token_count, 64)  # the window's, the rest never tokenised
+            status, tei = post(self.base, "/embed", {"inputs": text, "truncate": True,
+                                                     "truncation_direction": direction})
+            self.assertEqual(status, 200, tei)
+            self.assertTrue(close(tei[0], want), side)
+            status, openai = post(self.base, "/v1/embeddings",
+                                  {"model": "m3", "input": text, "strategy": "truncate",
+                                   "truncation_side": side})
+            self.assertEqual(status, 200, openai)
+            self.assertTrue(close(openai["data"][0]["embedding"], want), side)
+        # Without truncation the same document is still refused by its token count.
+        status, body = post(self.base, "/v1/embeddings",
+                            {"model": "m3", "input": text, "strategy": "chunk_mean"})
+        self.assertEqual(status, 400)
+        self.assertIn("per-document bound", body["error"]["message"])
 
     def test_embed_sparse_is_teis_index_value_list(self):
         status, body = post(self.base, "/embed_sparse", {"inputs": DOCS})

@@ -1,6 +1,6 @@
-// The bound a model measures at load on LibTorch's own ops, a GPU's path
-// (ModelInfo.batch_invariance_bound): the worst difference it claims, recomputed here over its
-// probe. The CPU's kernels measure none (FamilyBatchInvariance, encoder_test.cc).
+// The bound a model measures at load (ModelInfo.batch_invariance_bound): on LibTorch's own ops,
+// a GPU's path, the worst difference it claims, recomputed here over its probe; on the CPU's
+// kernels 0 in every dtype, with the passes run where Load is told to run them.
 #include "model_store/dtype/batch_invariance.h"
 
 #include <gmock/gmock.h>
@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <thread>
 
 #include "model_store/dtype/guard_probe.h"
 #include "model_store/model.h"
@@ -42,6 +43,33 @@ TEST(BatchInvariance, MeasuresTheWorstMoveOfABatchedVector) {
   };
   EXPECT_EQ(MeasureBatchInvariance(failing, probe, PoolingMode::kMean).status().code(),
             absl::StatusCode::kResourceExhausted);
+}
+
+// Load's own forward passes go where it is told (the server's inference thread): the
+// batch-invariance probe, and under auto every trial; the CPU's bound is 0 in every dtype.
+TEST(BatchInvariance, LoadRunsItsPassesThroughTheForwardRunnerAndMeasuresZeroOnTheCpu) {
+  for (const ComputeDType dtype : {ComputeDType::kFloat32, ComputeDType::kBFloat16,
+                                   ComputeDType::kInt8, ComputeDType::kAuto}) {
+    SCOPED_TRACE(ComputeDTypeName(dtype));
+    int runs = 0;
+    ModelOptions options;
+    options.encoder.dtype = dtype;
+    options.run_forward = [&runs](const std::function<void()>& passes) {
+      ++runs;
+      std::thread(passes).join();
+    };
+    auto model = Model::Load(testing::TinyModelDir(), options);
+    if (model.status().code() == absl::StatusCode::kFailedPrecondition) continue;  // no bf16
+    ASSERT_TRUE(model.ok()) << model.status();
+    EXPECT_EQ((*model)->batch_invariance_bound(), std::optional<double>(0.0));
+    // The cost per token and the probe; auto adds fp32's guard and speed, then each
+    // candidate's guard (and speed where it passes).
+    if (dtype == ComputeDType::kAuto) {
+      EXPECT_GE(runs, 2 + 2 + 1);
+    } else {
+      EXPECT_EQ(runs, 2);
+    }
+  }
 }
 
 class BatchInvarianceBound : public ::testing::TestWithParam<std::string> {};

@@ -61,10 +61,17 @@ TEST(Metrics, IgnoredFieldsAreCountedByMethodAndNameWithBoundedNames) {
   CallRecord call;
   call.method = "TEI/Embed";
   call.ignored_fields = {"bogus", "bogus", "temprature"};
+  ::testing::internal::CaptureStderr();
   metrics.CallHooks().on_call_done(call);
+  metrics.ObserveIgnoredFields("TEI/Embed", {"bogus"});
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  // Each name logged once, however often it comes.
+  EXPECT_NE(log.find("'bogus'"), std::string::npos) << log;
+  EXPECT_EQ(log.find("'bogus'"), log.rfind("'bogus'")) << log;
+  EXPECT_THAT(log, HasSubstr("TEI/Embed: ignored the body field 'temprature'"));
   std::string text = metrics.Render();
   EXPECT_THAT(text, HasSubstr("embedding_http_ignored_fields_total{field=\"bogus\",method=\"TEI/"
-                              "Embed\"} 2"));
+                              "Embed\"} 3"));
   EXPECT_THAT(text, HasSubstr("embedding_http_ignored_fields_total{field=\"temprature\",method="
                               "\"TEI/Embed\"} 1"));
   call.ignored_fields.clear();
