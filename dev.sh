@@ -157,7 +157,8 @@ case "$cmd" in
     cd "$BUILD_DIR" && ctest --output-on-failure -j 2 --label-exclude bench "$@"
     ;;
   bench)
-    install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
+    # python3-onnx: tests/bench/quantize_dynamic.py writes onnxruntime's int8 peer model.
+    install_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}" python3-onnx
     node_setup
     # The onnxruntime-node peer; its CPU binary is inside the package (no download script).
     ONNXRUNTIME_NODE_INSTALL=skip npm_setup tests/bench
