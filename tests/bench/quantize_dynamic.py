@@ -8,7 +8,8 @@ onnxruntime's Python package is not in Debian: every MatMul whose second input i
     Cast(float) * (a_scale * w_scale)
 
 which onnxruntime fuses into its DynamicQuantizeMatMul kernel (VNNI / AMX int8), as it does for
-the "q8" models fastembed, Optimum and transformers.js ship. Everything else stays fp32.
+the "q8" models fastembed, Optimum and transformers.js ship. A Gemm by a constant weight (the
+export's 2-D linear layers) is the same product plus its bias. Everything else stays fp32.
 """
 import numpy as np
 import onnx
@@ -36,11 +37,17 @@ def quantize_dynamic(fp32_path, int8_path):
     graph.node.extend(folded)
     nodes, count = [], 0
     for node in graph.node:
-        weight = weights.get(node.input[1]) if node.op_type == "MatMul" else None
+        attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        # A Gemm (nn.Linear on 2-D input) is a MatMul by B, or by B^T, then + C.
+        gemm = (node.op_type == "Gemm" and attributes.get("alpha", 1.0) == 1.0
+                and attributes.get("beta", 1.0) == 1.0 and not attributes.get("transA", 0))
+        weight = weights.get(node.input[1]) if node.op_type == "MatMul" or gemm else None
         if weight is None or len(weight.dims) != 2:
             nodes.append(node)
             continue
         w = numpy_helper.to_array(weight).astype(np.float32)
+        if gemm and attributes.get("transB", 0):
+            w = np.ascontiguousarray(w.T)
         # Symmetric int8 over the whole tensor, as quantize_dynamic's QInt8 default.
         scale = max(float(np.abs(w).max()), 1e-12) / 127.0
         q = np.clip(np.round(w / scale), -127, 127).astype(np.int8)
@@ -60,8 +67,12 @@ def quantize_dynamic(fp32_path, int8_path):
             helper.make_node("Cast", [f"{name}_int32"], [f"{name}_float"],
                              to=onnx.TensorProto.FLOAT),
             helper.make_node("Mul", [f"{name}_a_scale", f"{name}_w_scale"], [f"{name}_scale"]),
-            helper.make_node("Mul", [f"{name}_float", f"{name}_scale"], [node.output[0]]),
+            helper.make_node("Mul", [f"{name}_float", f"{name}_scale"],
+                             [f"{name}_product" if gemm else node.output[0]]),
         ]
+        if gemm:
+            nodes.append(helper.make_node("Add", [f"{name}_product", node.input[2]],
+                                          [node.output[0]]))
         count += 1
     del graph.node[:]
     graph.node.extend(nodes)
