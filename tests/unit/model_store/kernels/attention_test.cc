@@ -528,7 +528,9 @@ TEST(TorchOpsSelfAttention, EqualsTheCpuKernelsOnEveryPattern) {
           };
           const torch::Tensor expected = run(BlockedSelfAttention);
           const torch::Tensor actual = run(TorchOpsSelfAttention);
-          EXPECT_LT((actual - expected).abs().max().item<float>(), 2e-6)
+          // fp32 sums over up to 700 keys in two orders (oneDNN's blocks, LibTorch's BLAS):
+          // 2.3e-6 at 700 keys on an AMD EPYC (avx512), under 2e-6 on a Xeon.
+          EXPECT_LT((actual - expected).abs().max().item<float>(), 4e-6)
               << name << " length " << length << " queries " << queries << " tau " << tau;
         }
       }
