@@ -86,6 +86,25 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
   return registry;
 }
 
+absl::StatusOr<std::unique_ptr<model_store::Model>> ModelRegistry::LoadOffThread(
+    const std::string& directory, model_store::ModelOptions options) const {
+  // On a thread of its own that then exits: LibTorch's OpenMP gives every thread that starts
+  // parallel work a pool of its own, and while those pools outnumber the CPUs libgomp cuts
+  // spin-waits, which tripled forward-pass times when the main thread loaded and a batcher
+  // thread ran (server/app/server.h, inference_). A thread that exits takes its pool with it, so
+  // serving keeps its speed after a reload, and a reload does not stall the inference thread while
+  // it loads.
+  // Its forward passes, though, run where serving runs them: oneDNN counts a bf16 primitive's
+  // scratch on the thread that builds it (model_store::ForwardRunner).
+  WorkerPool* inference = inference_;
+  options.run_forward = [inference](const std::function<void()>& passes) {
+    inference->RunAndWait(passes);
+  };
+  absl::StatusOr<std::unique_ptr<model_store::Model>> model;
+  std::thread([&] { model = model_store::Model::Load(directory, options); }).join();
+  return model;
+}
+
 absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::LoadVersion(
     const std::string& name, const LocatedSource& source, const ServedModel* keep_dtype_of) const {
   const std::string& directory = source.located.directory;
@@ -117,20 +136,7 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::LoadVersion(
           ? ""
           : absl::StrCat("+overrides.", model_store::Sha256Hex(source.hf_overrides).substr(0, 8));
   if (auto_dtype) absl::StrAppend(&load_options.content_version, overrides_tag);
-  // On a thread of its own that then exits: LibTorch's OpenMP gives every thread that starts
-  // parallel work a pool of its own, and while those pools outnumber the CPUs libgomp cuts
-  // spin-waits, which tripled forward-pass times when the main thread loaded and a batcher
-  // thread ran (server/app/server.h, inference_). A thread that exits takes its pool with it, so
-  // serving keeps its speed after a reload, and a reload does not stall the inference thread while
-  // it loads.
-  // Its forward passes, though, run where serving runs them: oneDNN counts a bf16 primitive's
-  // scratch on the thread that builds it (model_store::ForwardRunner).
-  WorkerPool* inference = inference_;
-  load_options.run_forward = [inference](const std::function<void()>& passes) {
-    inference->RunAndWait(passes);
-  };
-  absl::StatusOr<std::unique_ptr<model_store::Model>> model;
-  std::thread([&] { model = model_store::Model::Load(directory, load_options); }).join();
+  auto model = LoadOffThread(directory, std::move(load_options));
   if (!model.ok()) {
     return absl::Status(model.status().code(),
                         absl::StrCat("model '", name, "': ", model.status().message()));
@@ -158,6 +164,7 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::LoadVersion(
                         absl::StrCat("model '", name, "': ", tokens.status().message()));
   }
   batching.max_batch_tokens = *tokens;
+  WorkerPool* inference = inference_;
   served->batcher = std::make_unique<Batcher>(
       [encoder, inference](const model_store::EncodeBatch& batch) {
         absl::StatusOr<model_store::EncodeResult> result;

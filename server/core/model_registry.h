@@ -87,6 +87,9 @@ class ModelRegistry final : public ModelCatalog {
 
   ModelRegistry(const ModelOptions& options, const BatcherOptions& batching, WorkerPool* inference,
                 WorkerPool* completions, BatchObserverFactory observers, VersionObserver versions);
+  // Model::Load on a thread of its own, its forward passes on the inference pool's thread.
+  absl::StatusOr<std::unique_ptr<model_store::Model>> LoadOffThread(
+      const std::string& directory, model_store::ModelOptions options) const;
   // The located version, loaded on a thread of its own (see the .cc), with its batcher; in the
   // dtype of `keep_dtype_of` when given and the server's --dtype is auto.
   absl::StatusOr<std::shared_ptr<const ServedModel>> LoadVersion(
