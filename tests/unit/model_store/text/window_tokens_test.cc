@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "tests/testing/test_models.h"
@@ -72,7 +73,13 @@ TEST_P(WindowTokensTest, TheWindowIsTheWholeTextsFirstOrLastTokens) {
 INSTANTIATE_TEST_SUITE_P(TokenizerKinds, WindowTokensTest,
                          ::testing::Values(&testing::TinyModelDir, &testing::XlmRobertaModelDir,
                                            &testing::RobertaModelDir, &testing::Gemma3ModelDir,
-                                           &testing::Qwen3ModelDir));
+                                           &testing::Qwen3ModelDir),
+                         [](const auto& info) {  // the model directory's name
+                           std::string name = info.param();
+                           name = name.substr(name.rfind('/') + 1);
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 // A 2 MiB text: the window is read from a piece of it, so the cost does not follow the text.
 // The piece's size is not observable from outside; its time against the whole text's is.
