@@ -5,14 +5,12 @@
 #include <vector>
 
 #include "model_store/kernels/onednn_support.h"
+#include "model_store/kernels/row_quantize.h"
 
 namespace embedding::model_store {
 
 using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
-
-// Rows per task of the scale-and-bias pass: a few hundred KB of output each.
-constexpr int64_t kEpilogueRows = 16;
 
 struct Int8Matmul::State {
   int64_t in = 0, out = 0;
@@ -24,9 +22,6 @@ struct Int8Matmul::State {
   struct Built {
     dnnl::matmul::primitive_desc pd;
     dnnl::matmul primitive;
-    // fp32 -> uint8 with each row's scale and the zero point 128: one oneDNN pass, where
-    // LibTorch's quantize_per_tensor took 13.6 ms for 4,096 x 768 and 55 ms for 4,096 x 3,072.
-    dnnl::reorder quantize;
   };
   PrimitiveCache<Built> by_rows;
 
@@ -59,16 +54,8 @@ struct Int8Matmul::State {
 
   Built Build(int64_t rows) const {
     const dnnl::matmul::primitive_desc pd = Describe(rows, weights.desc);
-    dnnl::primitive_attr quantize_attr;
-    quantize_attr.set_output_scales(1 << 0, {DNNL_RUNTIME_F32_VAL});  // per row
-    quantize_attr.set_zero_points(DNNL_ARG_DST, 0, {kZeroPoint});
-    const dnnl::reorder::primitive_desc quantize_pd(
-        CpuEngine(), dnnl::memory::desc({rows, in}, dt::f32, tag::ab), CpuEngine(), pd.src_desc(),
-        quantize_attr);
-    return Built{pd, dnnl::matmul(pd), dnnl::reorder(quantize_pd)};
+    return Built{pd, dnnl::matmul(pd)};
   }
-
-  static constexpr int32_t kZeroPoint = 128;
 };
 
 Int8Matmul::Int8Matmul(const torch::Tensor& weight, const torch::Tensor& bias)
@@ -87,7 +74,7 @@ Int8Matmul::Int8Matmul(const torch::Tensor& weight, const torch::Tensor& bias)
                           : torch::zeros({s.out}, torch::kFloat32);
   // In fp64, then rounded once: exact up to 2^24 (column sums of 131,072).
   s.zero_point_bias =
-      (plain.to(torch::kFloat64).sum(0) * -State::kZeroPoint).to(torch::kFloat32).contiguous();
+      (plain.to(torch::kFloat64).sum(0) * -kActivationZeroPoint).to(torch::kFloat32).contiguous();
 }
 
 Int8Matmul::Int8Matmul(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -117,45 +104,22 @@ torch::Tensor Int8Matmul::Apply(const torch::Tensor& x_in) const {
   const State& s = *state_;
   const torch::Tensor x = x_in.to(torch::kFloat32).contiguous();
   const int64_t rows = x.size(0);
-  // Each row's scale from its own largest magnitude (127 levels each side); an all-zero row
-  // (the encoder's padding) takes 1, any value would do. amax and amin, not aminmax: LibTorch
-  // 1.13's aminmax along a dimension is not vectorised (3.7 ms for 4,096 x 768 at 2 threads,
-  // 27% of an int8 forward, against 0.17 ms for these two).
-  const torch::Tensor largest = torch::maximum(x.amax(1), -x.amin(1));
-  const torch::Tensor row_scales =
-      torch::where(largest > 0, largest / 127.0f, torch::ones_like(largest)).contiguous();
-  const torch::Tensor inverse_scales = row_scales.reciprocal().contiguous();
+  const torch::Tensor row_scales = torch::empty({rows}, torch::kFloat32);
+  const torch::Tensor q = torch::empty({rows, s.in}, torch::kUInt8);
+  QuantizeRows(x.data_ptr<float>(), rows, s.in, q.data_ptr<uint8_t>(),
+               row_scales.data_ptr<float>());
   torch::Tensor result = torch::empty({rows, s.out}, torch::kFloat32);
-
-  const auto& [pd, primitive, quantize] =
-      s.by_rows.Get(rows, [&](int64_t n) { return s.Build(n); });
+  const auto& [pd, primitive] = s.by_rows.Get(rows, [&](int64_t n) { return s.Build(n); });
   const torch::Tensor scratch = Scratchpad(pd);
-  const dnnl::engine& e = CpuEngine();
-  dnnl::stream stream(e);
-  torch::Tensor q = torch::empty({rows, s.in}, torch::kUInt8);
-  const dnnl::memory quantized = AsMemory(pd.src_desc(), q);
-  quantize.execute(
-      stream, {{DNNL_ARG_FROM, AsMemory({{rows, s.in}, dt::f32, tag::ab}, x)},
-               {DNNL_ARG_TO, quantized},
-               {DNNL_ARG_ATTR_OUTPUT_SCALES, AsMemory({{rows}, dt::f32, tag::a}, inverse_scales)}});
-  primitive.execute(stream, {{DNNL_ARG_SRC, quantized},
+  dnnl::stream stream(CpuEngine());
+  primitive.execute(stream, {{DNNL_ARG_SRC, AsMemory(pd.src_desc(), q)},
                              {DNNL_ARG_WEIGHTS, AsMemory(s.weights.desc, s.weights.data)},
                              {DNNL_ARG_BIAS, AsMemory(pd.bias_desc(), s.zero_point_bias)},
                              {DNNL_ARG_DST, AsMemory(pd.dst_desc(), result)},
                              {DNNL_ARG_SCRATCHPAD, AsMemory(pd.scratchpad_desc(), scratch)}});
   stream.wait();
-  // Each row times its scale, plus the bias: one pass, in the row's own order.
-  const float* __restrict scales = row_scales.data_ptr<float>();
-  const float* __restrict bias = s.bias.data_ptr<float>();
-  float* __restrict out = result.data_ptr<float>();
-  const int64_t width = s.out;
-  at::parallel_for(0, rows, kEpilogueRows, [&](int64_t first, int64_t last) {
-    for (int64_t r = first; r < last; ++r) {
-      float* __restrict row = out + r * width;
-      const float scale = scales[r];
-      for (int64_t c = 0; c < width; ++c) row[c] = row[c] * scale + bias[c];
-    }
-  });
+  ScaleRowsAddBias(result.data_ptr<float>(), rows, s.out, row_scales.data_ptr<float>(),
+                   s.bias.data_ptr<float>());
   return result;
 }
 

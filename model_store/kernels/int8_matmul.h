@@ -5,8 +5,9 @@
 // reorders a full copy of them on every call (DNNL_VERBOSE: 0.5-4 ms per call for BERT-base's
 // layers), and a 131,072-token document grew a BERT-base server by 454-547 MiB through it.
 // Here the weights are packed once, at load, in the layout the matmul reads (AMX's or VNNI's
-// blocks where the CPU has them), the activations are quantised by one oneDNN reorder, and
-// their scales are given at execution, so one primitive per row count serves every call.
+// blocks where the CPU has them), the activations are quantised row by row in one pass of our
+// own (row_quantize.h), and each row's scale is applied after the kernel, so one primitive per
+// row count serves every call.
 #pragma once
 
 #include <torch/types.h>
