@@ -58,6 +58,69 @@ const AttentionMatmuls& Matmuls(torch::ScalarType type) {
   return *fp32;
 }
 
+// Every head of a short sequence in one oneDNN call per product: [heads, L, d] against
+// [heads, d, L], then [heads, L, L] against [heads, L, d], runtime sizes and strides, so one pair
+// serves every length and reads heads where they lie.
+const AttentionMatmuls& HeadBatchedMatmuls() {
+  static const AttentionMatmuls* const built = [] {
+    constexpr auto kAny = DNNL_RUNTIME_DIM_VAL;
+    const dnnl::memory::desc rows({kAny, kAny, kAny}, dt::f32, {kAny, kAny, 1});
+    const dnnl::memory::desc columns({kAny, kAny, kAny}, dt::f32, {kAny, 1, kAny});
+    dnnl::primitive_attr scaled;
+    scaled.set_output_scales(0, {DNNL_RUNTIME_F32_VAL});
+    scaled.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::primitive_attr plain;
+    plain.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    auto* m = new AttentionMatmuls;
+    m->scores_pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(rows, columns, rows), scaled,
+                                                CpuEngine());
+    m->context_pd =
+        dnnl::matmul::primitive_desc(dnnl::matmul::desc(rows, rows, rows), plain, CpuEngine());
+    m->scores = dnnl::matmul(m->scores_pd);
+    m->context = dnnl::matmul(m->context_pd);
+    return m;
+  }();
+  return *built;
+}
+
+dnnl::memory::desc BatchDesc(const torch::Tensor& t) {
+  return dnnl::memory::desc({t.size(0), t.size(1), t.size(2)}, dt::f32,
+                            {t.stride(0), t.stride(1), t.stride(2)});
+}
+
+// fp32, every key, every query: out = softmax(Q K^T scale) V for all heads of the call, query
+// head g of every key/value group in one call per product.
+void HeadBatchedAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                          double scale, torch::Tensor& out) {
+  const AttentionMatmuls& m = HeadBatchedMatmuls();
+  const int64_t kv_heads = q.size(0), group = q.size(1), length = k.size(1);
+  const torch::Tensor keys_t = k.transpose(1, 2);  // [kv, d, L], in place
+  const torch::Tensor scores = torch::empty({kv_heads, length, length}, torch::kFloat32);
+  const torch::Tensor scores_scratch = Scratchpad(m.scores_pd);
+  const torch::Tensor context_scratch = Scratchpad(m.context_pd);
+  float output_scale = static_cast<float>(scale);
+  const dnnl::memory scale_memory({{1}, dt::f32, dnnl::memory::format_tag::a}, CpuEngine(),
+                                  &output_scale);
+  dnnl::stream stream(CpuEngine());
+  for (int64_t g = 0; g < group; ++g) {
+    const torch::Tensor queries = q.select(1, g), context = out.select(1, g);
+    m.scores.execute(stream,
+                     {{DNNL_ARG_SRC, AsMemory(BatchDesc(queries), queries)},
+                      {DNNL_ARG_WEIGHTS, AsMemory(BatchDesc(keys_t), keys_t)},
+                      {DNNL_ARG_DST, AsMemory(BatchDesc(scores), scores)},
+                      {DNNL_ARG_ATTR_OUTPUT_SCALES, scale_memory},
+                      {DNNL_ARG_SCRATCHPAD, AsMemory(m.scores_pd.scratchpad_desc(), scores_scratch)}});
+    stream.wait();
+    const torch::Tensor probabilities = torch::softmax(scores, -1);
+    m.context.execute(stream, {{DNNL_ARG_SRC, AsMemory(BatchDesc(probabilities), probabilities)},
+                               {DNNL_ARG_WEIGHTS, AsMemory(BatchDesc(v), v)},
+                               {DNNL_ARG_DST, AsMemory(BatchDesc(context), context)},
+                               {DNNL_ARG_SCRATCHPAD,
+                                AsMemory(m.context_pd.scratchpad_desc(), context_scratch)}});
+    stream.wait();
+  }
+}
+
 // What a block of queries [begin, end) against keys [first_key, end_key) gets besides the
 // product: ALiBi's distances |i - j| (when the pattern has slopes) and the keys it must not see,
 // `hidden` over the score columns from `hidden_from` on. A causal layer without a band hides
@@ -270,6 +333,10 @@ void BlockedSelfAttention(const torch::Tensor& q, const torch::Tensor& k, const 
   const bool bf16 = q.scalar_type() == torch::kBFloat16;
   if (bf16 && length < kBf16HeadByHeadFromKeys) {
     BatchedHeadsAttention(q, k, v, scale, query_block, pattern, out);
+    return;
+  }
+  if (!bf16 && pattern.plain() && queries == length && length < kHeadBatchedBelowKeys) {
+    HeadBatchedAttention(q, k, v, scale, out);
     return;
   }
   PlainAttention plain(length, queries, query_block, pattern, q.scalar_type());

@@ -12,7 +12,9 @@ tokens (one window each). Each round runs every system once, in turn, on the sam
 - this service over gRPC (embedctl bench, one document per request, tokenization included) at
   --dtype fp32, bf16 (where the CPU has it), int8 and auto, at concurrency 1 and 4.
 Ratios are taken within a round, then the median over rounds. Before timing: the int8 peer's
-pooled cosine to fp32 (so it is a fair int8 model), and this service's per dtype.
+pooled cosine to fp32 (so it is a fair int8 model), and this service's per dtype. After: the
+share of peak (gemm_peak_bench's matrix kernels on the forward's own shapes against the
+forward's linear rate on full windows, encoder_bench 8 x 512).
 
 usage: int8_peer_bench.py BUILD_DIR MODEL_DIR [--docs 120] [--rounds 2]
 """
@@ -34,8 +36,9 @@ sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "client", "python"))
 from compare_encoder import ReferenceBert, read_safetensors  # noqa: E402
 from embedding_client import EmbeddingClient  # noqa: E402
-from long_document_bench import (THREADS, PaddedBert, cpu_isa, embed_vectors,  # noqa: E402
-                                 export_onnx, make_documents, min_cosine, run_service, windows)
+from long_document_bench import (THREADS, PaddedBert, bare_forward, cpu_isa,  # noqa: E402
+                                 embed_vectors, export_onnx, make_documents, min_cosine,
+                                 run_service, windows)
 from quantize_dynamic import quantize_dynamic  # noqa: E402
 from server_runner import ServerRunner  # noqa: E402
 
@@ -128,6 +131,60 @@ def main():
             print(f"| this service {label}, concurrency {c} | {median(lambda r: r[key]):,.0f} | "
                   f"{median(lambda r: r[key] / r['ort_fp32']):.2f}x | "
                   f"{median(lambda r: r[key] / r['ort_int8']):.2f}x |")
+    share_of_peak(args.build_dir, args.model_dir, config, workdir)
+
+
+def kernel_rates(build_dir, workdir):
+    """gemm_peak_bench's rates: {(kernel, rows, in, out): ops/s}, kernel int8, bf16, fp32 or
+    layer (the int8 layer the encoder runs, quantization and scaling included)."""
+    path = os.path.join(workdir, "gemm_peak_bench.json")
+    subprocess.run([f"{build_dir}/tests/gemm_peak_bench", "--benchmark_min_time=0.5",
+                    "--benchmark_format=json", f"--benchmark_out={path}"],
+                   check=True, capture_output=True)
+    out = {}
+    for b in json.load(open(path))["benchmarks"]:
+        if "ops" in b:
+            parts = b["name"].split("/")
+            kernel = parts[1] if parts[0] == "BM_Kernel" else "layer"
+            rows, fan_in, fan_out = (int(x) for x in parts[-4:-1])
+            out[(kernel, rows, fan_in, fan_out)] = b["ops"]
+    return out
+
+
+def share_of_peak(build_dir, model_dir, config, workdir):
+    """The forward's linear layers on full 512-token windows (encoder_bench, 8 x 512) as a share
+    of the matrix kernels' own rate on the same shapes at their best row count; and the part of
+    the forward that is not a linear layer's kernel at all."""
+    rates = kernel_rates(build_dir, workdir)
+    forward = bare_forward(build_dir, model_dir, workdir)
+    hidden, inner = config["hidden_size"], config["intermediate_size"]
+    shapes = [(hidden, 3 * hidden), (hidden, hidden), (hidden, inner), (inner, hidden)]
+    per_token = 2 * config["num_hidden_layers"] * sum(i * o for i, o in shapes)
+    print(f"\nlinear layers: {per_token / 1e9:.3f} GOP per token")
+    print("| dtype | kernel peak (best rows) | int8 layer | forward 8 x 512 | linear rate in the "
+          "forward | share of peak |\n|---|---|---|---|---|---|")
+    for dtype in ("int8", "bf16", "fp32"):
+        key = (dtype, 8, 512)
+        if key not in forward or not any(k[0] == dtype for k in rates):
+            continue
+        # Each shape at its best row count; the peak is their per-token time-weighted mean.
+        best = {shape: max(r for k, r in rates.items() if k[0] == dtype and k[2:] == shape)
+                for shape in shapes}
+        layer = {shape: max((r for k, r in rates.items() if k[0] == "layer" and k[2:] == shape),
+                            default=0) for shape in shapes}
+        seconds = sum(2 * i * o / best[(i, o)] for i, o in shapes)
+        peak = sum(2 * i * o for i, o in shapes) / seconds
+        layer_rate = (sum(2 * i * o for i, o in shapes) /
+                      sum(2 * i * o / layer[(i, o)] for i, o in shapes)) if dtype == "int8" else 0
+        tokens_per_second = forward[key][0]
+        achieved = per_token * tokens_per_second
+        print(f"| {dtype} | {peak / 1e9:,.0f} GOP/s | "
+              f"{f'{layer_rate / 1e9:,.0f} GOP/s' if layer_rate else ''} | "
+              f"{tokens_per_second:,.0f} tokens/s | {achieved / 1e9:,.0f} GOP/s | "
+              f"{achieved / peak:.0%} |")
+    print("The share of peak is also the share of the forward's time its linear kernels would "
+          "take at peak; the rest is attention, norms, activations and the int8 layer's own "
+          "passes, which no faster matrix kernel reaches.")
 
 
 if __name__ == "__main__":

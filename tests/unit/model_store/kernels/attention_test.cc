@@ -265,6 +265,34 @@ TEST(BlockedSelfAttention, CausalGroupedHeadsAttendTheirGroupsPastOnly) {
   }
 }
 
+// Every key, grouped query heads, fp32: below kHeadBatchedBelowKeys all heads go through one
+// call per product, from it on one head at a time; both exact, on the bound's either side, with
+// heads read from a packed projection's strides and written into a [L, heads x d] context.
+TEST(BlockedSelfAttention, GroupedHeadsWithEveryKeyOnEitherSideOfTheHeadBatchedBound) {
+  torch::manual_seed(17);
+  const int64_t kv_heads = 2, group = 2, d = 16;
+  for (int64_t length : {int64_t{1}, int64_t{31}, kHeadBatchedBelowKeys - 1, kHeadBatchedBelowKeys,
+                         int64_t{300}}) {
+    for (double tau : {1.0, 0.4}) {
+      // [L, kv, group + 2, d]: each group's queries, then its key and value.
+      const torch::Tensor packed = torch::randn({length, kv_heads, group + 2, d});
+      const torch::Tensor seq = packed.permute({2, 1, 0, 3});  // [group + 2, kv, L, d]
+      const torch::Tensor q = seq.slice(0, 0, group).transpose(0, 1), k = seq[group],
+                          v = seq[group + 1];
+      const torch::Tensor logits = torch::matmul(q.contiguous(),
+                                                 k.contiguous().unsqueeze(1).transpose(-1, -2)) /
+                                   std::sqrt(double(d));
+      const torch::Tensor expected =
+          torch::matmul(torch::softmax(logits / tau, -1), v.contiguous().unsqueeze(1));
+      torch::Tensor context = torch::full({length, kv_heads * group * d}, NAN);
+      torch::Tensor out = context.view({length, kv_heads, group, d}).permute({1, 2, 0, 3});
+      BlockedSelfAttention(q, k, v, 1.0 / (std::sqrt(double(d)) * tau), 512, {}, out);
+      EXPECT_LT((out - expected).abs().max().item<float>(), 1e-5)
+          << "length " << length << " tau " << tau;
+    }
+  }
+}
+
 // One key far longer than the rest, along a direction no query has: a Cauchy-Schwarz bound on
 // every row's largest logit (|q| times the longest key) sits hundreds above the logits
 // themselves, which stay small enough for fp32 to compute exactly.
