@@ -15,6 +15,7 @@
 #include "model_store/encoder/splade_head.h"
 #include "model_store/encoder/token_heads.h"
 #include "model_store/formats/checkpoint.h"
+#include "model_store/formats/late_interaction_layout.h"
 #include "model_store/spec/architecture.h"
 
 namespace embedding::model_store {
@@ -128,6 +129,8 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
                      " tokens but config.json vocab_size is ", config.vocab_size));
   }
   RETURN_IF_ERROR(ResolveScoreTokens(model_dir, &config.classifier, model->tokenizer_.get()));
+  // Before the sentence-transformers files are read: PyLate's projection would pass for a Dense.
+  RETURN_IF_ERROR(CheckNotLateInteractionFiles(model_dir));
   ASSIGN_OR_RETURN(model->st_config_, LoadSentenceTransformersConfig(model_dir));
   // Decided before any weight is read: a refused option costs nothing.
   RETURN_IF_ERROR(ChooseWindow(config.max_sequence_length(), model->st_config_,
@@ -143,6 +146,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
                    LoadDenseLayers(model->st_config_.dense, config.hidden_size));
   // The encoder copies the weights out, so the mapping is released when Load returns.
   ASSIGN_OR_RETURN(auto checkpoint, Checkpoint::Open(model_dir));
+  RETURN_IF_ERROR(CheckNotLateInteractionWeights(model_dir, *checkpoint));
   model->pooling_ =
       options.pooling_override.value_or(model->st_config_.pooling.value_or(PoolingMode::kCls));
   std::shared_ptr<const SpladeHead> splade;  // read with the checkpoint, attached to the encoder

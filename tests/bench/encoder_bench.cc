@@ -19,7 +19,9 @@ const Model* LoadModel(ComputeDType dtype) {
   if (dir == nullptr) return nullptr;
   ModelOptions options;
   options.encoder.dtype = dtype;
-  options.encoder.intra_op_threads = 2;
+  // Two threads, as every peer gets; BENCH_THREADS=N for how the forward scales with them.
+  const char* threads = std::getenv("BENCH_THREADS");
+  options.encoder.intra_op_threads = threads != nullptr ? std::atoi(threads) : 2;
   auto model = Model::Load(dir, options);
   if (!model.ok()) {
     std::cerr << model.status() << "\n";

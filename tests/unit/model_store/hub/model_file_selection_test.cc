@@ -178,6 +178,17 @@ TEST(ModelFileSelectionTest, PytorchModelBinIsTakenWhenNoSafetensorsExists) {
                                   "pytorch_model.bin"));
 }
 
+// colbert-ir/colbertv2.0's files: its metadata comes along, so the load refuses the layout by
+// name (late_interaction_layout.h) rather than serving the BERT beneath it.
+TEST(ModelFileSelectionTest, StanfordColbertsMetadataComesAlong) {
+  FakeRepo repo{{"config.json", "tokenizer.json", "vocab.txt", "model.safetensors",
+                 "pytorch_model.bin", "artifact.metadata", "README.md"}};
+  auto files = SelectModelFiles("colbert-ir/colbertv2.0", repo.listing, repo.Reader());
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_THAT(*files, ElementsAre("config.json", "tokenizer.json", "vocab.txt",
+                                  "artifact.metadata", "model.safetensors"));
+}
+
 TEST(ModelFileSelectionTest, ShardedPytorchModelBinComesWithItsShards) {
   FakeRepo repo{{"config.json", "vocab.txt", "pytorch_model.bin.index.json",
                  "pytorch_model-00001-of-00002.bin", "pytorch_model-00002-of-00002.bin"}};
