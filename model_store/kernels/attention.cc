@@ -26,12 +26,17 @@ struct AttentionMatmuls {
   dnnl::matmul scores, context;
 };
 
-AttentionMatmuls* BuildMatmuls(dt type) {
+// `rank` 2: one head's [rows, d] matrices; 3: every head's, [heads, rows, d].
+AttentionMatmuls* BuildMatmuls(dt type, int rank) {
   // Runtime strides, but which one is the unit stride is fixed: with both left open oneDNN
   // 2.6 picks its reference kernel (ref:any, ~1 s per 128 x 8,192 x 32 product).
   constexpr auto kAny = DNNL_RUNTIME_DIM_VAL;
-  const dnnl::memory::desc rows({kAny, kAny}, type, {kAny, 1});
-  const dnnl::memory::desc columns({kAny, kAny}, type, {1, kAny});
+  const dnnl::memory::dims any(rank, kAny);
+  dnnl::memory::dims row_strides(rank, kAny), column_strides(rank, kAny);
+  row_strides[rank - 1] = 1;
+  column_strides[rank - 2] = 1;
+  const dnnl::memory::desc rows(any, type, row_strides);
+  const dnnl::memory::desc columns(any, type, column_strides);
   dnnl::primitive_attr scaled;
   scaled.set_output_scales(0, {DNNL_RUNTIME_F32_VAL});
   scaled.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -51,36 +56,19 @@ AttentionMatmuls* BuildMatmuls(dt type) {
 // Each built on first use: a CPU without bf16 never describes the bf16 pair.
 const AttentionMatmuls& Matmuls(torch::ScalarType type) {
   if (type == torch::kBFloat16) {
-    static const AttentionMatmuls* const bf16 = BuildMatmuls(dt::bf16);
+    static const AttentionMatmuls* const bf16 = BuildMatmuls(dt::bf16, 2);
     return *bf16;
   }
-  static const AttentionMatmuls* const fp32 = BuildMatmuls(dt::f32);
+  static const AttentionMatmuls* const fp32 = BuildMatmuls(dt::f32, 2);
   return *fp32;
 }
 
 // Every head of a short sequence in one oneDNN call per product: [heads, L, d] against
-// [heads, d, L], then [heads, L, L] against [heads, L, d], runtime sizes and strides, so one pair
-// serves every length and reads heads where they lie.
+// [heads, d, L], then [heads, L, L] against [heads, L, d], so one pair serves every length and
+// reads heads where they lie.
 const AttentionMatmuls& HeadBatchedMatmuls() {
-  static const AttentionMatmuls* const built = [] {
-    constexpr auto kAny = DNNL_RUNTIME_DIM_VAL;
-    const dnnl::memory::desc rows({kAny, kAny, kAny}, dt::f32, {kAny, kAny, 1});
-    const dnnl::memory::desc columns({kAny, kAny, kAny}, dt::f32, {kAny, 1, kAny});
-    dnnl::primitive_attr scaled;
-    scaled.set_output_scales(0, {DNNL_RUNTIME_F32_VAL});
-    scaled.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    dnnl::primitive_attr plain;
-    plain.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    auto* m = new AttentionMatmuls;
-    m->scores_pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(rows, columns, rows), scaled,
-                                                CpuEngine());
-    m->context_pd =
-        dnnl::matmul::primitive_desc(dnnl::matmul::desc(rows, rows, rows), plain, CpuEngine());
-    m->scores = dnnl::matmul(m->scores_pd);
-    m->context = dnnl::matmul(m->context_pd);
-    return m;
-  }();
-  return *built;
+  static const AttentionMatmuls* const fp32 = BuildMatmuls(dt::f32, 3);
+  return *fp32;
 }
 
 dnnl::memory::desc BatchDesc(const torch::Tensor& t) {
@@ -104,12 +92,12 @@ void HeadBatchedAttention(const torch::Tensor& q, const torch::Tensor& k, const 
   dnnl::stream stream(CpuEngine());
   for (int64_t g = 0; g < group; ++g) {
     const torch::Tensor queries = q.select(1, g), context = out.select(1, g);
-    m.scores.execute(stream,
-                     {{DNNL_ARG_SRC, AsMemory(BatchDesc(queries), queries)},
-                      {DNNL_ARG_WEIGHTS, AsMemory(BatchDesc(keys_t), keys_t)},
-                      {DNNL_ARG_DST, AsMemory(BatchDesc(scores), scores)},
-                      {DNNL_ARG_ATTR_OUTPUT_SCALES, scale_memory},
-                      {DNNL_ARG_SCRATCHPAD, AsMemory(m.scores_pd.scratchpad_desc(), scores_scratch)}});
+    m.scores.execute(
+        stream, {{DNNL_ARG_SRC, AsMemory(BatchDesc(queries), queries)},
+                 {DNNL_ARG_WEIGHTS, AsMemory(BatchDesc(keys_t), keys_t)},
+                 {DNNL_ARG_DST, AsMemory(BatchDesc(scores), scores)},
+                 {DNNL_ARG_ATTR_OUTPUT_SCALES, scale_memory},
+                 {DNNL_ARG_SCRATCHPAD, AsMemory(m.scores_pd.scratchpad_desc(), scores_scratch)}});
     stream.wait();
     const torch::Tensor probabilities = torch::softmax(scores, -1);
     m.context.execute(stream, {{DNNL_ARG_SRC, AsMemory(BatchDesc(probabilities), probabilities)},
