@@ -1,6 +1,5 @@
 #include "model_store/kernels/int8_matmul.h"
 
-
 #include <vector>
 
 #include "model_store/kernels/onednn_support.h"
