@@ -15,7 +15,7 @@
 #include "model_store/encoder/splade_head.h"
 #include "model_store/encoder/token_heads.h"
 #include "model_store/formats/checkpoint.h"
-#include "model_store/formats/late_interaction_layout.h"
+#include "model_store/formats/late_interaction_config.h"
 #include "model_store/spec/architecture.h"
 
 namespace embedding::model_store {
@@ -100,6 +100,26 @@ absl::Status ResolveScoreTokens(const std::string& model_dir, ClassifierConfig* 
   return absl::OkStatus();
 }
 
+// What a late-interaction model needs beyond its files: an embedding checkpoint without a
+// SPLADE head, a query that fits the position table, and, where the query's expansion is read
+// by nothing, attention that a key limit leaves exact (Encoder::KeyLimitExact, checked once
+// the encoder exists). INVALID_ARGUMENT naming the layout.
+absl::Status CheckLateInteraction(const LateInteractionConfig& late, const EncoderConfig& config,
+                                  const SentenceTransformersConfig& st) {
+  if (config.classifier.kind != ModelKind::kEmbedding || st.splade) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        late.layout, ": a late-interaction model over a ",
+        st.splade ? "SPLADE head" : config.classifier.architecture, " is not a known layout"));
+  }
+  if (late.query_length > config.max_sequence_length()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        late.layout, ": query_length ", late.query_length, " exceeds the ",
+        config.max_sequence_length(), " positions of config.json; allowed [1, ",
+        config.max_sequence_length(), "]"));
+  }
+  return absl::OkStatus();
+}
+
 std::string Describe(const TensorView& view) {
   return absl::StrCat(view.name, " (", DTypeName(view.dtype), " [", absl::StrJoin(view.shape, ", "),
                       "])");
@@ -129,14 +149,26 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
                      " tokens but config.json vocab_size is ", config.vocab_size));
   }
   RETURN_IF_ERROR(ResolveScoreTokens(model_dir, &config.classifier, model->tokenizer_.get()));
-  // Before the sentence-transformers files are read: PyLate's projection would pass for a Dense.
-  RETURN_IF_ERROR(CheckNotLateInteractionFiles(model_dir));
   ASSIGN_OR_RETURN(model->st_config_, LoadSentenceTransformersConfig(model_dir));
+  // The encoder copies the weights out, so the mapping is released when Load returns. Opening
+  // reads the headers only (Stanford ColBERT's projection is found by name).
+  ASSIGN_OR_RETURN(auto checkpoint, Checkpoint::Open(model_dir));
+  ASSIGN_OR_RETURN(const std::optional<LateInteractionConfig> late,
+                   ReadLateInteractionConfig(model_dir, *checkpoint));
+  if (late.has_value()) {
+    RETURN_IF_ERROR(CheckLateInteraction(*late, config, model->st_config_));
+    ASSIGN_OR_RETURN(model->late_interaction_,
+                     LateInteraction::Resolve(*late, model_dir, *model->tokenizer_));
+    // PyLate cuts a document to document_length (sentence-transformers' max_seq_length is
+    // whichever length it used last, less the marker).
+    model->st_config_.max_seq_length = late->document_length;
+    model->st_config_.max_seq_length_file = absl::StrCat(late->layout, " document_length");
+  }
   // Decided before any weight is read: a refused option costs nothing.
-  RETURN_IF_ERROR(ChooseWindow(config.max_sequence_length(), model->st_config_,
-                               options.max_input_length,
-                               static_cast<int64_t>(model->tokenizer_->num_special_tokens()),
-                               &model->window_, &model->window_source_));
+  RETURN_IF_ERROR(ChooseWindow(
+      config.max_sequence_length(), model->st_config_, options.max_input_length,
+      static_cast<int64_t>(model->special_prefix().size() + model->special_suffix().size()),
+      &model->window_, &model->window_source_));
   ASSIGN_OR_RETURN(model->tempscale_,
                    options.tempscale_schedule_file.empty()
                        ? TempScaleSchedule::Load(model_dir)
@@ -144,9 +176,11 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
   ASSIGN_OR_RETURN(TokenHeads heads, LoadTokenHeads(model_dir, config.hidden_size));
   ASSIGN_OR_RETURN(std::vector<DenseLayer> dense,
                    LoadDenseLayers(model->st_config_.dense, config.hidden_size));
-  // The encoder copies the weights out, so the mapping is released when Load returns.
-  ASSIGN_OR_RETURN(auto checkpoint, Checkpoint::Open(model_dir));
-  RETURN_IF_ERROR(CheckNotLateInteractionWeights(model_dir, *checkpoint));
+  if (late.has_value()) {  // the projection is per token, not of a pooled vector
+    ASSIGN_OR_RETURN(heads.late_projection,
+                     LoadLateProjection(*late, std::move(dense), config.hidden_size, *checkpoint));
+    dense.clear();
+  }
   model->pooling_ =
       options.pooling_override.value_or(model->st_config_.pooling.value_or(PoolingMode::kCls));
   std::shared_ptr<const SpladeHead> splade;  // read with the checkpoint, attached to the encoder
@@ -198,7 +232,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
     model->unread_tensors_.push_back(Describe(*view));
   // bge-m3's heads read the final states in fp32 whatever the dtype, so they join the encoder
   // after the dtype is chosen.
-  if (heads.has_sparse() || heads.multi_vector_dim() > 0)
+  if (heads.has_sparse() || heads.multi_vector_dim() > 0)  // (a ColBERT projection among them)
     model->encoder_->AttachTokenHeads(std::make_shared<const TokenHeads>(std::move(heads)));
   if (splade != nullptr) model->encoder_->AttachSpladeHead(std::move(splade));
   if (!dense.empty()) {
@@ -211,6 +245,13 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& model_dir,
                                             ") leaves no room for text after the special tokens"));
   }
   const Encoder& encoder = *model->encoder_;
+  if (late.has_value() && late->do_query_expansion && !late->attend_to_expansion_tokens &&
+      !encoder.KeyLimitExact(late->query_length)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        late->layout, ": attend_to_expansion_tokens false hides a query's expansion from its "
+                      "text, which this family's attention (causal, ALiBi, relative or banded "
+                      "below query_length) cannot do exactly"));
+  }
   ASSIGN_OR_RETURN(model->device_bytes_per_token_, OnForwardThread(options.run_forward, [&] {
                      return encoder.MeasureBytesPerToken(model->window_);
                    }));

@@ -12,6 +12,7 @@
 #include "model_store/encoder/encoder.h"
 #include "model_store/formats/sentence_transformers_config.h"
 #include "model_store/formats/tempscale_schedule.h"
+#include "model_store/late_interaction.h"
 #include "model_store/spec/encoder_config.h"
 #include "model_store/text/tokenizer.h"
 
@@ -53,9 +54,18 @@ class Model {
 
   // Written by write_demo_model (config.json says "demo_model"): its vectors carry no meaning.
   bool is_demo() const { return config().demo_model; }
-  // The special tokens the post-processor puts before and after a sequence's content.
-  const std::vector<int32_t>& special_prefix() const { return tokenizer_->config().prefix_ids; }
+  // The special tokens the post-processor puts before and after a sequence's content (and a
+  // late-interaction model's document marker after the first).
+  const std::vector<int32_t>& special_prefix() const {
+    return late_interaction_ ? late_interaction_->prefix(InputRole::kDocument)
+                             : tokenizer_->config().prefix_ids;
+  }
   const std::vector<int32_t>& special_suffix() const { return tokenizer_->config().suffix_ids; }
+  // A late-interaction (ColBERT) model's encoding rules (one vector per token, scored by
+  // MaxSim); nullptr for every other model.
+  const LateInteraction* late_interaction() const {
+    return late_interaction_ ? &*late_interaction_ : nullptr;
+  }
   const EncoderConfig& config() const { return encoder_->config(); }
   // An embedder, or a *ForSequenceClassification checkpoint: a reranker (one label) or a
   // classifier; its head and labels are config().classifier.
@@ -75,7 +85,8 @@ class Model {
   // what happened to the cache ("; not cached: ..."); empty when a dtype was named.
   const std::string& dtype_choice_source() const { return dtype_choice_source_; }
   // Tokens one window holds, special tokens included: the position table, or less where
-  // sentence-transformers' `max_seq_length` or ModelOptions::max_input_length says so.
+  // sentence-transformers' `max_seq_length`, a late-interaction model's `document_length` or
+  // ModelOptions::max_input_length says so.
   int64_t max_input_length() const { return window_; }
   // Where that figure comes from ("config.json max_position_embeddings").
   const std::string& window_source() const { return window_source_; }
@@ -89,7 +100,9 @@ class Model {
   // suite's BatchInvariance tests.
   std::optional<double> batch_invariance_bound() const { return batch_invariance_bound_; }
   // Content tokens one window holds: the window less the special tokens.
-  int64_t max_content_tokens() const { return window_ - tokenizer_->num_special_tokens(); }
+  int64_t max_content_tokens() const {
+    return window_ - static_cast<int64_t>(special_prefix().size() + special_suffix().size());
+  }
   // The weights' layout ("pytorch_model.bin") and the tensors in it the model does not read,
   // each as "name (I64 [1, 512])", for the load log.
   const std::string& weights_layout() const { return weights_layout_; }
@@ -99,6 +112,7 @@ class Model {
   Model() = default;
 
   std::unique_ptr<Tokenizer> tokenizer_;
+  std::optional<LateInteraction> late_interaction_;
   std::unique_ptr<Encoder> encoder_;
   SentenceTransformersConfig st_config_;
   PoolingMode pooling_ = PoolingMode::kCls;

@@ -68,6 +68,10 @@ torch::Tensor ApplyDenseLayers(const std::vector<DenseLayer>& layers, torch::Ten
       rows.push_back(ApplyDenseLayers(layers, pooled.slice(0, r, r + 1)));
     return torch::cat(rows);
   }
+  return ProjectTokens(layers, std::move(pooled));
+}
+
+torch::Tensor ProjectTokens(const std::vector<DenseLayer>& layers, torch::Tensor pooled) {
   for (const DenseLayer& layer : layers) {
     pooled = layer.bias.defined() ? torch::addmm(layer.bias, pooled, layer.weight.t())
                                   : torch::mm(pooled, layer.weight.t());

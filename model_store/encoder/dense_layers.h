@@ -40,4 +40,8 @@ absl::StatusOr<std::vector<DenseLayer>> LoadDenseLayers(
 // alone, so a vector does not depend on the rows beside it.
 torch::Tensor ApplyDenseLayers(const std::vector<DenseLayer>& layers, torch::Tensor pooled);
 
+// The same for one sequence's token states [L, hidden] in one product per layer: a sequence's
+// rows are the same in any batch, so its vectors are too (a ColBERT projection).
+torch::Tensor ProjectTokens(const std::vector<DenseLayer>& layers, torch::Tensor tokens);
+
 }  // namespace embedding::model_store

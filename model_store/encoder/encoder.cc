@@ -207,6 +207,44 @@ absl::StatusOr<std::unique_ptr<Encoder>> Encoder::Create(const EncoderConfig& co
   return encoder;
 }
 
+bool Encoder::KeyLimitExact(int64_t length) const {
+  // SelfAttention attends the rows past the limit in runs of their own against the first keys:
+  // exact only where no logit depends on where in the sequence a row or key lies.
+  if (config_.causal || !config_.alibi_slopes.empty() || config_.relative_attention_buckets > 0 ||
+      config_.logn_scale.enabled) {
+    return false;
+  }
+  for (int64_t band : config_.layer_bands) {
+    if (band > 0 && band < length - 1) return false;
+  }
+  return true;
+}
+
+absl::Status Encoder::ValidateAttendedLengths(const EncodeBatch& batch) const {
+  if (batch.attended_lengths.empty()) return absl::OkStatus();
+  if (batch.attended_lengths.size() != batch.sequences.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attended_lengths: ", batch.attended_lengths.size(), " values for ",
+                     batch.sequences.size(), " sequences"));
+  }
+  for (size_t b = 0; b < batch.sequences.size(); ++b) {
+    const int64_t attended = batch.attended_lengths[b];
+    const auto length = static_cast<int64_t>(batch.sequences[b].size());
+    if (attended < 0 || attended > length) {
+      return absl::InvalidArgumentError(absl::StrCat("attended_lengths[", b, "]: ", attended,
+                                                     " outside [0, ", length, "]"));
+    }
+    if (attended == 0 || attended == length) continue;
+    if (!KeyLimitExact(length)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "attended_lengths[", b, "]: a key limit needs attention that no position within the "
+          "sequence changes (no causal mask, ALiBi, relative bias, length scale, or band below ",
+          length - 1, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Encoder::ValidateBatch(const EncodeBatch& batch) const {
   if (batch.sequences.empty()) return absl::InvalidArgumentError("sequences: batch is empty");
   if (batch.temperatures.size() != batch.sequences.size()) {
@@ -272,6 +310,7 @@ absl::Status Encoder::ValidateBatch(const EncodeBatch& batch) const {
           "prefix_lengths[", b, "]: ", prefix, " outside [0, ", batch.sequences[b].size(), ")"));
     }
   }
+  RETURN_IF_ERROR(ValidateAttendedLengths(batch));
   for (size_t b = 0; b < batch.sequences.size(); ++b) {
     const auto& seq = batch.sequences[b];
     if (seq.empty() || static_cast<int64_t>(seq.size()) > max_sequence_length_) {
@@ -341,6 +380,11 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
     packed.local_temperatures.push_back(batch.local_temperatures.empty()
                                             ? batch.temperatures[segment.sequence]
                                             : batch.local_temperatures[segment.sequence]);
+    if (!batch.attended_lengths.empty()) {  // no prefix is shared: the segment is its sequence
+      packed.attended.push_back(batch.attended_lengths[segment.sequence] > 0
+                                    ? batch.attended_lengths[segment.sequence]
+                                    : segment.end - segment.begin);
+    }
     if (!layout.token_rows.empty()) {
       packed.prefix_of.push_back(segment.prefix);
       packed.is_prefix.push_back(segment.is_prefix);

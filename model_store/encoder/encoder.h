@@ -92,6 +92,11 @@ struct EncodeBatch {
   // Per sequence, the task adapter it runs with (an index into EncoderConfig::adapters), or -1
   // for the base weights; empty: -1 throughout.
   std::vector<int32_t> adapters;
+  // Per sequence, how many of its first tokens the attention reads as keys: the rest are read
+  // by no row, their own included (a ColBERT query's [MASK] expansion, which reads the text and
+  // is read by nothing). Empty, or 0: every key. Only where attention does not depend on
+  // positions within the sequence (no causal mask, ALiBi, relative bias, or a band it exceeds).
+  std::vector<int32_t> attended_lengths;
 };
 
 // Runs `passes` (calls to Encoder::Encode) on the thread that serves a model's forward
@@ -181,12 +186,17 @@ class Encoder {
   absl::StatusOr<int64_t> MeasureBytesPerToken(int64_t tokens) const;
   // Longest sequence the position table allows, special tokens included.
   int64_t max_sequence_length() const { return max_sequence_length_; }
+  // Whether a sequence of `length` tokens may limit the keys its rows attend
+  // (EncodeBatch::attended_lengths): where no logit depends on positions within it (no causal
+  // mask, ALiBi, relative bias or length scale, and every band spans it).
+  bool KeyLimitExact(int64_t length) const;
 
  private:
   struct Weights;
   Encoder(EncoderConfig config, EncoderOptions options);
 
   absl::Status ValidateBatch(const EncodeBatch& batch) const;
+  absl::Status ValidateAttendedLengths(const EncodeBatch& batch) const;
 
   EncoderConfig config_;
   EncoderOptions options_;

@@ -186,8 +186,23 @@ torch::Tensor SelfAttention(const torch::Tensor& x, const LayerWeights& layer,
     // cost O(L x band).
     const int64_t block =
         attention.band > 0 ? std::max<int64_t>(64, 2 * attention.band) : kQueryBlock;
-    (batch.torch_ops ? TorchOpsSelfAttention : BlockedSelfAttention)(
-        q, keys, values, scale, std::min(end - begin, block), pattern, out);
+    const auto kernel = batch.torch_ops ? TorchOpsSelfAttention : BlockedSelfAttention;
+    const int64_t attended = batch.attended.empty() ? end - begin : batch.attended[b];
+    if (attended == end - begin) {
+      kernel(q, keys, values, scale, std::min(end - begin, block), pattern, out);
+      return;
+    }
+    // A key limit (validated: no logit here depends on positions, and any band spans the
+    // sequence): the first rows attend among themselves, the rest in runs no longer than the
+    // keys, each against the same first keys and values.
+    pattern.band = 0;
+    keys = keys.slice(1, 0, attended);
+    values = values.slice(1, 0, attended);
+    for (int64_t r = 0; r < end - begin; r += attended) {
+      const int64_t n = std::min(attended, end - begin - r);
+      torch::Tensor rows = out.slice(2, r, r + n);
+      kernel(q.slice(2, r, r + n), keys, values, scale, std::min(n, block), pattern, rows);
+    }
   };
   // Each sequence is projected and attended the way it would be alone, so its vector does not
   // depend on its batch: a long one group by group, shorter ones with every head at once. A

@@ -31,6 +31,9 @@ struct PackedSequences {
   std::vector<int64_t> prefix_of;
   // Per segment, or empty: whether a later one reads its keys and values.
   std::vector<bool> is_prefix;
+  // Per segment, or empty when every key is read: its first keys, the ones its rows attend
+  // (EncodeBatch::attended_lengths).
+  std::vector<int64_t> attended;
   // Per row, int64: its sequence's task adapter, -1 for none (the filler rows: the last
   // sequence's); undefined when no sequence names one.
   torch::Tensor row_adapters;

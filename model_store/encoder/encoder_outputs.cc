@@ -11,14 +11,18 @@ std::vector<float> ToVector(const torch::Tensor& t) {
 }
 
 // bge-m3's heads on one sequence's states [L, H] (FlagEmbedding's BGEM3 model): a lexical
-// weight ReLU(w . h_t + b) per token, and a vector W h_t + b per token, L2-normalised.
+// weight ReLU(w . h_t + b) per token, and a vector W h_t + b per token, L2-normalised; or a
+// ColBERT model's projection of each token, L2-normalised (PyLate's encode, ColBERT's
+// Checkpoint).
 void ApplyTokenHeads(const torch::Tensor& seq, const TokenOutputs& wants, const TokenHeads& heads,
                      std::vector<float>* weights, std::vector<float>* vectors) {
   if (wants.sparse) {
     *weights = ToVector(torch::relu(torch::addmm(heads.sparse_bias, seq, heads.sparse_weight.t())));
   }
   if (wants.multi_vector) {
-    torch::Tensor v = torch::addmm(heads.colbert_bias, seq, heads.colbert_weight.t());
+    torch::Tensor v = heads.late_projection.empty()
+                          ? torch::addmm(heads.colbert_bias, seq, heads.colbert_weight.t())
+                          : ProjectTokens(heads.late_projection, seq);
     v = v / v.norm(2, /*dim=*/1, /*keepdim=*/true).clamp_min(1e-12);
     *vectors = ToVector(v);
   }

@@ -15,6 +15,8 @@ bool AttendTogether(const PackedSequences& batch, int64_t first, int64_t last,
   }
   for (int64_t s = first; s < last; ++s) {
     if (batch.prefix(s) >= 0 || (!batch.is_prefix.empty() && batch.is_prefix[s])) return false;
+    if (!batch.attended.empty() && batch.attended[s] < batch.offsets[s + 1] - batch.offsets[s])
+      return false;
   }
   return true;
 }

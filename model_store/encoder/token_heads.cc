@@ -99,4 +99,31 @@ absl::StatusOr<TokenHeads> LoadTokenHeads(const std::string& model_dir, int64_t 
   return heads;
 }
 
+absl::StatusOr<std::vector<DenseLayer>> LoadLateProjection(const LateInteractionConfig& config,
+                                                           std::vector<DenseLayer> dense,
+                                                           int64_t hidden_size,
+                                                           const Checkpoint& checkpoint) {
+  if (!config.projection_in_checkpoint) {
+    if (dense.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          config.layout, ": modules.json lists no Dense projection after the Transformer; "
+                         "PyLate would add an untrained one, so there is nothing to serve"));
+    }
+    return dense;
+  }
+  const TensorView* view = checkpoint.Find("linear.weight");
+  if (view == nullptr || view->shape.size() != 2 || view->shape[0] < 1 ||
+      view->shape[0] > kMaxMultiVectorDim) {
+    return absl::DataLossError(absl::StrCat(config.layout,
+                                            ": the checkpoint holds no tensor 'linear.weight' "
+                                            "shaped [1..", kMaxMultiVectorDim, ", hidden], the projection"));
+  }
+  DenseLayer layer;
+  layer.activation = "Identity";
+  ASSIGN_OR_RETURN(layer.weight,
+                   ReadFp32Tensor(checkpoint, checkpoint.layout(), "linear.weight",
+                                  {view->shape[0], hidden_size}, "config.json hidden_size"));
+  return std::vector<DenseLayer>{std::move(layer)};
+}
+
 }  // namespace embedding::model_store

@@ -98,7 +98,7 @@ absl::StatusOr<std::vector<std::string>> SelectModelFiles(const std::string& rep
   for (const char* path :
        {"tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json",
         "config_sentence_transformers.json", "tempscale.json",
-        "artifact.metadata"}) {  // Stanford ColBERT's: read to refuse that layout by name
+        "artifact.metadata"}) {  // Stanford ColBERT's lengths and markers
     take_if_listed(path);
   }
   for (const char* path : kTransformerConfigFiles) take_if_listed(path);

@@ -200,6 +200,7 @@ void Batcher::Run(std::vector<BatchTask> batch) {
     input.token_types.push_back(task.token_types);
     input.prefix_lengths.push_back(task.shared_prefix);
     input.adapters.push_back(task.adapter);
+    input.attended_lengths.push_back(task.attended);
     input.temperatures.push_back(task.temperature);
     input.local_temperatures.push_back(task.local_temperature.value_or(task.temperature));
     input.return_hidden_states = input.return_hidden_states || task.want_hidden_states;

@@ -63,6 +63,9 @@ struct BatchTask {
   // prefix once per batch (model_store::EncodeBatch::prefix_lengths). 0: none.
   int32_t shared_prefix = 0;
   int32_t adapter = -1;  // the model's task adapter (model_store::EncodeBatch::adapters); -1: none
+  // Leading ids every row attends (a ColBERT query's text before its expansion:
+  // model_store::EncodeBatch::attended_lengths). 0: all.
+  int32_t attended = 0;
   float temperature = 1.0f;
   // Of banded attention layers (model_store::EncodeBatch); unset: `temperature`.
   std::optional<float> local_temperature;

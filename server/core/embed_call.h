@@ -42,6 +42,9 @@ struct EmbedRequestOptions {
   // Every token's final hidden state, special tokens included (TEI's /embed_all); needs a
   // one-window strategy (REJECT or TRUNCATE).
   bool token_states = false;
+  // Queries or documents, for a late-interaction (ColBERT) model, which encodes them
+  // differently; unset: documents. Refused for other models.
+  std::optional<model_store::InputRole> input_role;
 };
 
 // Inputs are texts (tokenised by the model's tokenizer) or content token ids (checked against

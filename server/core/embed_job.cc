@@ -136,8 +136,36 @@ absl::StatusOr<EmbedParams> EmbedJob::PairParams(size_t d, uint32_t* window) con
   return params;
 }
 
-int64_t EmbedJob::SequenceOverhead(size_t d) const {
+std::string EmbedJob::InputField(size_t d) const {
+  if (!request_.leading_query) return absl::StrCat(request_.inputs_field, "[", d, "]");
+  return d == 0 ? "query" : absl::StrCat(request_.inputs_field, "[", d - 1, "]");
+}
+
+model_store::InputRole EmbedJob::RoleOf(size_t d) const {
+  return request_.leading_query && d == 0 ? model_store::InputRole::kQuery : request_.params.role;
+}
+
+EmbedParams EmbedJob::QueryParams(uint32_t* window) const {
+  EmbedParams params = request_.params;
+  *window = static_cast<uint32_t>(request_.model->late_interaction()->query_content_tokens());
+  if (params.traits.plan != PlanRule::kReject) params.SetStrategy(Strategy::kTruncate);
+  params.chunk_tokens = *window;
+  params.overlap_tokens = 0;
+  params.role = model_store::InputRole::kQuery;
+  return params;
+}
+
+int64_t EmbedJob::SequenceOverhead(size_t d, size_t content) const {
   const model_store::Tokenizer& tokenizer = request_.model->tokenizer();
+  if (const model_store::LateInteraction* late = request_.model->late_interaction()) {
+    const int64_t specials = static_cast<int64_t>(late->prefix(RoleOf(d)).size() +
+                                                  late->suffix().size());
+    const bool expanded =
+        RoleOf(d) == model_store::InputRole::kQuery && late->config().do_query_expansion;
+    return expanded ? std::max<int64_t>(specials,
+                                        late->config().query_length - static_cast<int64_t>(content))
+                    : specials;
+  }
   if (first_ids_.empty()) return tokenizer.num_special_tokens();
   return tokenizer.num_pair_special_tokens() + static_cast<int64_t>(FirstIds(d).size());
 }
@@ -148,7 +176,11 @@ BatchTask EmbedJob::SequenceTask(size_t d, size_t s) const {
   const std::vector<int32_t> content(doc.tokens.ids.begin() + range.begin,
                                      doc.tokens.ids.begin() + range.end);
   BatchTask task;
-  if (first_ids_.empty()) {
+  if (const model_store::LateInteraction* late = request_.model->late_interaction()) {
+    model_store::RoleSequence sequence = late->Sequence(RoleOf(d), content);
+    task.ids = std::move(sequence.ids);
+    task.attended = sequence.attended;
+  } else if (first_ids_.empty()) {
     task.ids = request_.model->tokenizer().AddSpecialTokens(content);
   } else {
     model_store::PairEncoding pair = request_.model->tokenizer().EncodePair(FirstIds(d), content);
@@ -178,10 +210,11 @@ void EmbedJob::Prepare() {
   size_t sequences = 0;
   for (size_t i = 0; i < documents_.size(); ++i) {
     EncodedDocument& doc = documents_[i];
-    const std::string field = absl::StrCat(request_.inputs_field, "[", i, "]");
+    const std::string field = InputField(i);
     uint32_t window = static_cast<uint32_t>(model.max_content_tokens());
     absl::StatusOr<EmbedParams> params = request_.params;
     if (!first_ids_.empty()) params = PairParams(i, &window);
+    if (RoleOf(i) == model_store::InputRole::kQuery) params = QueryParams(&window);
     if (!params.ok()) return Complete(params.status());
     bool cut = false;
     auto tokens = DocumentTokens(i, field, window, &cut);
@@ -201,7 +234,8 @@ void EmbedJob::Prepare() {
     doc.sequence_tau = SequenceTemperatures(doc.plan, request_.params, model.tempscale());
     doc.sequence_local_tau = LocalSequenceTemperatures(doc.plan, request_.params, model.tempscale(),
                                                        model.config().local_attention_keys());
-    for (const auto& range : doc.plan.sequences) total_tokens += range.size() + SequenceOverhead(i);
+    for (const auto& range : doc.plan.sequences)
+      total_tokens += range.size() + SequenceOverhead(i, range.size());
     sequences += doc.plan.sequences.size();
   }
 
@@ -255,13 +289,21 @@ absl::Status EmbedJob::CheckResponseSize() const {
   // SPLADE's entries are vocabulary ids, not the text's tokens: up to the vocabulary a chunk.
   const bool splade = request_.model->encoder().has_splade_head();
   const int64_t vocabulary = request_.model->config().vocab_size;
+  const model_store::LateInteraction* late = request_.model->late_interaction();
   int64_t bytes = 0;
-  for (const EncodedDocument& doc : documents_) {
+  for (size_t d = 0; d < documents_.size(); ++d) {
+    const EncodedDocument& doc = documents_[d];
     int64_t kept = 0;  // content tokens the model sees, counted once per chunk they are in
     for (const Span& chunk : doc.plan.chunks) kept += chunk.size();
     const int64_t ends = static_cast<int64_t>(doc.plan.chunks.size()) *
                          static_cast<int64_t>(request_.model->special_suffix().size());
+    // A ColBERT model's also carry its first prefix (and a query its expansion).
     int64_t vectors = kept + ends;
+    if (late != nullptr) {
+      vectors += static_cast<int64_t>(late->prefix(RoleOf(d)).size());
+      if (RoleOf(d) == model_store::InputRole::kQuery)
+        vectors = std::max<int64_t>(vectors, late->config().query_length);
+    }
     if (params.max_vectors > 0) vectors = std::min<int64_t>(vectors, params.max_vectors);
     const int64_t copies = chunks ? 2 : 1;  // the document's and its chunks'
     if (params.dense)
@@ -274,7 +316,8 @@ absl::Status EmbedJob::CheckResponseSize() const {
       const int64_t lists = chunks ? 1 + static_cast<int64_t>(doc.plan.chunks.size()) : 1;
       bytes += lists * entries * kPerSparseEntry;
     }
-    if (params.multi_vector) bytes += copies * vectors * per_vector;
+    // A late-interaction rerank scores its vectors and returns none.
+    if (params.multi_vector && !request_.leading_query) bytes += copies * vectors * per_vector;
     if (params.token_states)
       bytes += (kept + request_.model->tokenizer().num_special_tokens()) * dim * 4;
   }
@@ -309,7 +352,8 @@ void EmbedJob::OnSequenceDone(size_t document, size_t sequence,
   {
     std::lock_guard<std::mutex> lock(mu_);
     EncodedDocument& doc = documents_[document];
-    reserved_tokens_.Return(doc.plan.sequences[sequence].size() + SequenceOverhead(document));
+    const size_t content = doc.plan.sequences[sequence].size();
+    reserved_tokens_.Return(content + SequenceOverhead(document, content));
     if (done_) return;
     if (output.ok()) {
       if (request_.params.traits.needs_token_states) {
@@ -323,10 +367,13 @@ void EmbedJob::OnSequenceDone(size_t document, size_t sequence,
       }
       doc.hf_ratio[sequence] = output->high_frequency_ratio;
       if (request_.params.sparse || request_.params.multi_vector) {
+        const model_store::LateInteraction* late = request_.model->late_interaction();
         FoldTokenOutputs(&doc.token_outputs, doc.plan, doc.tokens.ids, sequence,
                          request_.params.traits.needs_token_states,
-                         request_.model->special_prefix().size(), sparse_dropped_ids_,
-                         output->token_weights, output->token_vectors, multi_vector_dim_);
+                         late ? late->prefix(RoleOf(document)).size()
+                              : request_.model->special_prefix().size(),
+                         late != nullptr, sparse_dropped_ids_, output->token_weights,
+                         output->token_vectors, multi_vector_dim_);
         FoldVocabularySparse(&doc.token_outputs, sequence, output->vocabulary_sparse);
       }
       if (batches_seen_.insert(output->batch_id).second) {
@@ -352,14 +399,16 @@ EmbedResult EmbedJob::Merge() const {
                       [&model](std::vector<float>* v) { model.encoder().ProjectPooled(v); }));
     result.documents.back().token_states = doc.token_states;
     if (request_.params.sparse || request_.params.multi_vector) {
+      const LateRows late_rows{model.late_interaction(),
+                               RoleOf(d) == model_store::InputRole::kQuery};
       MergeTokenOutputs(doc.token_outputs, doc.plan, doc.tokens.ids,
-                        request_.params.traits.needs_token_states, sparse_dropped_ids_,
+                        request_.params.traits.needs_token_states, sparse_dropped_ids_, late_rows,
                         request_.params, multi_vector_dim_, &result.documents.back());
     }
     result.tokens += doc.tokens.ids.size();
     result.sequences += doc.plan.sequences.size();
     for (const auto& range : doc.plan.sequences)
-      result.sequence_tokens += range.size() + SequenceOverhead(d);
+      result.sequence_tokens += range.size() + SequenceOverhead(d, range.size());
   }
   std::lock_guard<std::mutex> lock(mu_);
   result.tokenize_seconds = tokenize_seconds_;

@@ -57,6 +57,9 @@ class EmbedJob : public std::enable_shared_from_this<EmbedJob> {
     // How refusals name the inputs: "inputs", or a rerank's "documents" (then "documents[i]").
     std::string inputs_field = "inputs";
     PairFirsts pairs;
+    // A late-interaction rerank: input 0 is the query, encoded as one (and its vectors are
+    // scored, not returned), the rest are documents.
+    bool leading_query = false;
     absl::Time deadline = absl::InfiniteFuture();
     uint32_t max_tokens_per_document = 0;
     int64_t max_response_bytes = std::numeric_limits<int64_t>::max();
@@ -97,9 +100,17 @@ class EmbedJob : public std::enable_shared_from_this<EmbedJob> {
   // first text, and its params with chunks no larger. INVALID_ARGUMENT naming the first text
   // when it leaves no room, or chunk_overlap_tokens when it no longer fits the chunk.
   absl::StatusOr<EmbedParams> PairParams(size_t d, uint32_t* window) const;
-  // Tokens one sequence of document `d` adds beside its content: the special tokens, and under
-  // pairs the first text too.
-  int64_t SequenceOverhead(size_t d) const;
+  // How refusals name input `d`: "inputs[d]", or under a leading query "query" and then
+  // "documents[d - 1]".
+  std::string InputField(size_t d) const;
+  // Input `d`'s role: a late-interaction model's query or document.
+  model_store::InputRole RoleOf(size_t d) const;
+  // A query's planning for a late-interaction model: one window of its query length (`window`
+  // content tokens), cut as its code cuts it (TRUNCATE, unless the call asked REJECT).
+  EmbedParams QueryParams(uint32_t* window) const;
+  // Tokens one sequence of document `d` with `content` tokens adds beside them: the special
+  // tokens (a late-interaction query's expansion too), and under pairs the first text.
+  int64_t SequenceOverhead(size_t d, size_t content) const;
   // Sequence `s` of document `d` as the model reads it.
   BatchTask SequenceTask(size_t d, size_t s) const;
   // INVALID_ARGUMENT naming `outputs` when what the planned documents would return exceeds

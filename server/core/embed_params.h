@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "model_store/late_interaction.h"
 #include "server/core/strategy.h"
 
 namespace embedding::server {
@@ -46,6 +47,9 @@ struct EmbedParams {
   uint32_t sparse_top_k = 0;
   // Every token's final hidden state (one window: REJECT or TRUNCATE).
   bool token_states = false;
+  // A late-interaction (ColBERT) model's inputs: queries (one window of the model's
+  // query_length, expanded) or documents.
+  model_store::InputRole role = model_store::InputRole::kDocument;
 };
 
 }  // namespace embedding::server

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "server/core/max_sim.h"
 #include "server/core/request_validation.h"
 #include "server/core/scoring.h"
 
@@ -74,7 +75,8 @@ absl::Status RequireKind(const ServedModel& served, const char* method,
 
 absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartJob(
     std::shared_ptr<const ServedModel> model, const EmbedParams& params, EmbedInputs inputs,
-    std::string inputs_field, PairFirsts pairs, absl::Time deadline, JobDone done) {
+    std::string inputs_field, PairFirsts pairs, bool leading_query, absl::Time deadline,
+    JobDone done) {
   ASSIGN_OR_RETURN(AdmissionPermit permit, admission_.Admit());
   EmbedJob::Request job;
   job.model = model->model.get();
@@ -84,6 +86,7 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartJob(
   job.inputs = std::move(inputs);
   job.inputs_field = std::move(inputs_field);
   job.pairs = std::move(pairs);
+  job.leading_query = leading_query;
   job.deadline = deadline;
   job.max_tokens_per_document = limits_.max_tokens_per_document;
   job.max_response_bytes = limits_.max_response_bytes;
@@ -98,7 +101,8 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartEmbed(EmbedCall call, E
                               "an embedding model"));
   ASSIGN_OR_RETURN(EmbedParams params, ValidateEmbedCall(call, *model->model, limits_));
   return StartJob(
-      model, params, std::move(call.inputs), "inputs", PairFirsts{}, call.deadline,
+      model, params, std::move(call.inputs), "inputs", PairFirsts{}, /*leading_query=*/false,
+      call.deadline,
       [this, model, params, done = std::move(done)](absl::StatusOr<EmbedResult> result) {
         if (!result.ok()) return done(result.status());
         for (const CallObserver& observer : observers_) {
@@ -116,6 +120,17 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartScoring(
   RETURN_IF_ERROR(ValidateInputCount(inputs.size(), limits_, inputs_field));
   RETURN_IF_ERROR(ValidateTextBytes(inputs, 0, limits_, inputs_field));
   RETURN_IF_ERROR(ValidatePairFirsts(pairs.texts, pairs.field, inputs, limits_));
+  // A late-interaction model encodes the query once, as a query, ahead of the documents, and
+  // scores them by MaxSim; a cross-encoder reads each pair.
+  const bool max_sim = model->model->late_interaction() != nullptr;
+  if (max_sim) {
+    if (!pairs.instruction.empty()) {
+      return absl::InvalidArgumentError(
+          "instruction: a late-interaction model takes none; leave it empty");
+    }
+    inputs.insert(inputs.begin(), std::move(pairs.texts.front()));
+    pairs = PairFirsts{};
+  }
   EmbedCall call;
   call.options.temperature = options.temperature;
   call.options.temperature_mode = options.temperature_mode;
@@ -128,17 +143,19 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartScoring(
   ASSIGN_OR_RETURN(EmbedParams params, ValidateScoreCall(call, options, *model->model, limits_));
   const model_store::ScoreFunction function = model->model->config().classifier.score;
   return StartJob(model, params, std::move(call.inputs), std::move(inputs_field), std::move(pairs),
-                  deadline,
-                  [this, method, model, params, options, function,
+                  max_sim, deadline,
+                  [this, method, model, params, options, function, max_sim,
                    done = std::move(done)](absl::StatusOr<EmbedResult> result) {
                     if (!result.ok()) return done(result.status());
                     ScoreAnswer answer;
                     answer.model = model;
                     answer.method = method;
                     answer.params = params;
-                    answer.raw_scores = options.raw_scores;
-                    answer.results = ScoreDocuments(&*result, function, options.raw_scores,
-                                                    options.return_chunks);
+                    answer.raw_scores = options.raw_scores || max_sim;
+                    answer.results = max_sim ? ScoreByMaxSim(&*result, options.return_chunks)
+                                             : ScoreDocuments(&*result, function,
+                                                              options.raw_scores,
+                                                              options.return_chunks);
                     answer.usage = *std::move(result);
                     for (const CallObserver& observer : observers_) {
                       if (observer.on_scored) observer.on_scored(*model, answer);
@@ -148,11 +165,13 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartScoring(
 }
 
 absl::StatusOr<std::shared_ptr<const ServedModel>> Embedder::FindScoringModel(
-    const std::string& name, std::initializer_list<model_store::ModelKind> kinds) const {
+    const std::string& name, std::initializer_list<model_store::ModelKind> kinds,
+    bool late_interaction) const {
   ASSIGN_OR_RETURN(std::shared_ptr<const ServedModel> model, FindModel(name));
   if (!name.empty()) return model;
-  auto of_kind = [&kinds](const ServedModel& served) {
-    return std::find(kinds.begin(), kinds.end(), served.model->kind()) != kinds.end();
+  auto of_kind = [&kinds, late_interaction](const ServedModel& served) {
+    return std::find(kinds.begin(), kinds.end(), served.model->kind()) != kinds.end() ||
+           (late_interaction && served.model->late_interaction() != nullptr);
   };
   if (of_kind(*model)) return model;
   ASSIGN_OR_RETURN(auto models, CurrentModels());
@@ -164,10 +183,13 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> Embedder::FindScoringModel(
 
 absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartRerank(RerankCall call, ScoreDone done) {
   ASSIGN_OR_RETURN(std::shared_ptr<const ServedModel> model,
-                   FindScoringModel(call.options.model, {model_store::ModelKind::kReranker}));
-  RETURN_IF_ERROR(RequireKind(*model, "Rerank", {model_store::ModelKind::kReranker},
-                              "a reranker (a *ForSequenceClassification checkpoint with one "
-                              "label)"));
+                   FindScoringModel(call.options.model, {model_store::ModelKind::kReranker},
+                                    /*late_interaction=*/true));
+  if (model->model->late_interaction() == nullptr) {
+    RETURN_IF_ERROR(RequireKind(*model, "Rerank", {model_store::ModelKind::kReranker},
+                                "a reranker (a *ForSequenceClassification checkpoint with one "
+                                "label) or a late-interaction (ColBERT) model"));
+  }
   const std::optional<uint32_t> top_n = call.top_n;
   if (top_n.has_value() && *top_n < 1)
     return absl::InvalidArgumentError("top_n: 0 is not allowed; allowed [1, 4294967295] (unset: all)");
@@ -184,7 +206,8 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartClassify(ClassifyCall c
                                                                   ScoreDone done) {
   ASSIGN_OR_RETURN(std::shared_ptr<const ServedModel> model,
                    FindScoringModel(call.options.model, {model_store::ModelKind::kReranker,
-                                                         model_store::ModelKind::kClassifier}));
+                                                         model_store::ModelKind::kClassifier},
+                                    /*late_interaction=*/false));
   RETURN_IF_ERROR(RequireKind(*model, "Classify",
                               {model_store::ModelKind::kReranker, model_store::ModelKind::kClassifier},
                               "a reranker or classifier (a *ForSequenceClassification checkpoint)"));

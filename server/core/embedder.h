@@ -65,9 +65,11 @@ class Embedder {
   absl::StatusOr<std::shared_ptr<EmbedJob>> StartEmbed(EmbedCall call, EmbedDone done);
 
   // Scores each document against the query with a reranker, chunk by chunk past the window,
-  // and ranks them. With no model named: the default model, or the first reranker served. As StartEmbed, and INVALID_ARGUMENT naming `model` for a model that is not
-  // a reranker, `query` for one that leaves no room for a document, `strategy` for one that does
-  // not score.
+  // or with a late-interaction model by MaxSim (the query encoded once; a document's every
+  // token, chunk by chunk), and ranks them. With no model named: the default model, or the
+  // first reranker or late-interaction model served. As StartEmbed, and INVALID_ARGUMENT
+  // naming `model` for a model that is neither, `query` for one that leaves no room for a
+  // document, `strategy` for one that does not score.
   absl::StatusOr<std::shared_ptr<EmbedJob>> StartRerank(RerankCall call, ScoreDone done);
   // Scores each input (or pair) with a reranker's or classifier's labels, in input order. As
   // StartRerank; an embedding model is refused naming `model`.
@@ -101,14 +103,18 @@ class Embedder {
   absl::StatusOr<const ModelCatalog*> ServingModels() const;
   // `name`; for "" the default model, or where it is of none of `kinds` the first served model
   // that is (so one server can embed with its default and rerank with a second model).
+  // With `late_interaction`, a late-interaction model counts as one of them.
   absl::StatusOr<std::shared_ptr<const ServedModel>> FindScoringModel(
-      const std::string& name, std::initializer_list<model_store::ModelKind> kinds) const;
-  // Admits and starts a job over validated params; `done` gets the job's result.
+      const std::string& name, std::initializer_list<model_store::ModelKind> kinds,
+      bool late_interaction) const;
+  // Admits and starts a job over validated params (`leading_query`: EmbedJob::Request's);
+  // `done` gets the job's result.
   using JobDone = std::function<void(absl::StatusOr<EmbedResult>)>;
   absl::StatusOr<std::shared_ptr<EmbedJob>> StartJob(std::shared_ptr<const ServedModel> model,
                                                      const EmbedParams& params, EmbedInputs inputs,
                                                      std::string inputs_field, PairFirsts pairs,
-                                                     absl::Time deadline, JobDone done);
+                                                     bool leading_query, absl::Time deadline,
+                                                     JobDone done);
   // Validates a score call's options and inputs on `model` and starts its job; `done` gets
   // the scored inputs in input order.
   absl::StatusOr<std::shared_ptr<EmbedJob>> StartScoring(

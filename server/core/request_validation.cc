@@ -112,6 +112,9 @@ absl::Status ValidateTemperature(const EmbedRequestOptions& request, const Reque
 std::vector<Output> OfferedOutputs(const model_store::Model& model) {
   // A SPLADE model's one output is its sparse vector over the vocabulary.
   if (model.encoder().has_splade_head()) return {Output::kSparse};
+  // A late-interaction model's one output is a vector per token (its pooled [CLS] was never
+  // trained as a vector of its own).
+  if (model.late_interaction() != nullptr) return {Output::kMultiVector};
   std::vector<Output> offers = {Output::kDense};
   if (model.encoder().has_sparse_head()) offers.push_back(Output::kSparse);
   if (model.encoder().multi_vector_dim() > 0) offers.push_back(Output::kMultiVector);
@@ -125,9 +128,11 @@ absl::Status ValidateOutputs(const EmbedCall& call, const model_store::Model& mo
   const EmbedRequestOptions& request = call.options;
   const std::vector<Output> offers = OfferedOutputs(model);
   const OutputSpelling spell = call.output_spelling;  // called only to word a refusal
-  // No outputs named: the model's first (dense; a SPLADE model's sparse).
+  // No outputs named: the model's first (dense; a SPLADE model's sparse; a ColBERT model's
+  // multi-vector).
   params->dense = request.outputs.empty() && offers.front() == Output::kDense;
   params->sparse = request.outputs.empty() && offers.front() == Output::kSparse;
+  params->multi_vector = request.outputs.empty() && offers.front() == Output::kMultiVector;
   for (size_t i = 0; i < request.outputs.size(); ++i) {
     const std::string field = absl::StrCat("outputs[", i, "]");
     const Output output = request.outputs[i];
@@ -143,7 +148,9 @@ absl::Status ValidateOutputs(const EmbedCall& call, const model_store::Model& mo
           offers, ", ", [spell](std::string* out, Output o) { out->append(spell(o)); });
       const char* head = output == Output::kSparse        ? "sparse_linear or a SPLADE head"
                          : output == Output::kMultiVector ? "colbert_linear"
-                                                          : "a dense output; SPLADE has none";
+                         : model.late_interaction() != nullptr
+                             ? "a dense output; a late-interaction model gives a vector per token"
+                             : "a dense output; SPLADE has none";
       return Invalid(absl::StrCat(field, ": ", spell(output), " needs a head this model lacks (",
                                   head, "); it offers [", offered, "]"));
     }
@@ -221,6 +228,31 @@ absl::Status ValidatePromptAndTask(const EmbedCall& call, const model_store::Mod
   return absl::OkStatus();
 }
 
+// Only a late-interaction model takes a role. A query is one window of the model's query
+// length, cut as its code cuts it (TRUNCATE, or REJECT when asked), so chunking is refused.
+absl::Status ValidateRole(const EmbedRequestOptions& request, const model_store::Model& model,
+                          EmbedParams* params) {
+  if (!request.input_role.has_value()) return absl::OkStatus();
+  const model_store::LateInteraction* late = model.late_interaction();
+  if (late == nullptr) {
+    return Invalid(
+        "input_role: only a late-interaction (ColBERT) model encodes queries and documents "
+        "differently; leave it unset for this model (a prompt_name may name its query prompt)");
+  }
+  params->role = *request.input_role;
+  if (params->role != model_store::InputRole::kQuery) return absl::OkStatus();
+  if (request.chunk_tokens.has_value() || request.chunk_overlap_tokens.has_value()) {
+    return Invalid(absl::StrCat(
+        request.chunk_tokens.has_value() ? "chunk_tokens" : "chunk_overlap_tokens",
+        ": a query is one window of the model's query_length (", late->config().query_length,
+        " tokens); leave chunking unset"));
+  }
+  if (params->traits.plan != PlanRule::kReject) params->SetStrategy(Strategy::kTruncate);
+  params->chunk_tokens = static_cast<uint32_t>(late->query_content_tokens());
+  params->overlap_tokens = 0;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<EmbedParams> ValidateEmbedCall(const EmbedCall& call,
@@ -254,6 +286,7 @@ absl::StatusOr<EmbedParams> ValidateEmbedCall(const EmbedCall& call,
     params.overlap_tokens = *request.chunk_overlap_tokens;
   }
   RETURN_IF_ERROR(ValidateOutputs(call, model, &params));
+  RETURN_IF_ERROR(ValidateRole(request, model, &params));
   if (params.sparse && params.traits.needs_token_states && model.encoder().has_splade_head()) {
     return Invalid("strategy: late chunking pools token states, and a SPLADE model's sparse "
                    "output is one vector per sequence; allowed every other strategy");

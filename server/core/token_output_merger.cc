@@ -69,12 +69,32 @@ MultiVectorResult SequenceVectors(const std::vector<float>& rows, const Span& ra
   return out;
 }
 
+// Without a document's content rows whose token is in the late-interaction model's skiplist.
+MultiVectorResult WithoutSkipped(MultiVectorResult in, const std::vector<int32_t>& ids,
+                                 const LateRows& rows) {
+  if (rows.model == nullptr || rows.query) return in;
+  MultiVectorResult out;
+  out.dim = in.dim;
+  for (size_t r = 0; r < in.count(); ++r) {
+    const Span& span = in.token_spans[r];
+    if (span.size() == 1 && rows.model->Skipped(ids[span.begin])) continue;
+    AppendRow(&out, in.values.data() + r * in.dim, in.dim, span);
+  }
+  return out;
+}
+
+// Late chunking: content tokens [begin, end), each from its own window, appended to `out`.
+void AppendLateVectors(const TokenOutputState& state, uint32_t begin, uint32_t end, size_t dim,
+                       MultiVectorResult* out) {
+  for (uint32_t t = begin; t < end; ++t)
+    AppendRow(out, state.token_vectors.data() + t * dim, dim, Span{t, t + 1});
+}
+
 MultiVectorResult LateVectors(const TokenOutputState& state, uint32_t begin, uint32_t end,
                               size_t dim) {
   MultiVectorResult out;
   out.dim = static_cast<uint32_t>(dim);
-  for (uint32_t t = begin; t < end; ++t)
-    AppendRow(&out, state.token_vectors.data() + t * dim, dim, Span{t, t + 1});
+  AppendLateVectors(state, begin, end, dim, &out);
   return out;
 }
 
@@ -101,9 +121,12 @@ void PrepareTokenOutputs(TokenOutputState* state, const ChunkPlan& plan, size_t 
 
 void FoldTokenOutputs(TokenOutputState* state, const ChunkPlan& plan,
                       const std::vector<int32_t>& ids, size_t s, bool late, size_t prefix,
-                      const std::set<int32_t>& dropped, const std::vector<float>& weights,
-                      const std::vector<float>& vectors, size_t dim) {
+                      bool keep_prefix, const std::set<int32_t>& dropped,
+                      const std::vector<float>& weights, const std::vector<float>& vectors,
+                      size_t dim) {
   const Span& range = plan.sequences[s];
+  if (keep_prefix && s == 0 && !vectors.empty())
+    state->prefix_vectors.assign(vectors.begin(), vectors.begin() + prefix * dim);
   if (!late) {
     for (size_t i = 0; i < range.size() && !weights.empty(); ++i) {
       const int32_t id = ids[range.begin + i];
@@ -134,7 +157,8 @@ void FoldVocabularySparse(TokenOutputState* state, size_t s,
 
 void MergeTokenOutputs(const TokenOutputState& state, const ChunkPlan& plan,
                        const std::vector<int32_t>& ids, bool late, const std::set<int32_t>& dropped,
-                       const EmbedParams& params, size_t dim, DocumentResult* doc) {
+                       const LateRows& late_rows, const EmbedParams& params, size_t dim,
+                       DocumentResult* doc) {
   const auto tokens = static_cast<uint32_t>(ids.size());
   if (params.sparse) {
     std::map<int32_t, float> merged;
@@ -149,8 +173,10 @@ void MergeTokenOutputs(const TokenOutputState& state, const ChunkPlan& plan,
   if (params.multi_vector) {
     MultiVectorResult merged;
     merged.dim = static_cast<uint32_t>(dim);
+    for (size_t r = 0; r * dim < state.prefix_vectors.size(); ++r)
+      AppendRow(&merged, state.prefix_vectors.data() + r * dim, dim, Span{0, 0});
     if (late) {
-      merged = LateVectors(state, 0, tokens, dim);
+      AppendLateVectors(state, 0, tokens, dim, &merged);
       for (size_t r = 0; r * dim < state.end_vectors.size(); ++r)
         AppendRow(&merged, state.end_vectors.data() + r * dim, dim, Span{tokens, tokens});
     } else {
@@ -167,7 +193,8 @@ void MergeTokenOutputs(const TokenOutputState& state, const ChunkPlan& plan,
         covered = std::max(covered, range.end);
       }
     }
-    doc->multi_vector = PoolMultiVectors(std::move(merged), params.max_vectors);
+    doc->multi_vector =
+        PoolMultiVectors(WithoutSkipped(std::move(merged), ids, late_rows), params.max_vectors);
   }
   if (!params.traits.returns_chunks) return;
   for (size_t c = 0; c < doc->chunks.size() && c < plan.chunks.size(); ++c) {
@@ -179,10 +206,11 @@ void MergeTokenOutputs(const TokenOutputState& state, const ChunkPlan& plan,
                               params.sparse_top_k);
     }
     if (params.multi_vector) {
-      chunk.multi_vector =
-          PoolMultiVectors(late ? LateVectors(state, range.begin, range.end, dim)
-                                : SequenceVectors(state.sequence_vectors[c], range, dim),
-                           params.max_vectors);
+      chunk.multi_vector = PoolMultiVectors(
+          WithoutSkipped(late ? LateVectors(state, range.begin, range.end, dim)
+                              : SequenceVectors(state.sequence_vectors[c], range, dim),
+                         ids, late_rows),
+          params.max_vectors);
     }
   }
 }

@@ -5,7 +5,9 @@
 //   dropped, only weights > 0); a document's chunks merge by the same max.
 //   Multi-vector: every content token once in document order (a token two chunks share keeps
 //   the earlier chunk's vector; under late chunking the window it takes its states from), then
-//   the end token's vector of the last sequence.
+//   the end token's vector of the last sequence. A late-interaction (ColBERT) model's start
+//   with the first sequence's special prefix ([CLS] and the marker), and a document's drop the
+//   text's tokens of the model's skiplist (after encoding, as PyLate and ColBERT do).
 #pragma once
 
 #include <cstdint>
@@ -29,6 +31,13 @@ struct TokenOutputState {
   std::vector<float> token_weights;                       // late: per content token
   std::vector<float> token_vectors;                       // late: [tokens x dim]
   std::vector<float> end_vectors;                         // late: the last window's suffix rows
+  std::vector<float> prefix_vectors;  // a ColBERT model's: the first sequence's prefix rows
+};
+
+// A late-interaction model's rows (see above); a null `model`: bge-m3's rules alone.
+struct LateRows {
+  const model_store::LateInteraction* model = nullptr;
+  bool query = false;  // a query keeps every row, its expansion's included
 };
 
 // The ids a sparse map never holds: the special tokens, padding and the unknown token.
@@ -39,11 +48,13 @@ void PrepareTokenOutputs(TokenOutputState* state, const ChunkPlan& plan, size_t 
                          const EmbedParams& params, size_t dim);
 
 // Folds sequence `s`'s outputs (rows: `prefix` special tokens, its content, the suffix) in.
-// `ids` are the document's content token ids.
+// `ids` are the document's content token ids. `keep_prefix`: the first sequence's prefix rows
+// are kept (a late-interaction model's).
 void FoldTokenOutputs(TokenOutputState* state, const ChunkPlan& plan,
                       const std::vector<int32_t>& ids, size_t s, bool late, size_t prefix,
-                      const std::set<int32_t>& dropped, const std::vector<float>& weights,
-                      const std::vector<float>& vectors, size_t dim);
+                      bool keep_prefix, const std::set<int32_t>& dropped,
+                      const std::vector<float>& weights, const std::vector<float>& vectors,
+                      size_t dim);
 
 // A SPLADE model's sparse vector for sequence `s` (a chunk: SPLADE has no late chunking). Its
 // ids are the vocabulary's, every one kept, specials included, as SpladePooling keeps them.
@@ -54,7 +65,8 @@ void FoldVocabularySparse(TokenOutputState* state, size_t s,
 // and sparse_top_k applied.
 void MergeTokenOutputs(const TokenOutputState& state, const ChunkPlan& plan,
                        const std::vector<int32_t>& ids, bool late, const std::set<int32_t>& dropped,
-                       const EmbedParams& params, size_t dim, DocumentResult* doc);
+                       const LateRows& late_rows, const EmbedParams& params, size_t dim,
+                       DocumentResult* doc);
 
 // At most `max_vectors` vectors: runs of neighbours averaged and re-normalised, their spans
 // joined. Unchanged when it already has that few (or max_vectors is 0).

@@ -199,6 +199,9 @@ constexpr std::pair<v1::VectorEncoding, VectorEncoding> kEncodings[] = {
 constexpr std::pair<v1::TemperatureMode, TemperatureMode> kModes[] = {
     {v1::TEMPERATURE_MODE_FIXED, TemperatureMode::kFixed},
     {v1::TEMPERATURE_MODE_AUTO, TemperatureMode::kAuto}};
+constexpr std::pair<v1::InputRole, model_store::InputRole> kRoles[] = {
+    {v1::INPUT_ROLE_DOCUMENT, model_store::InputRole::kDocument},
+    {v1::INPUT_ROLE_QUERY, model_store::InputRole::kQuery}};
 constexpr std::pair<v1::TruncationSide, TruncationSide> kSides[] = {
     {v1::TRUNCATION_SIDE_KEEP_START, TruncationSide::kKeepStart},
     {v1::TRUNCATION_SIDE_KEEP_END, TruncationSide::kKeepEnd}};
@@ -275,6 +278,7 @@ absl::StatusOr<EmbedCall> ToEmbedCall(v1::EmbedRequest* request, absl::Time dead
   }
   ASSIGN_OR_RETURN(options.multi_vector_encoding,
                    FromWire(request->multi_vector_encoding(), "multi_vector_encoding"));
+  ASSIGN_OR_RETURN(options.input_role, Lookup(kRoles, request->input_role(), "input_role"));
   options.model = std::move(*request->mutable_model());
   if (request->has_temperature()) options.temperature = request->temperature();
   if (request->has_chunk_tokens()) options.chunk_tokens = request->chunk_tokens();
@@ -438,6 +442,14 @@ void FillModelInfo(const ServedModel& served, const RequestLimits& limits, v1::M
   info->set_demo(model.is_demo());
   for (Output output : OfferedOutputs(model)) info->add_outputs(ToWire(output));
   info->set_multi_vector_dimensions(static_cast<uint32_t>(model.encoder().multi_vector_dim()));
+  if (const model_store::LateInteraction* late = model.late_interaction()) {
+    v1::LateInteractionInfo* out = info->mutable_late_interaction();
+    out->set_layout(late->layout());
+    out->set_query_length(static_cast<uint32_t>(late->config().query_length));
+    out->set_document_length(static_cast<uint32_t>(model.max_input_length()));
+    out->set_query_expansion(late->config().do_query_expansion);
+    out->set_attend_to_expansion(late->config().attend_to_expansion_tokens);
+  }
   if (served.hub) {
     info->set_repository(served.hub->repository);
     info->set_revision(served.hub->revision);

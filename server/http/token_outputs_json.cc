@@ -52,4 +52,10 @@ absl::StatusOr<Output> ParseOutputName(const std::string& name, const std::strin
       absl::StrCat(field, ": must be \"dense\", \"sparse\" or \"multi_vector\""));
 }
 
+absl::StatusOr<model_store::InputRole> ParseInputRole(const std::string& name) {
+  if (name == "query") return model_store::InputRole::kQuery;
+  if (name == "document") return model_store::InputRole::kDocument;
+  return absl::InvalidArgumentError("input_role: must be \"query\" or \"document\"");
+}
+
 }  // namespace embedding::server

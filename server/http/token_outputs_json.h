@@ -20,5 +20,8 @@ absl::StatusOr<VectorEncoding> ParseVectorEncoding(const std::string& name);
 // "dense", "sparse", "multi_vector" (the core's OutputName) -> the output; INVALID_ARGUMENT
 // naming `field`.
 absl::StatusOr<Output> ParseOutputName(const std::string& name, const std::string& field);
+// "query", "document" -> a late-interaction model's input role; INVALID_ARGUMENT naming
+// input_role.
+absl::StatusOr<model_store::InputRole> ParseInputRole(const std::string& name);
 
 }  // namespace embedding::server

@@ -164,8 +164,10 @@ class ReferenceBert(nn.Module):
                     getattr(module, kind).copy_(w[f"{p}{n[key]}.{kind}"])
 
     @torch.no_grad()
-    def forward(self, ids, types=None):
-        """`types`: a pair's token type ids (BERT's second segment is 1); None: all 0."""
+    def forward(self, ids, types=None, attended=None):
+        """`types`: a pair's token type ids (BERT's second segment is 1); None: all 0.
+        `attended`: how many leading tokens are keys (transformers' attention_mask of ones then
+        zeros: every row, a masked one's included, attends only those); None: all."""
         ids = torch.as_tensor(ids, dtype=torch.long)[None]  # a traced input stays an input
         types = (torch.zeros_like(ids) if types is None
                  else torch.as_tensor(types, dtype=torch.long)[None])
@@ -183,6 +185,10 @@ class ReferenceBert(nn.Module):
             positions = torch.arange(ids.shape[1])
             buckets = relative_position_bucket(positions[None, :] - positions[:, None])
             bias = self.relative_bias[buckets].permute(2, 0, 1) / self.tau  # [heads, L, L]
+        if attended is not None:  # the extended attention mask: -inf on the masked keys
+            hidden = torch.zeros(ids.shape[1], ids.shape[1])
+            hidden[:, attended:] = float("-inf")
+            bias = hidden if bias is None else bias + hidden
         for layer in self.layers:
             x = layer(x, src_mask=bias)
         return x[0]

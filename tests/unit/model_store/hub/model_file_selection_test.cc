@@ -178,8 +178,8 @@ TEST(ModelFileSelectionTest, PytorchModelBinIsTakenWhenNoSafetensorsExists) {
                                   "pytorch_model.bin"));
 }
 
-// colbert-ir/colbertv2.0's files: its metadata comes along, so the load refuses the layout by
-// name (late_interaction_layout.h) rather than serving the BERT beneath it.
+// colbert-ir/colbertv2.0's files: its metadata comes along, so the load reads its query and
+// document lengths and markers (late_interaction_config.h).
 TEST(ModelFileSelectionTest, StanfordColbertsMetadataComesAlong) {
   FakeRepo repo{{"config.json", "tokenizer.json", "vocab.txt", "model.safetensors",
                  "pytorch_model.bin", "artifact.metadata", "README.md"}};

@@ -53,10 +53,11 @@ Merged FoldAndMerge(const std::vector<int32_t>& ids, Strategy strategy, uint32_t
       weights.push_back(Weight(s, r));
       for (float v : Vector(s, r)) vectors.push_back(v);
     }
-    FoldTokenOutputs(&state, out.plan, ids, s, late, kPrefix, kDropped, weights, vectors, kDim);
+    FoldTokenOutputs(&state, out.plan, ids, s, late, kPrefix, /*keep_prefix=*/false, kDropped,
+                     weights, vectors, kDim);
   }
   out.doc.chunks.resize(out.plan.chunks.size());
-  MergeTokenOutputs(state, out.plan, ids, late, kDropped, params, kDim, &out.doc);
+  MergeTokenOutputs(state, out.plan, ids, late, kDropped, LateRows{}, params, kDim, &out.doc);
   return out;
 }
 
