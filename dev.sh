@@ -38,6 +38,7 @@ TEST_PACKAGES=(
   clang libclang-rt-dev              # the sanitizer build and libFuzzer (tests/fuzz)
   docker-compose python3-yaml        # docker/compose.yaml and deploy/k8s checks
   python3-jsonschema                 # answers against docs/openapi.json (draft 2020-12)
+  python3-scipy                      # token pooling's reference: PyLate's Ward linkage and fcluster
 )
 
 # Runs "$@" and says how long it took: the CI budget is spent by stage, and this shows where.

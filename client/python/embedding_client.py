@@ -124,12 +124,12 @@ class EmbeddingClient:
     def embed(self, inputs, model="", temperature=None, strategy=None, chunk_tokens=None,
               chunk_overlap_tokens=None, normalize=None, dimensions=None, prompt_name="",
               outputs=None, multi_vector_encoding=None, max_vectors=None, sparse_top_k=None,
-              task="", input_role=None):
+              task="", input_role=None, pool_factor=None):
         """Embeds `inputs`; strategy is a name such as "LONG_TEXT_STRATEGY_CHUNK_ALL";
         temperature is a tau, or "auto" for the model's schedule by sequence length; outputs
         any of "dense", "sparse", "multi_vector"; multi_vector_encoding "float16" or "int8";
         task one of the model's task adapters (ModelInfo.tasks); input_role "query" or
-        "document" for a late-interaction model."""
+        "document" for a late-interaction model; pool_factor pools a document's vectors."""
         request = self.messages["embedding.v1.EmbedRequest"](
             model=model, inputs=list(inputs), prompt_name=prompt_name, task=task)
         for output in outputs or ():
@@ -141,6 +141,8 @@ class EmbeddingClient:
             request.max_vectors = max_vectors
         if sparse_top_k is not None:
             request.sparse_top_k = sparse_top_k
+        if pool_factor is not None:
+            request.pool_factor = pool_factor
         if input_role is not None:
             request.input_role = self.enums["INPUT_ROLE_" + input_role.upper()]
         if temperature == "auto":

@@ -38,6 +38,7 @@ struct EmbedRequestOptions {
   std::vector<Output> outputs;                          // empty: dense
   std::optional<VectorEncoding> multi_vector_encoding;  // unset: float32
   std::optional<uint32_t> max_vectors;
+  std::optional<uint32_t> pool_factor;
   std::optional<uint32_t> sparse_top_k;
   // Every token's final hidden state, special tokens included (TEI's /embed_all); needs a
   // one-window strategy (REJECT or TRUNCATE).

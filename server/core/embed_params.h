@@ -43,6 +43,9 @@ struct EmbedParams {
   VectorEncoding multi_vector_encoding = VectorEncoding::kFloat32;
   // Multi-vectors per document (and per chunk) at most; 0: one per token.
   uint32_t max_vectors = 0;
+  // A document's multi-vectors pooled to about 1 / pool_factor of them (token_pooling.h,
+  // before max_vectors); 1: none.
+  uint32_t pool_factor = 1;
   // Sparse entries per document (and per chunk) at most, the largest weights kept; 0: all.
   uint32_t sparse_top_k = 0;
   // Every token's final hidden state (one window: REJECT or TRUNCATE).

@@ -14,6 +14,9 @@ namespace {
 
 absl::Status Invalid(const std::string& message) { return absl::InvalidArgumentError(message); }
 
+// Past this every document is one cluster or a few: pooling's point is 2 or 3 (Answer.AI).
+constexpr uint32_t kMaxPoolFactor = 1024;
+
 }  // namespace
 
 absl::Status ValidateInputCount(size_t count, const RequestLimits& limits,
@@ -157,10 +160,20 @@ absl::Status ValidateOutputs(const EmbedCall& call, const model_store::Model& mo
     *wanted = true;
   }
   if (!params->multi_vector &&
-      (request.multi_vector_encoding.has_value() || request.max_vectors.has_value())) {
-    return Invalid(absl::StrCat(request.max_vectors ? "max_vectors" : "multi_vector_encoding",
+      (request.multi_vector_encoding.has_value() || request.max_vectors.has_value() ||
+       request.pool_factor.has_value())) {
+    return Invalid(absl::StrCat(request.max_vectors   ? "max_vectors"
+                                : request.pool_factor ? "pool_factor"
+                                                      : "multi_vector_encoding",
                                 ": applies only when outputs include ",
                                 spell(Output::kMultiVector)));
+  }
+  if (request.pool_factor.has_value()) {
+    if (*request.pool_factor < 1 || *request.pool_factor > kMaxPoolFactor) {
+      return Invalid(absl::StrCat("pool_factor: ", *request.pool_factor,
+                                  " is not allowed; allowed [1, ", kMaxPoolFactor, "]"));
+    }
+    params->pool_factor = *request.pool_factor;
   }
   params->multi_vector_encoding = request.multi_vector_encoding.value_or(VectorEncoding::kFloat32);
   if (request.max_vectors.has_value()) {
@@ -241,6 +254,8 @@ absl::Status ValidateRole(const EmbedRequestOptions& request, const model_store:
   }
   params->role = *request.input_role;
   if (params->role != model_store::InputRole::kQuery) return absl::OkStatus();
+  if (params->pool_factor > 1)
+    return Invalid("pool_factor: pools a document's vectors; a query keeps every one");
   if (request.chunk_tokens.has_value() || request.chunk_overlap_tokens.has_value()) {
     return Invalid(absl::StrCat(
         request.chunk_tokens.has_value() ? "chunk_tokens" : "chunk_overlap_tokens",

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "server/core/strategy.h"
+#include "server/core/token_pooling.h"
 
 namespace embedding::server {
 namespace {
@@ -193,8 +194,11 @@ void MergeTokenOutputs(const TokenOutputState& state, const ChunkPlan& plan,
         covered = std::max(covered, range.end);
       }
     }
-    doc->multi_vector =
-        PoolMultiVectors(WithoutSkipped(std::move(merged), ids, late_rows), params.max_vectors);
+    // PyLate's pooling keeps the first vector ([CLS]) of a late-interaction document.
+    doc->multi_vector = PoolMultiVectors(
+        PoolTokens(WithoutSkipped(std::move(merged), ids, late_rows), params.pool_factor,
+                   late_rows.model != nullptr ? 1 : 0),
+        params.max_vectors);
   }
   if (!params.traits.returns_chunks) return;
   for (size_t c = 0; c < doc->chunks.size() && c < plan.chunks.size(); ++c) {
@@ -207,9 +211,10 @@ void MergeTokenOutputs(const TokenOutputState& state, const ChunkPlan& plan,
     }
     if (params.multi_vector) {
       chunk.multi_vector = PoolMultiVectors(
-          WithoutSkipped(late ? LateVectors(state, range.begin, range.end, dim)
-                              : SequenceVectors(state.sequence_vectors[c], range, dim),
-                         ids, late_rows),
+          PoolTokens(WithoutSkipped(late ? LateVectors(state, range.begin, range.end, dim)
+                                         : SequenceVectors(state.sequence_vectors[c], range, dim),
+                                    ids, late_rows),
+                     params.pool_factor, 0),
           params.max_vectors);
     }
   }

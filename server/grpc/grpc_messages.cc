@@ -290,6 +290,7 @@ absl::StatusOr<EmbedCall> ToEmbedCall(v1::EmbedRequest* request, absl::Time dead
   options.prompt_name = std::move(*request->mutable_prompt_name());
   options.task = std::move(*request->mutable_task());
   if (request->has_max_vectors()) options.max_vectors = request->max_vectors();
+  if (request->has_pool_factor()) options.pool_factor = request->pool_factor();
   if (request->has_sparse_top_k()) options.sparse_top_k = request->sparse_top_k();
   TextInputs texts;
   texts.reserve(static_cast<size_t>(request->inputs_size()));

@@ -172,6 +172,9 @@ absl::Status ReadField(const std::string& key, const Json& value, const RequestL
   } else if (key == "sparse_top_k") {
     ASSIGN_OR_RETURN(uint32_t count, ReadJsonCount(value, "sparse_top_k"));
     request.sparse_top_k = count;
+  } else if (key == "pool_factor") {
+    ASSIGN_OR_RETURN(uint32_t factor, ReadJsonCount(value, "pool_factor"));
+    request.pool_factor = factor;
   } else if (key == "input_role") {  // a late-interaction model's queries or documents
     ASSIGN_OR_RETURN(std::string name, ReadJsonString(value, "input_role"));
     ASSIGN_OR_RETURN(request.input_role, ParseInputRole(name));
@@ -180,7 +183,7 @@ absl::Status ReadField(const std::string& key, const Json& value, const RequestL
                    "unknown field; allowed: model, input, encoding_format, dimensions, user, "
                    "temperature, temperature_mode, strategy, truncation_side, chunk_tokens, "
                    "chunk_overlap_tokens, normalize, prompt, prompt_name, task, outputs, "
-                   "multi_vector_encoding, max_vectors, sparse_top_k, input_role");
+                   "multi_vector_encoding, max_vectors, pool_factor, sparse_top_k, input_role");
   }
   return absl::OkStatus();
 }

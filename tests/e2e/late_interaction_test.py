@@ -18,7 +18,9 @@ import tempfile
 import unittest
 import urllib.request
 
+import numpy as np
 import torch
+from scipy.cluster import hierarchy
 
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "client", "python"))
@@ -166,6 +168,21 @@ def max_sim(q, d):
     return float((q @ d.t()).max(dim=1).values.sum())
 
 
+def pylate_pool(vectors, pool_factor, protected=1):
+    """PyLate's pool_embeddings_hierarchical on one document: clusters as sets of row indices
+    (after the protected rows), from scipy's Ward linkage and maxclust cut."""
+    to_pool = vectors[protected:]
+    n = len(to_pool)
+    clusters = max(n // pool_factor, 1)
+    dist = 1 - (to_pool @ to_pool.t()).numpy()
+    linkage = hierarchy.linkage(dist[np.triu_indices(n, k=1)], method="ward")
+    labels = hierarchy.fcluster(linkage, t=clusters, criterion="maxclust")
+    groups = {}
+    for row, label in enumerate(labels):
+        groups.setdefault(label, []).append(row + protected)
+    return list(groups.values())
+
+
 class LateInteractionTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -308,11 +325,29 @@ class LateInteractionTest(unittest.TestCase):
                 self.assertAlmostEqual(item["relevance_score"], want[item["index"]],
                                        delta=TOLERANCE * 10)
 
+    def test_token_pooling_forms_pylates_clusters(self):
+        for factor in (2, 3):
+            whole = self.served(LONG_DOCUMENT, "pylate", "document")
+            pooled = self.served(LONG_DOCUMENT, "pylate", "document", pool_factor=factor)
+            clusters = pylate_pool(whole, factor)
+            self.assertEqual(pooled.shape[0], 1 + len(clusters), factor)
+            self.assertRowsClose(pooled[:1], whole[:1], "protected [CLS]")
+            # Each served vector is one cluster's mean: the same sets of members.
+            means = torch.stack([whole[rows].mean(0) for rows in clusters])
+            for v in pooled[1:]:
+                self.assertLessEqual(float((means - v).abs().max(dim=1).values.min()), 1e-5)
+            got = {tuple(sorted(rows)) for rows in clusters}
+            nearest = {tuple(clusters[int((means - v).abs().max(dim=1).values.argmin())])
+                       for v in pooled[1:]}
+            self.assertEqual(nearest, got, factor)
+
     def test_refusals_name_the_field(self):
         cases = (
             (dict(model="plain", input_role="query"), "input_role"),
             (dict(model="pylate", outputs=["dense"]), "outputs[0]"),
             (dict(model="pylate", input_role="query", chunk_tokens=4), "chunk_tokens"),
+            (dict(model="pylate", input_role="query", pool_factor=2), "pool_factor"),
+            (dict(model="pylate", pool_factor=0), "pool_factor"),
         )
         for options, field in cases:
             with self.assertRaises(grpc.RpcError) as caught:
