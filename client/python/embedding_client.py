@@ -220,8 +220,15 @@ def sparse_weights(sparse):
 
 
 def multi_vector_rows(multi_vector):
-    """A MultiVector's vectors as lists of floats, whatever its encoding."""
+    """A MultiVector's vectors as lists of floats, whatever its encoding (BINARY: each sign bit
+    as 1.0 or 0.0)."""
     dim, count = multi_vector.dimensions, multi_vector.count
+    encoding = multi_vector.DESCRIPTOR.fields_by_name["encoding"].enum_type.values_by_number[
+        multi_vector.encoding].name
+    if encoding == "VECTOR_ENCODING_BINARY":
+        row_bytes = (dim + 7) // 8
+        return [[float(multi_vector.data[r * row_bytes + k // 8] >> (7 - k % 8) & 1)
+                 for k in range(dim)] for r in range(count)]
     if multi_vector.data:
         if len(multi_vector.scales) == count:  # INT8: byte * scale
             raw = struct.unpack(f"<{count * dim}b", multi_vector.data)

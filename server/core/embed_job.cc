@@ -282,8 +282,7 @@ absl::Status EmbedJob::CheckResponseSize() const {
   const int64_t dim = request_.model->encoder().embedding_dim();
   // Bytes per multi-vector on the wire: values, a span, and a scale under INT8.
   const int64_t per_vector =
-      static_cast<int64_t>(multi_vector_dim_) * BytesPerValue(params.multi_vector_encoding) + 8 +
-      (params.multi_vector_encoding == VectorEncoding::kInt8 ? 4 : 0);
+      BytesPerVector(params.multi_vector_encoding, static_cast<int64_t>(multi_vector_dim_)) + 8;
   // A sparse entry: id, weight and its token's text (a few bytes).
   constexpr int64_t kPerSparseEntry = 16;
   // SPLADE's entries are vocabulary ids, not the text's tokens: up to the vocabulary a chunk.

@@ -7,16 +7,18 @@
 
 namespace embedding::server {
 
-int64_t BytesPerValue(VectorEncoding encoding) {
+int64_t BytesPerVector(VectorEncoding encoding, int64_t dim) {
   switch (encoding) {
     case VectorEncoding::kFloat16:
-      return 2;
+      return 2 * dim;
     case VectorEncoding::kInt8:
-      return 1;
+      return dim + 4;
+    case VectorEncoding::kBinary:
+      return (dim + 7) / 8;
     case VectorEncoding::kFloat32:
       break;
   }
-  return 4;
+  return 4 * dim;
 }
 
 std::string EncodeFloat16(const std::vector<float>& values) {
@@ -40,6 +42,18 @@ std::string EncodeInt8(const std::vector<float>& values, size_t dim, std::vector
     for (size_t d = 0; d < dim && scale > 0; ++d) {
       const float q = std::clamp(std::nearbyint(v[d] / scale), -127.0f, 127.0f);
       out[row * dim + d] = static_cast<char>(static_cast<int8_t>(q));
+    }
+  }
+  return out;
+}
+
+std::string EncodeBinary(const std::vector<float>& values, size_t dim) {
+  const size_t rows = dim == 0 ? 0 : values.size() / dim, row_bytes = (dim + 7) / 8;
+  std::string out(rows * row_bytes, '\0');
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t k = 0; k < dim; ++k) {
+      if (values[r * dim + k] > 0)
+        out[r * row_bytes + k / 8] = static_cast<char>(out[r * row_bytes + k / 8] | (0x80 >> (k % 8)));
     }
   }
   return out;

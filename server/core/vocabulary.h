@@ -27,7 +27,7 @@ enum class Strategy {
 enum class Output { kDense, kSparse, kMultiVector };
 
 // How multi-vectors travel: float32 values, IEEE half precision, or int8 with a scale per vector.
-enum class VectorEncoding { kFloat32, kFloat16, kInt8 };
+enum class VectorEncoding { kFloat32, kFloat16, kInt8, kBinary };
 
 // FIXED: one tau for the request. AUTO: each sequence's tau from the model's schedule.
 enum class TemperatureMode { kFixed, kAuto };

@@ -195,7 +195,8 @@ constexpr std::pair<v1::EmbeddingOutput, Output> kOutputs[] = {
 constexpr std::pair<v1::VectorEncoding, VectorEncoding> kEncodings[] = {
     {v1::VECTOR_ENCODING_FLOAT32, VectorEncoding::kFloat32},
     {v1::VECTOR_ENCODING_FLOAT16, VectorEncoding::kFloat16},
-    {v1::VECTOR_ENCODING_INT8, VectorEncoding::kInt8}};
+    {v1::VECTOR_ENCODING_INT8, VectorEncoding::kInt8},
+    {v1::VECTOR_ENCODING_BINARY, VectorEncoding::kBinary}};
 constexpr std::pair<v1::TemperatureMode, TemperatureMode> kModes[] = {
     {v1::TEMPERATURE_MODE_FIXED, TemperatureMode::kFixed},
     {v1::TEMPERATURE_MODE_AUTO, TemperatureMode::kAuto}};
@@ -335,6 +336,9 @@ void FillMultiVector(const MultiVectorResult& vectors, VectorEncoding encoding,
       out->mutable_scales()->Assign(scales.begin(), scales.end());
       break;
     }
+    case VectorEncoding::kBinary:
+      out->set_data(EncodeBinary(vectors.values, vectors.dim));
+      break;
     case VectorEncoding::kFloat32:
       out->mutable_values()->Assign(vectors.values.begin(), vectors.values.end());
   }

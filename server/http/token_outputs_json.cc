@@ -30,6 +30,10 @@ Json MultiVectorJson(const MultiVectorResult& vectors, VectorEncoding encoding) 
       out["scales"] = std::move(scales);
       break;
     }
+    case VectorEncoding::kBinary:
+      out["encoding"] = "binary";
+      out["data"] = absl::Base64Escape(EncodeBinary(vectors.values, vectors.dim));
+      break;
     case VectorEncoding::kFloat32:
       out["encoding"] = "float32";
       out["values"] = vectors.values;
@@ -41,8 +45,9 @@ absl::StatusOr<VectorEncoding> ParseVectorEncoding(const std::string& name) {
   if (name == "float32") return VectorEncoding::kFloat32;
   if (name == "float16") return VectorEncoding::kFloat16;
   if (name == "int8") return VectorEncoding::kInt8;
+  if (name == "binary") return VectorEncoding::kBinary;
   return absl::InvalidArgumentError(
-      "multi_vector_encoding: must be \"float32\", \"float16\" or \"int8\"");
+      "multi_vector_encoding: must be \"float32\", \"float16\", \"int8\" or \"binary\"");
 }
 
 absl::StatusOr<Output> ParseOutputName(const std::string& name, const std::string& field) {

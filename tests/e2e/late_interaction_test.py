@@ -341,6 +341,13 @@ class LateInteractionTest(unittest.TestCase):
                        for v in pooled[1:]}
             self.assertEqual(nearest, got, factor)
 
+    def test_encodings_carry_the_same_vectors(self):
+        whole = self.served(DOCUMENT, "stanford", "document")
+        for encoding, bound in (("float16", 1e-3), ("int8", 1.0 / 127), ("binary", 0)):
+            got = self.served(DOCUMENT, "stanford", "document", multi_vector_encoding=encoding)
+            want = (whole > 0).float() if encoding == "binary" else whole
+            self.assertLessEqual(float((got - want).abs().max()), bound, encoding)
+
     def test_refusals_name_the_field(self):
         cases = (
             (dict(model="plain", input_role="query"), "input_role"),
