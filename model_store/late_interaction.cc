@@ -40,9 +40,10 @@ absl::StatusOr<LateInteraction> LateInteraction::Resolve(const LateInteractionCo
   late.config_ = config;
   const std::vector<int32_t>& prefix = tokenizer.config().prefix_ids;
   if (prefix.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        config.layout, ": the marker goes after the tokenizer's first special token, and "
-                       "tokenizer.json's post-processor puts none before a text"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(config.layout,
+                     ": the marker goes after the tokenizer's first special token, and "
+                     "tokenizer.json's post-processor puts none before a text"));
   }
   for (auto [marker, field, out] :
        {std::tuple{&config.query_prefix, "query_prefix", &late.query_prefix_},
@@ -71,9 +72,10 @@ absl::StatusOr<LateInteraction> LateInteraction::Resolve(const LateInteractionCo
   if (config.do_query_expansion) {
     late.expansion_id_ = MaskTokenId(model_dir, tokenizer);
     if (late.expansion_id_ < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          config.layout, ": do_query_expansion pads queries with the mask token, and the "
-                         "vocabulary has none (tokenizer_config.json mask_token, [MASK], <mask>)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(config.layout,
+                       ": do_query_expansion pads queries with the mask token, and the "
+                       "vocabulary has none (tokenizer_config.json mask_token, [MASK], <mask>)"));
     }
   }
   // convert_tokens_to_ids: a word outside the vocabulary is the unknown token's id.

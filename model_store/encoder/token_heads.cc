@@ -114,9 +114,9 @@ absl::StatusOr<std::vector<DenseLayer>> LoadLateProjection(const LateInteraction
   const TensorView* view = checkpoint.Find("linear.weight");
   if (view == nullptr || view->shape.size() != 2 || view->shape[0] < 1 ||
       view->shape[0] > kMaxMultiVectorDim) {
-    return absl::DataLossError(absl::StrCat(config.layout,
-                                            ": the checkpoint holds no tensor 'linear.weight' "
-                                            "shaped [1..", kMaxMultiVectorDim, ", hidden], the projection"));
+    return absl::DataLossError(absl::StrCat(
+        config.layout, ": the checkpoint holds no tensor 'linear.weight' shaped [1..",
+        kMaxMultiVectorDim, ", hidden], the projection"));
   }
   DenseLayer layer;
   layer.activation = "Identity";

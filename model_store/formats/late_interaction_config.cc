@@ -146,8 +146,8 @@ absl::StatusOr<std::optional<LateInteractionConfig>> ReadLateInteractionConfig(
   const fs::path meta_path = dir / "artifact.metadata";
   ASSIGN_OR_RETURN(Json config_json, ReadObject(dir / "config.json"));
   const Json architectures = config_json.value("architectures", Json::array());
-  const bool hf_colbert = architectures.is_array() && !architectures.empty() &&
-                          architectures[0] == "HF_ColBERT";
+  const bool hf_colbert =
+      architectures.is_array() && !architectures.empty() && architectures[0] == "HF_ColBERT";
   if (!fs::exists(meta_path) && !hf_colbert && checkpoint.Find("linear.weight") == nullptr)
     return std::optional<LateInteractionConfig>();
   ASSIGN_OR_RETURN(Json meta, ReadObject(meta_path));

@@ -38,7 +38,9 @@ std::vector<ScoredInput> ScoreByMaxSim(EmbedResult* result, bool chunks) {
     input.length_bucket = doc.length_bucket;
     if (chunks) {
       for (const ChunkResult& chunk : doc.chunks) {
-        input.chunks.push_back({chunk.tokens, chunk.chars, chunk.bytes,
+        input.chunks.push_back({chunk.tokens,
+                                chunk.chars,
+                                chunk.bytes,
                                 {static_cast<float>(MaxSim(query, chunk.multi_vector))},
                                 chunk.temperature});
       }

@@ -90,8 +90,8 @@ size_t Find(std::vector<size_t>& parent, size_t i) {
 
 // fcluster(criterion="maxclust"): the least height r at which at most `clusters` remain, every
 // merge at or below r applied. Appends each cluster's mean, by first member, to `out`.
-void AppendClusters(const MultiVectorResult& in, const std::vector<size_t>& rows,
-                    size_t clusters, MultiVectorResult* out) {
+void AppendClusters(const MultiVectorResult& in, const std::vector<size_t>& rows, size_t clusters,
+                    MultiVectorResult* out) {
   const size_t n = rows.size(), dim = in.dim;
   std::vector<Merge> merges = WardMerges(in, rows);
   std::stable_sort(merges.begin(), merges.end(),

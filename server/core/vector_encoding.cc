@@ -52,8 +52,8 @@ std::string EncodeBinary(const std::vector<float>& values, size_t dim) {
   std::string out(rows * row_bytes, '\0');
   for (size_t r = 0; r < rows; ++r) {
     for (size_t k = 0; k < dim; ++k) {
-      if (values[r * dim + k] > 0)
-        out[r * row_bytes + k / 8] = static_cast<char>(out[r * row_bytes + k / 8] | (0x80 >> (k % 8)));
+      char& byte = out[r * row_bytes + k / 8];
+      if (values[r * dim + k] > 0) byte = static_cast<char>(byte | (0x80 >> (k % 8)));
     }
   }
   return out;

@@ -4,7 +4,9 @@ the published code (PyLate's ColBERT.preprocess / encode, ColBERT's QueryTokeniz
 DocTokenizer / Checkpoint.query / doc, MaxSim), on checkpoints laid out as the Hub holds them:
 PyLate's (sentence-transformers files, "[Q] " / "[D] " added to the tokenizer, a Dense module
 without bias) and Stanford ColBERT's (HF_ColBERT, `bert.` weights with `linear.weight`,
-artifact.metadata, [unused0] / [unused1] markers).
+artifact.metadata, [unused0] / [unused1] markers); PyLate's over BERT, over ModernBERT
+(GTE-ModernColBERT's family: banded layers and rotary positions around the hidden expansion)
+and over XLM-RoBERTa with rotary positions (jina-colbert-v2's, as jina-embeddings-v3 lays it out).
 
 usage: late_interaction_test.py SERVER_BINARY WRITE_DEMO_MODEL
 """
@@ -28,7 +30,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "reference"))
 sys.path.insert(0, HERE)
 import grpc  # noqa: E402
 from bge_m3_model import write_safetensors  # noqa: E402
-from compare_encoder import ReferenceBert, read_safetensors  # noqa: E402
+from compare_encoder import read_safetensors, reference_class  # noqa: E402
 from embedding_client import EmbeddingClient, multi_vector_rows  # noqa: E402
 from server_runner import ServerRunner  # noqa: E402
 
@@ -42,10 +44,27 @@ LONG_DOCUMENT = " ".join(
     ["Deep in the forest an owl watched the moonlit clearing, while foxes hunted mice."] * 6)
 
 
-def write_base(out):
-    subprocess.run([WRITER, f"--out={out}", "--architecture=bert", "--layers=2",
+def write_base(out, architecture):
+    subprocess.run([WRITER, f"--out={out}", f"--architecture={architecture}", "--layers=3",
                     f"--hidden={HIDDEN}", "--heads=4", "--max_positions=66", "--pooling=cls"],
                    check=True, capture_output=True)
+
+
+def grow_embeddings(weights, old, new):
+    """`new` more rows in every tensor of the word embedding table that has one per token:
+    random rows for the table (BERT's word_embeddings, ModernBERT's tok_embeddings, a
+    parametrised table's `original`), zeros for a LoRA's per-token factor (jina's lora_A)."""
+    torch.manual_seed(old)
+    for name, t in weights.items():
+        if "word_embeddings" not in name and "tok_embeddings" not in name:
+            continue
+        dim = list(t.shape).index(old) if old in t.shape else None
+        if dim is None:
+            continue
+        shape = list(t.shape)
+        shape[dim] = new
+        rows = torch.zeros(shape) if "lora_A" in name else 0.02 * torch.randn(shape)
+        weights[name] = torch.cat([t, rows], dim=dim)
 
 
 def grow_vocabulary(model_dir, tokens, added):
@@ -72,9 +91,7 @@ def grow_vocabulary(model_dir, tokens, added):
     with open(os.path.join(model_dir, "config.json"), "w") as f:
         json.dump(config, f)
     weights = read_safetensors(os.path.join(model_dir, "model.safetensors"))
-    torch.manual_seed(first)
-    name = "embeddings.word_embeddings.weight"
-    weights[name] = torch.cat([weights[name], 0.02 * torch.randn(len(tokens), HIDDEN)])
+    grow_embeddings(weights, first, len(tokens))
     write_safetensors(os.path.join(model_dir, "model.safetensors"), weights)
     return ids
 
@@ -105,6 +122,17 @@ def write_pylate(base, out, projection, attend):
     return q, d
 
 
+def vocabulary(path):
+    """tokenizer.json's tokens by id: WordPiece's map, Unigram's list, the added tokens."""
+    with open(path) as f:
+        tok = json.load(f)
+    vocab = tok["model"]["vocab"]
+    if isinstance(vocab, list):
+        vocab = {piece: i for i, (piece, _) in enumerate(vocab)}
+    vocab.update({t["content"]: t["id"] for t in tok["added_tokens"]})
+    return vocab
+
+
 def write_stanford(base, out, projection):
     shutil.copytree(base, out)
     q, d = grow_vocabulary(out, ["[unused0]", "[unused1]"], added=False)
@@ -125,26 +153,24 @@ def write_stanford(base, out, projection):
 
 
 class Reference:
-    """The published encoding on torch.nn's BERT: the marker after [CLS]; a query cut to
+    """The published encoding on the family's torch.nn reference: the marker after [CLS]; a query cut to
     query_length and padded with [MASK] to it (attended or not); a document cut to
     document_length; every row projected and L2-normalised; a document's skiplist rows dropped
     after encoding."""
 
-    def __init__(self, base_dir, projection, markers, cls, sep, mask, skiplist, attend=False):
-        with open(os.path.join(base_dir, "config.json")) as f:
+    def __init__(self, model_dir, projection, markers, cls, sep, mask, skiplist, attend=False):
+        """`model_dir`: a PyLate folder (its config and grown checkpoint, the family's own
+        names); Stanford's is read through the PyLate copy of its base, the same weights."""
+        with open(os.path.join(model_dir, "config.json")) as f:
             self.config = json.load(f)
-        self.config["vocab_size"] += 2
-        self.weights = read_safetensors(os.path.join(base_dir, "model.safetensors"))
+        self.weights = read_safetensors(os.path.join(model_dir, "model.safetensors"))
         self.projection, self.markers = projection, markers
         self.cls, self.sep, self.mask, self.skiplist, self.attend = cls, sep, mask, skiplist, attend
         self.nets = {}
 
-    def net(self, tau, marker_rows):
+    def net(self, tau):
         if tau not in self.nets:
-            weights = dict(self.weights)
-            name = "embeddings.word_embeddings.weight"
-            weights[name] = torch.cat([weights[name], marker_rows])
-            self.nets[tau] = ReferenceBert(self.config, weights, tau)
+            self.nets[tau] = reference_class(self.config)(self.config, self.weights, tau)
         return self.nets[tau]
 
     @torch.no_grad()
@@ -158,7 +184,8 @@ class Reference:
         if query and expand and len(ids) < length:
             attended = None if self.attend else len(ids)
             ids = ids + [self.mask] * (length - len(ids))
-        h = self.net(tau, self.marker_rows)(ids, attended=attended)
+        net = self.net(tau)
+        h = net(ids) if attended is None else net(ids, attended=attended)
         v = torch.nn.functional.normalize(h @ self.projection.t(), dim=-1)
         keep = [not (skip and not query and i in self.skiplist) for i in ids]
         return v[torch.tensor(keep)], [i for i, k in zip(ids, keep) if k]
@@ -187,43 +214,53 @@ class LateInteractionTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="colbert-")
-        base = os.path.join(cls.tmp, "base")
-        write_base(base)
         torch.manual_seed(11)
         cls.projection = torch.randn(DIM, HIDDEN) / HIDDEN ** 0.5
+        bases = {}
+        for family, architecture in (("bert", "bert"), ("modernbert", "modernbert"),
+                                     ("xlmr", "xlm-roberta-flash")):
+            bases[family] = os.path.join(cls.tmp, f"{family}-base")
+            write_base(bases[family], architecture)
+        # name: (folder writer, base family, attend_to_expansion_tokens, reference folder)
+        models = {
+            "pylate": (write_pylate, "bert", False, "pylate"),
+            "attend": (write_pylate, "bert", True, "attend"),
+            # GTE-ModernColBERT's family: banded layers and rotary positions.
+            "modern": (write_pylate, "modernbert", False, "modern"),
+            # jina-colbert-v2's: XLM-R with rotary positions (jina-embeddings-v3's layout).
+            "jina": (write_pylate, "xlmr", True, "jina"),
+            "stanford": (write_stanford, "bert", False, "pylate"),
+        }
         markers = {}
-        markers["pylate"] = write_pylate(base, os.path.join(cls.tmp, "pylate"), cls.projection,
-                                         attend=False)
-        write_pylate(base, os.path.join(cls.tmp, "pylate-attend"), cls.projection, attend=True)
-        markers["stanford"] = write_stanford(base, os.path.join(cls.tmp, "stanford"),
-                                             cls.projection)
-        cls.server = ServerRunner(BINARY, [f"--model=pylate={cls.tmp}/pylate",
-                                           f"--model=attend={cls.tmp}/pylate-attend",
-                                           f"--model=stanford={cls.tmp}/stanford",
-                                           f"--model=plain={base}",
-                                           "--openai-listen=127.0.0.1:0"])
+        for name, (writer, family, attend, _) in models.items():
+            out = os.path.join(cls.tmp, name)
+            markers[name] = (writer(bases[family], out, cls.projection, attend)
+                             if writer is write_pylate
+                             else writer(bases[family], out, cls.projection))
+        cls.server = ServerRunner(BINARY, [f"--model={name}={cls.tmp}/{name}" for name in models]
+                                  + [f"--model=plain={bases['bert']}",
+                                     "--openai-listen=127.0.0.1:0"])
         cls.client = EmbeddingClient(cls.server.grpc_address)
-        specials = cls.client.tokenize([""], model="plain").inputs[0].tokens
-        cls_id, sep_id = specials[0].id, specials[-1].id
-        vocab = json.load(open(os.path.join(base, "tokenizer.json")))["model"]["vocab"]
-        skiplist = {vocab[c] for c in string.punctuation if c in vocab}
-        # Both layouts add their marker rows after the same base rows (seeded by vocab size).
-        marker_rows = read_safetensors(os.path.join(cls.tmp, "pylate", "model.safetensors"))[
-            "embeddings.word_embeddings.weight"][-2:]
         cls.refs = {}
-        for name, model in (("pylate", "pylate"), ("attend", "pylate"), ("stanford", "stanford")):
-            ref = Reference(base, cls.projection, markers[model], cls_id, sep_id, vocab["[MASK]"],
-                            skiplist, attend=name == "attend")
-            ref.marker_rows = marker_rows
-            cls.refs[name] = ref
+        for name, (_, family, attend, reference_dir) in models.items():
+            # The post-processor's first and last tokens, around the document marker.
+            specials = cls.client.tokenize([""], model=name).inputs[0].tokens
+            vocab = vocabulary(os.path.join(bases[family], "tokenizer.json"))
+            unknown = vocab.get("[UNK]", vocab.get("<unk>"))
+            # convert_tokens_to_ids: a word outside the vocabulary is the unknown token.
+            skiplist = {vocab.get(c, unknown) for c in string.punctuation}
+            cls.refs[name] = Reference(os.path.join(cls.tmp, reference_dir), cls.projection,
+                                       markers[name], specials[0].id, specials[-1].id,
+                                       vocab.get("[MASK]", vocab.get("<mask>")), skiplist,
+                                       attend=attend)
 
     @classmethod
     def tearDownClass(cls):
         cls.server.stop()
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
-    def content(self, text):
-        return [t.id for t in self.client.tokenize([text], model="plain",
+    def content(self, text, model="plain"):
+        return [t.id for t in self.client.tokenize([text], model=model,
                                                    add_special_tokens=False).inputs[0].tokens]
 
     def served(self, text, model, role, tau=1.0, **options):
@@ -238,11 +275,11 @@ class LateInteractionTest(unittest.TestCase):
         return worst
 
     def test_queries_and_documents_match_the_published_encoding(self):
-        for model in ("pylate", "attend", "stanford"):
+        for model in ("pylate", "attend", "modern", "jina", "stanford"):
             ref = self.refs[model]
             for tau in (1.0, 0.7, 0.5):
                 for text, query in ((QUERY, True), (DOCUMENT, False)):
-                    want, _ = ref.rows(self.content(text), query, tau)
+                    want, _ = ref.rows(self.content(text, model), query, tau)
                     got = self.served(text, model, "query" if query else "document", tau)
                     self.assertRowsClose(got, want, f"{model} tau {tau} query {query}")
 
@@ -288,10 +325,10 @@ class LateInteractionTest(unittest.TestCase):
         return torch.stack(rows)
 
     def test_a_long_document_keeps_every_token_once_across_its_chunks(self):
-        ids = self.content(LONG_DOCUMENT)
         window = DOCUMENT_LENGTH - 3
-        self.assertGreater(len(ids), 3 * window)
-        for model in ("pylate", "stanford"):
+        for model in ("pylate", "modern", "jina", "stanford"):
+            ids = self.content(LONG_DOCUMENT, model)
+            self.assertGreater(len(ids), 3 * window)
             for tau in (1.0, 0.5):
                 want = self.chunked_reference(self.refs[model], ids, window, tau)
                 got = self.served(LONG_DOCUMENT, model, "document", tau,
@@ -300,12 +337,12 @@ class LateInteractionTest(unittest.TestCase):
 
     def test_rerank_scores_by_max_sim_over_whole_documents(self):
         documents = [DOCUMENT, LONG_DOCUMENT, "A fox slept.", ""]
-        for model in ("pylate", "stanford"):
+        for model in ("pylate", "modern", "jina", "stanford"):
             ref = self.refs[model]
-            q, _ = ref.rows(self.content(QUERY), True)
+            q, _ = ref.rows(self.content(QUERY, model), True)
             want = []
             for text in documents:
-                ids = self.content(text)
+                ids = self.content(text, model)
                 d = (self.chunked_reference(ref, ids, DOCUMENT_LENGTH - 3) if ids
                      else ref.rows(ids, False)[0])
                 want.append(max_sim(q, d))

@@ -605,13 +605,19 @@ class ReferenceModernBert(nn.Module):
         return emb.cos(), emb.sin()
 
     @torch.no_grad()
-    def forward(self, ids):
+    def forward(self, ids, attended=None):
+        """`attended`: as ReferenceBert's (leading keys every row attends); None: all."""
         ids = torch.as_tensor(ids, dtype=torch.long)  # a traced input stays an input
         length = len(ids)
         x = self.embeddings_norm(self.tok_embeddings(ids))
         positions = torch.arange(length)
         outside = (positions[:, None] - positions[None, :]).abs() > self.half_window
         band = torch.zeros(length, length).masked_fill(outside, float("-inf"))
+        keys = None
+        if attended is not None:  # transformers' padding mask: -inf on the hidden keys
+            keys = torch.zeros(length, length)
+            keys[:, attended:] = float("-inf")
+            band = band + keys
         for layer, kind in zip(self.layers, self.layer_types):
             cos, sin = self.rotary(length, self.theta[kind])
             h = layer["attn_norm"](x)
@@ -621,7 +627,7 @@ class ReferenceModernBert(nn.Module):
             if kind == "sliding_attention":
                 context = tempscale_attention(q, k, v, self.local_tau, band)
             else:
-                context = tempscale_attention(q, k, v, self.tau)
+                context = tempscale_attention(q, k, v, self.tau, keys)
             x = x + layer["attn_Wo"](context.transpose(0, 1).reshape(length, -1))
             gate_input, gate = layer["Wi"](layer["mlp_norm"](x)).chunk(2, dim=-1)
             x = x + layer["mlp_Wo"](F.gelu(gate_input) * gate)

@@ -45,8 +45,8 @@ void AddPylateDense(const std::string& dir) {
                           {"activation_function", "torch.nn.modules.linear.Identity"}}
                          .dump());
   ASSERT_TRUE(WriteSafetensors(dir + "/1_Dense/model.safetensors",
-                               {{"linear.weight", F32Tensor{{8, hidden},
-                                                            std::vector<float>(8 * hidden, 0.01f)}}})
+                               {{"linear.weight",
+                                 F32Tensor{{8, hidden}, std::vector<float>(8 * hidden, 0.01f)}}})
                   .ok());
   EditJson(dir + "/modules.json", [](Json& modules) {
     modules.push_back({{"idx", modules.size()},
@@ -142,12 +142,11 @@ TEST(LateInteractionConfig, AQueryLongerThanThePositionsIsRefused) {
 
 TEST(LateInteractionConfig, StanfordsMetadataWithoutItsProjectionIsRefused) {
   const std::string dir = testing::CopyModelDir(testing::TinyModelDir(), "stanford_metadata");
-  testing::WriteFile(dir + "/artifact.metadata",
-                     Json{{"query_maxlen", 32},
-                          {"doc_maxlen", 180},
-                          {"query_token_id", "[UNK]"},
-                          {"doc_token_id", "[MASK]"}}
-                         .dump());
+  testing::WriteFile(dir + "/artifact.metadata", Json{{"query_maxlen", 32},
+                                                      {"doc_maxlen", 180},
+                                                      {"query_token_id", "[UNK]"},
+                                                      {"doc_token_id", "[MASK]"}}
+                                                     .dump());
   ExpectRefused(dir, absl::StatusCode::kDataLoss, {"Stanford ColBERT", "linear.weight"});
 }
 
