@@ -385,6 +385,38 @@ class LateInteractionTest(unittest.TestCase):
             want = (whole > 0).float() if encoding == "binary" else whole
             self.assertLessEqual(float((got - want).abs().max()), bound, encoding)
 
+    def assertBatchInvariant(self, client, dtype):
+        texts = [QUERY, LONG_DOCUMENT, DOCUMENT, "owl"]
+        for model in ("pylate", "modern", "jina"):
+            for role in ("query", "document"):
+                batched = client.embed(texts, model=model, input_role=role).documents
+                for text, got in zip(texts, batched):
+                    alone = client.embed([text], model=model, input_role=role).documents[0]
+                    self.assertEqual(multi_vector_rows(got.multi_vector),
+                                     multi_vector_rows(alone.multi_vector),
+                                     f"{dtype} {model} {role}")
+
+    def test_a_vector_is_the_same_alone_and_in_any_batch(self):
+        self.assertBatchInvariant(self.client, "fp32")
+        with open("/proc/cpuinfo") as f:
+            flags = f.read()
+        dtypes = ["int8"] + (["bf16"] if "avx512_bf16" in flags or "amx_bf16" in flags else [])
+        for dtype in dtypes:
+            with ServerRunner(BINARY, [f"--model={m}={self.tmp}/{m}"
+                                       for m in ("pylate", "modern", "jina")]
+                              + [f"--dtype={dtype}"]) as server:
+                self.assertBatchInvariant(EmbeddingClient(server.grpc_address), dtype)
+
+    def test_every_queued_token_and_request_comes_back(self):
+        self.client.rerank(QUERY, [LONG_DOCUMENT] * 3, model="pylate")
+        self.client.embed([LONG_DOCUMENT, QUERY], model="modern", input_role="query")
+        with urllib.request.urlopen(f"http://{self.server.http_address}/metrics") as reply:
+            metrics = reply.read().decode()
+        for gauge in ("embedding_queued_tokens", "embedding_in_flight_requests"):
+            values = [line.split()[-1] for line in metrics.splitlines()
+                      if line.startswith(gauge + " ") or line.startswith(gauge + "{")]
+            self.assertEqual(values, ["0"], gauge)
+
     def test_refusals_name_the_field(self):
         cases = (
             (dict(model="plain", input_role="query"), "input_role"),
