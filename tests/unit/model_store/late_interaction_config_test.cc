@@ -117,7 +117,9 @@ TEST(LateInteractionConfig, EachMalformedPylateFieldIsNamed) {
         std::pair{"skiplist_words", Json::array({1})}}) {
     const std::string dir = testing::CopyModelDir(testing::TinyModelDir(), field);
     AddPylateDense(dir);
-    EditJson(dir + "/config_sentence_transformers.json", [&](Json& st) { st[field] = value; });
+    const std::string name = field;  // a lambda may not capture a structured binding (C++17)
+    const Json given = value;
+    EditJson(dir + "/config_sentence_transformers.json", [&](Json& st) { st[name] = given; });
     ExpectRefused(dir, absl::StatusCode::kDataLoss,
                   {"config_sentence_transformers.json", absl::StrCat("'", field, "'")});
   }
