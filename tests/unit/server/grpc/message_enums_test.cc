@@ -41,7 +41,7 @@ void ExpectBijection(size_t core_count) {
 TEST(MessageEnums, EveryEnumMapsBothWays) {
   ExpectBijection<v1::LongTextStrategy>(AllStrategies().size());
   ExpectBijection<v1::EmbeddingOutput>(3);
-  ExpectBijection<v1::VectorEncoding>(3);
+  ExpectBijection<v1::VectorEncoding>(4);
   ExpectBijection<v1::TemperatureMode>(2);
   ExpectBijection<v1::TruncationSide>(2);
 }
