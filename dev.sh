@@ -93,7 +93,7 @@ node_setup() {
   npm_setup tests/e2e/openai
   npm_setup tests/e2e/hub
   npm_setup tests/e2e/tei
-  npm_setup tests/e2e/rerank
+  npm_setup tests/e2e/cohere
   npm_setup tests/e2e/openapi
   npm_setup docker/swagger-ui
 }

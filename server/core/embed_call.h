@@ -29,6 +29,9 @@ struct EmbedRequestOptions {
   TruncationSide truncation_side = TruncationSide::kKeepStart;
   std::optional<uint32_t> chunk_tokens;
   std::optional<uint32_t> chunk_overlap_tokens;
+  // One window's content tokens at most (Cohere's max_tokens), with REJECT or TRUNCATE; past
+  // the model's window, the window.
+  std::optional<uint32_t> max_tokens;
   std::optional<bool> normalize;
   std::optional<uint32_t> dimensions;
   std::string prompt;       // prepended to every text input
@@ -46,6 +49,9 @@ struct EmbedRequestOptions {
   // Queries or documents, for a late-interaction (ColBERT) model, which encodes them
   // differently; unset: documents. Refused for other models.
   std::optional<model_store::InputRole> input_role;
+  // What the texts are for; picks the model's prompt, task or role for it unless the request
+  // names one itself.
+  std::optional<InputType> input_type;
 };
 
 // Inputs are texts (tokenised by the model's tokenizer) or content token ids (checked against
@@ -56,7 +62,12 @@ using EmbedInputs = std::variant<TextInputs, TokenInputs>;
 
 struct EmbedCall {
   EmbedRequestOptions options;
-  OutputSpelling output_spelling = OutputName;  // how refusals name an output
+  // How refusals word what this call's door names otherwise (Cohere's texts, embedding_types
+  // and output_dimension).
+  const char* inputs_field = "inputs";
+  OutputSpelling output_spelling = OutputName;
+  const char* outputs_field = "outputs";
+  const char* dimensions_field = "dimensions";
   EmbedInputs inputs;
   absl::Time deadline = absl::InfiniteFuture();
 };

@@ -216,6 +216,7 @@ void EmbedJob::Prepare() {
     if (!first_ids_.empty()) params = PairParams(i, &window);
     if (RoleOf(i) == model_store::InputRole::kQuery) params = QueryParams(&window);
     if (!params.ok()) return Complete(params.status());
+    if (params->max_tokens > 0) window = std::min(window, params->max_tokens);
     bool cut = false;
     auto tokens = DocumentTokens(i, field, window, &cut);
     if (!tokens.ok()) return Complete(tokens.status());

@@ -25,6 +25,8 @@ struct EmbedParams {
   // Content tokens per chunk and shared between neighbours; chunk_tokens <= window.
   uint32_t chunk_tokens = 0;
   uint32_t overlap_tokens = 0;
+  // REJECT's and TRUNCATE's window in content tokens when below the model's; 0: the model's.
+  uint32_t max_tokens = 0;
   bool normalize = true;
   // 0 keeps every dimension.
   uint32_t dimensions = 0;
@@ -34,6 +36,8 @@ struct EmbedParams {
   bool auto_temperature = false;
   // Prepended to every input before tokenisation.
   std::string prompt;
+  // The model's prompt or task that the request's input_type chose; "": none matched.
+  std::string input_type_match;
   // The task adapter every sequence runs with (an index into the model's adapters), -1: none.
   int32_t adapter = -1;
   // Which outputs; one forward pass gives all three.

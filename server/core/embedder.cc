@@ -101,7 +101,8 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartEmbed(EmbedCall call, E
                               "an embedding model"));
   ASSIGN_OR_RETURN(EmbedParams params, ValidateEmbedCall(call, *model->model, limits_));
   return StartJob(
-      model, params, std::move(call.inputs), "inputs", PairFirsts{}, /*leading_query=*/false,
+      model, params, std::move(call.inputs), call.inputs_field, PairFirsts{},
+      /*leading_query=*/false,
       call.deadline,
       [this, model, params, done = std::move(done)](absl::StatusOr<EmbedResult> result) {
         if (!result.ok()) return done(result.status());

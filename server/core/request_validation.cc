@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "common/quoted_value.h"
 #include "common/status_macros.h"
+#include "server/core/input_type_match.h"
 
 namespace embedding::server {
 namespace {
@@ -82,10 +83,10 @@ absl::Status ValidateTokenCount(const TokenInputs& inputs, const RequestLimits& 
 // What the inputs cost before anything is copied: their count, and their bytes with
 // `prompt_bytes` prepended to each text (token ids take no prompt).
 absl::Status ValidateInputs(const EmbedInputs& inputs, size_t prompt_bytes,
-                            const RequestLimits& limits) {
+                            const RequestLimits& limits, absl::string_view field) {
   if (const auto* texts = std::get_if<TextInputs>(&inputs)) {
-    RETURN_IF_ERROR(ValidateInputCount(texts->size(), limits));
-    return ValidateTextBytes(*texts, prompt_bytes, limits);
+    RETURN_IF_ERROR(ValidateInputCount(texts->size(), limits, field));
+    return ValidateTextBytes(*texts, prompt_bytes, limits, field);
   }
   const auto& ids = std::get<TokenInputs>(inputs);
   RETURN_IF_ERROR(ValidateInputCount(ids.size(), limits));
@@ -137,7 +138,7 @@ absl::Status ValidateOutputs(const EmbedCall& call, const model_store::Model& mo
   params->sparse = request.outputs.empty() && offers.front() == Output::kSparse;
   params->multi_vector = request.outputs.empty() && offers.front() == Output::kMultiVector;
   for (size_t i = 0; i < request.outputs.size(); ++i) {
-    const std::string field = absl::StrCat("outputs[", i, "]");
+    const std::string field = absl::StrCat(call.outputs_field, "[", i, "]");
     const Output output = request.outputs[i];
     bool* wanted = output == Output::kSparse        ? &params->sparse
                    : output == Output::kMultiVector ? &params->multi_vector
@@ -196,63 +197,93 @@ namespace {
 
 // The prompt (given, named, or the model's default) and the task adapter (`task`, or a
 // prompt_name that names one), each checked against the model.
-absl::Status ValidatePromptAndTask(const EmbedCall& call, const model_store::Model& model,
-                                   const RequestLimits& limits, EmbedParams* params) {
+// A request that names none of prompt, prompt_name and task takes its input_type's match.
+absl::Status ValidatePromptAndTask(const EmbedCall& call, const InputTypeMatch& match,
+                                   const model_store::Model& model, const RequestLimits& limits,
+                                   EmbedParams* params) {
   const EmbedRequestOptions& request = call.options;
   const auto& prompts = model.sentence_transformers().prompts;
   if (!request.prompt.empty() && !request.prompt_name.empty())
     return Invalid("prompt_name: set either prompt or prompt_name, not both");
+  const bool named = !request.prompt.empty() || !request.prompt_name.empty() ||
+                     !request.task.empty();
+  const std::string& asked_task = named ? request.task : match.task;
+  const std::string& asked_prompt = named ? request.prompt_name : match.prompt_name;
+  if (!named) params->input_type_match = match.task.empty() ? match.prompt_name : match.task;
   // The task adapter: `task`, or prompt_name where it names one (jina-embeddings-v3's prompts
   // are its tasks' instructions, under the tasks' names).
   const std::vector<std::string>& tasks = model.config().adapters;
-  const std::string& task = request.task.empty() ? request.prompt_name : request.task;
+  const std::string& task = asked_task.empty() ? asked_prompt : asked_task;
   if (const auto it = std::find(tasks.begin(), tasks.end(), task); it != tasks.end()) {
     params->adapter = static_cast<int32_t>(it - tasks.begin());
-  } else if (!request.task.empty()) {
-    return Invalid(absl::StrCat("task: ", QuotedValue(request.task),
+  } else if (!asked_task.empty()) {
+    return Invalid(absl::StrCat("task: ", QuotedValue(asked_task),
                                 tasks.empty() ? " is not served: the model has no task adapters"
                                               : " is not one of the model's tasks [",
                                 absl::StrJoin(tasks, ", "), tasks.empty() ? "" : "]"));
   }
   // A task's instruction, where the model has a prompt of its name and the request no other.
-  std::string_view prompt_name = request.prompt_name;
+  std::string_view prompt_name = asked_prompt;
   if (prompt_name.empty() && request.prompt.empty() && params->adapter >= 0 &&
-      prompts.count(request.task) > 0) {
-    prompt_name = request.task;
+      prompts.count(asked_task) > 0) {
+    prompt_name = asked_task;
   }
   if (!prompt_name.empty()) {
     auto it = prompts.find(std::string(prompt_name));
     if (it == prompts.end()) {
       std::vector<std::string> names;
       for (const auto& [name, text] : prompts) names.push_back(name);
-      return Invalid(absl::StrCat("prompt_name: ", QuotedValue(request.prompt_name),
+      return Invalid(absl::StrCat("prompt_name: ", QuotedValue(asked_prompt),
                                   " is not one of the model's prompts [",
                                   absl::StrJoin(names, ", "), "]"));
     }
     params->prompt = it->second;
-    RETURN_IF_ERROR(ValidateInputs(call.inputs, params->prompt.size(), limits));
+    RETURN_IF_ERROR(ValidateInputs(call.inputs, params->prompt.size(), limits, call.inputs_field));
   } else if (!request.prompt.empty()) {
     params->prompt = request.prompt;
   } else if (auto it = prompts.find(model.sentence_transformers().default_prompt_name);
              it != prompts.end()) {
     params->prompt = it->second;  // as sentence-transformers applies default_prompt_name
-    RETURN_IF_ERROR(ValidateInputs(call.inputs, params->prompt.size(), limits));
+    RETURN_IF_ERROR(ValidateInputs(call.inputs, params->prompt.size(), limits, call.inputs_field));
   }
+  return absl::OkStatus();
+}
+
+// Cohere's max_tokens: one window of at most that many content tokens (the model's window
+// where it is smaller), so only with a one-window strategy, and not beside chunk_tokens.
+absl::Status ValidateMaxTokens(const EmbedRequestOptions& request, uint32_t window,
+                               EmbedParams* params) {
+  if (!request.max_tokens.has_value()) return absl::OkStatus();
+  if (*request.max_tokens < 1) {
+    return Invalid(absl::StrCat("max_tokens: 0 is not allowed; allowed [1, 4294967295] (past the "
+                                "model's window of ", window, " tokens, the window)"));
+  }
+  if (params->traits.plan != PlanRule::kReject && params->traits.plan != PlanRule::kTruncate) {
+    return Invalid(absl::StrCat("max_tokens: cuts each input to one window; allowed with strategy "
+                                "reject or truncate, not ", StrategyName(params->strategy),
+                                " (chunk_tokens sizes its chunks)"));
+  }
+  if (request.chunk_tokens.has_value())
+    return Invalid("max_tokens: set either max_tokens or chunk_tokens, not both");
+  params->max_tokens = std::min(*request.max_tokens, window);
+  params->chunk_tokens = params->max_tokens;
   return absl::OkStatus();
 }
 
 // Only a late-interaction model takes a role. A query is one window of the model's query
 // length, cut as its code cuts it (TRUNCATE, or REJECT when asked), so chunking is refused.
-absl::Status ValidateRole(const EmbedRequestOptions& request, const model_store::Model& model,
-                          EmbedParams* params) {
-  if (!request.input_role.has_value()) return absl::OkStatus();
+// `role` is the request's input_role, else its input_type's.
+absl::Status ValidateRole(const EmbedRequestOptions& request,
+                          std::optional<model_store::InputRole> role,
+                          const model_store::Model& model, EmbedParams* params) {
+  if (!role.has_value()) return absl::OkStatus();
   const model_store::LateInteraction* late = model.late_interaction();
   if (late == nullptr) {
     return Invalid(
         "input_role: only a late-interaction (ColBERT) model encodes queries and documents "
         "differently; leave it unset for this model (a prompt_name may name its query prompt)");
   }
-  params->role = *request.input_role;
+  params->role = *role;
   if (params->role != model_store::InputRole::kQuery) return absl::OkStatus();
   if (params->pool_factor > 1)
     return Invalid("pool_factor: pools a document's vectors; a query keeps every one");
@@ -277,7 +308,7 @@ absl::StatusOr<EmbedParams> ValidateEmbedCall(const EmbedCall& call,
   EmbedParams params;
   // Before the prompt is resolved or copied anywhere: what the inputs and a request prompt
   // will cost once the prompt is prepended to each.
-  RETURN_IF_ERROR(ValidateInputs(call.inputs, request.prompt.size(), limits));
+  RETURN_IF_ERROR(ValidateInputs(call.inputs, request.prompt.size(), limits, call.inputs_field));
 
   RETURN_IF_ERROR(ValidateTemperature(request, limits, &params));
   params.SetStrategy(request.strategy.value_or(limits.default_strategy));
@@ -300,8 +331,12 @@ absl::StatusOr<EmbedParams> ValidateEmbedCall(const EmbedCall& call,
     }
     params.overlap_tokens = *request.chunk_overlap_tokens;
   }
+  RETURN_IF_ERROR(ValidateMaxTokens(request, window, &params));
   RETURN_IF_ERROR(ValidateOutputs(call, model, &params));
-  RETURN_IF_ERROR(ValidateRole(request, model, &params));
+  const InputTypeMatch match =
+      request.input_type.has_value() ? MatchInputType(*request.input_type, model) : InputTypeMatch{};
+  RETURN_IF_ERROR(ValidateRole(request, request.input_role ? request.input_role : match.role,
+                               model, &params));
   if (params.sparse && params.traits.needs_token_states && model.encoder().has_splade_head()) {
     return Invalid("strategy: late chunking pools token states, and a SPLADE model's sparse "
                    "output is one vector per sequence; allowed every other strategy");
@@ -315,13 +350,13 @@ absl::StatusOr<EmbedParams> ValidateEmbedCall(const EmbedCall& call,
   const auto width = static_cast<uint32_t>(model.encoder().embedding_dim());
   if (request.dimensions.has_value()) {
     if (*request.dimensions < 1 || *request.dimensions > width) {
-      return Invalid(absl::StrCat("dimensions: ", *request.dimensions,
+      return Invalid(absl::StrCat(call.dimensions_field, ": ", *request.dimensions,
                                   " is outside the model's size; allowed [1, ", width, "]"));
     }
     params.dimensions = *request.dimensions;
   }
 
-  RETURN_IF_ERROR(ValidatePromptAndTask(call, model, limits, &params));
+  RETURN_IF_ERROR(ValidatePromptAndTask(call, match, model, limits, &params));
   return params;
 }
 

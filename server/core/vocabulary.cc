@@ -18,6 +18,12 @@ constexpr NamedValue<Strategy> kStrategyNames[] = {
 };
 constexpr NamedValue<Output> kOutputNames[] = {
     {Output::kDense, "dense"}, {Output::kSparse, "sparse"}, {Output::kMultiVector, "multi_vector"}};
+constexpr NamedValue<InputType> kInputTypeNames[] = {
+    {InputType::kSearchQuery, "search_query"},
+    {InputType::kSearchDocument, "search_document"},
+    {InputType::kClassification, "classification"},
+    {InputType::kClustering, "clustering"},
+};
 
 }  // namespace
 
@@ -39,5 +45,13 @@ absl::StatusOr<Strategy> ParseStrategyName(absl::string_view name, absl::string_
 }
 
 std::string OutputName(Output output) { return NameOf(kOutputNames, output); }
+
+std::string InputTypeName(InputType type) { return NameOf(kInputTypeNames, type); }
+
+absl::StatusOr<InputType> ParseInputTypeName(absl::string_view name, absl::string_view field) {
+  if (const auto type = ValueNamed(kInputTypeNames, name)) return *type;
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, ": '", name, "' is not an input type; allowed ", JoinedNames(kInputTypeNames)));
+}
 
 }  // namespace embedding::server

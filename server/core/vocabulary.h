@@ -35,6 +35,11 @@ enum class TemperatureMode { kFixed, kAuto };
 // Which window TRUNCATE keeps.
 enum class TruncationSide { kKeepStart, kKeepEnd };
 
+// What a caller's texts are for, in Cohere's input_type words; the core gives each the
+// model's own prompt, task adapter or late-interaction role for it, where it has one
+// (input_type_match.h).
+enum class InputType { kSearchQuery, kSearchDocument, kClassification, kClustering };
+
 // "chunk_mean" for kChunkMean: the one spelling of the server's --default_strategy, its metric
 // labels and the HTTP API's "strategy".
 std::string StrategyName(Strategy strategy);
@@ -42,6 +47,11 @@ std::string StrategyName(Strategy strategy);
 const std::vector<Strategy>& AllStrategies();
 // The strategy spelled `name`; INVALID_ARGUMENT naming `field` and listing every name otherwise.
 absl::StatusOr<Strategy> ParseStrategyName(absl::string_view name, absl::string_view field);
+
+// "search_query", "search_document", "classification", "clustering".
+std::string InputTypeName(InputType type);
+// The input type spelled `name`; INVALID_ARGUMENT naming `field` and listing every name.
+absl::StatusOr<InputType> ParseInputTypeName(absl::string_view name, absl::string_view field);
 
 // "dense", "sparse", "multi_vector".
 std::string OutputName(Output output);

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "server/http/cohere_embed_api.h"
 #include "server/http/openai_api.h"
 #include "server/http/rerank_api.h"
 #include "server/http/tei_scoring_api.h"
@@ -19,6 +20,9 @@ const ApiErrors kOpenAiErrors{
     [](const absl::Status& status, bool /*body_error*/) { return HttpStatusOf(status); },
     OpenAiErrorBody};
 const ApiErrors kTeiErrors{TeiHttpStatus, TeiErrorBody};
+const ApiErrors kCohereErrors{
+    [](const absl::Status& status, bool /*body_error*/) { return HttpStatusOf(status); },
+    CohereErrorBody};
 
 // The body allows --max-request-bytes of text, JSON escaping (a "\u00e9" is 6 bytes for 2),
 // and the request's other fields.
@@ -39,7 +43,7 @@ HttpResponse Refusal(size_t max_body, int status, const HttpExchange& request) {
                      "; this listener serves POST /v1/embeddings and "
                      "GET /v1/models, TEI's POST /embed, /, "
                      "/embed_sparse, /embed_all, /tokenize, /rerank, /predict, /similarity "
-                     "and GET /info, POST /v1/rerank and /v2/rerank, "
+                     "and GET /info, POST /v1/rerank, /v2/rerank and /v2/embed, "
                      "and GET /openapi.json (and /docs with --api-docs-dir)"));
   }
   return ErrorAnswer(status, "application/json", OpenAiErrorBody(error));
@@ -54,6 +58,7 @@ void AddRoutes(HttpListener& listener, std::shared_ptr<const ApiContext> context
   };
   listener.Route("POST", "/v1/embeddings",
                  embed(kOpenAiErrors, "OpenAI/Embeddings", ParseOpenAiEmbed));
+  listener.Route("POST", "/v2/embed", embed(kCohereErrors, "Cohere/Embed", ParseCohereEmbed));
   listener.Route("POST", "/embed",
                  embed(kTeiErrors, "TEI/Embed", TeiEmbedParser(TeiRoute::kEmbed)));
   listener.Route("POST", "/", embed(kTeiErrors, "TEI/Embed", TeiEmbedParser(TeiRoute::kEmbed)));

@@ -16,6 +16,7 @@
 #include "server/core/reported_code.h"
 #include "server/core/request_validation.h"
 #include "server/core/strategy.h"
+#include "server/http/embed_options_json.h"
 #include "server/http/json_body.h"
 #include "server/http/token_outputs_json.h"
 
@@ -112,6 +113,9 @@ absl::Status ReadField(const std::string& key, const Json& value, const RequestL
                        OpenAiEmbeddingsRequest* out) {
   EmbedRequestOptions& request = out->call.options;
   if (key == "input") return ReadInput(value, limits, out);
+  bool taken = false;
+  RETURN_IF_ERROR(ReadEmbedOption(key, value, &request, &taken));
+  if (taken) return absl::OkStatus();
   if (key == "model") {
     ASSIGN_OR_RETURN(request.model, ReadJsonString(value, "model"));
   } else if (key == "encoding_format") {
@@ -124,34 +128,6 @@ absl::Status ReadField(const std::string& key, const Json& value, const RequestL
     request.dimensions = dims;
   } else if (key == "user") {
     ASSIGN_OR_RETURN(std::string user, ReadJsonString(value, "user"));  // accepted, unused
-  } else if (key == "temperature" || key == "temperature_mode") {
-    return ReadTemperatureField(key, value, &request.temperature, &request.temperature_mode)
-        .status();
-  } else if (key == "strategy") {
-    ASSIGN_OR_RETURN(std::string name, ReadJsonString(value, "strategy"));
-    ASSIGN_OR_RETURN(request.strategy, ParseStrategyName(name, "strategy"));
-  } else if (key == "truncation_side") {
-    ASSIGN_OR_RETURN(std::string side, ReadJsonString(value, "truncation_side"));
-    if (side != "start" && side != "end")
-      return Invalid("truncation_side", "must be \"start\" (keep the start) or \"end\"");
-    request.truncation_side =
-        side == "start" ? TruncationSide::kKeepStart : TruncationSide::kKeepEnd;
-  } else if (key == "chunk_tokens") {
-    ASSIGN_OR_RETURN(uint32_t tokens, ReadJsonCount(value, "chunk_tokens"));
-    request.chunk_tokens = tokens;
-  } else if (key == "chunk_overlap_tokens") {
-    ASSIGN_OR_RETURN(uint32_t tokens, ReadJsonCount(value, "chunk_overlap_tokens"));
-    request.chunk_overlap_tokens = tokens;
-  } else if (key == "normalize") {
-    if (!value.is_boolean())
-      return Invalid("normalize", absl::StrCat("must be true or false, not ", TypeName(value)));
-    request.normalize = value.get<bool>();
-  } else if (key == "prompt_name") {
-    ASSIGN_OR_RETURN(request.prompt_name, ReadJsonString(value, "prompt_name"));
-  } else if (key == "task") {  // Jina's embeddings API: the task adapter
-    ASSIGN_OR_RETURN(request.task, ReadJsonString(value, "task"));
-  } else if (key == "prompt") {  // free text, e.g. a decoder's "Instruct: {task}\nQuery:"
-    ASSIGN_OR_RETURN(request.prompt, ReadJsonString(value, "prompt"));
   } else if (key == "outputs") {
     if (!value.is_array() || value.size() > 3)
       return Invalid("outputs",
@@ -180,10 +156,10 @@ absl::Status ReadField(const std::string& key, const Json& value, const RequestL
     ASSIGN_OR_RETURN(request.input_role, ParseInputRole(name));
   } else {
     return Invalid(key.size() > 64 ? key.substr(0, 64) + "..." : key,
-                   "unknown field; allowed: model, input, encoding_format, dimensions, user, "
-                   "temperature, temperature_mode, strategy, truncation_side, chunk_tokens, "
-                   "chunk_overlap_tokens, normalize, prompt, prompt_name, task, outputs, "
-                   "multi_vector_encoding, max_vectors, pool_factor, sparse_top_k, input_role");
+                   absl::StrCat("unknown field; allowed: model, input, encoding_format, "
+                                "dimensions, user, outputs, multi_vector_encoding, max_vectors, "
+                                "pool_factor, sparse_top_k, input_role, ",
+                                EmbedOptionNames()));
   }
   return absl::OkStatus();
 }
@@ -344,6 +320,10 @@ std::string OpenAiModelsBody(const std::vector<std::shared_ptr<const ServedModel
 }
 
 std::string OpenAiErrorBody(const absl::Status& status) {
+  return ErrorObjectBody(status, /*openai_input=*/true);
+}
+
+std::string ErrorObjectBody(const absl::Status& status, bool openai_input) {
   std::string message(status.message());
   if (status.GetPayload(kPastWindowPayload).has_value()) {
     absl::StrAppend(&message,
@@ -355,7 +335,7 @@ std::string OpenAiErrorBody(const absl::Status& status) {
   const size_t colon = message.find(": ");
   if (colon != std::string::npos && colon <= 80 && message.find_first_of(" '\"", 0) >= colon) {
     std::string field = message.substr(0, colon);
-    if (absl::StartsWith(field, "inputs")) field = "input" + field.substr(6);
+    if (openai_input && absl::StartsWith(field, "inputs")) field = "input" + field.substr(6);
     if (!absl::StartsWith(field, "--")) param = field;
   }
   Json error = {{"message", message},

@@ -57,5 +57,8 @@ std::string OpenAiModelsBody(const std::vector<std::shared_ptr<const ServedModel
 // {error: {message, type, param, code}}. `param` is the field the message starts with
 // ("temperature: ..."; gRPC's "inputs[2]" becomes "input[2]"), or null.
 std::string OpenAiErrorBody(const absl::Status& status);
+// The same error object for a route that names its fields as the core does (Cohere's
+// /v2/embed: `param` "texts[0]" as the message says it); `openai_input` renames as above.
+std::string ErrorObjectBody(const absl::Status& status, bool openai_input);
 
 }  // namespace embedding::server

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "server/http/embed_options_json.h"
 #include "server/http/json_body.h"
 
 namespace embedding::server {
@@ -16,12 +17,7 @@ absl::Status ReadScoreOption(const std::string& key, const nlohmann::json& value
     ASSIGN_OR_RETURN(std::string name, ReadJsonString(value, "strategy"));
     ASSIGN_OR_RETURN(options->strategy, ParseStrategyName(name, "strategy"));
   } else if (key == "truncation_side") {
-    ASSIGN_OR_RETURN(std::string side, ReadJsonString(value, "truncation_side"));
-    if (side != "start" && side != "end")
-      return absl::InvalidArgumentError(
-          "truncation_side: must be \"start\" (keep the start) or \"end\"");
-    options->truncation_side =
-        side == "start" ? TruncationSide::kKeepStart : TruncationSide::kKeepEnd;
+    ASSIGN_OR_RETURN(options->truncation_side, ReadTruncationSide(value));
   } else if (key == "chunk_tokens") {
     ASSIGN_OR_RETURN(options->chunk_tokens, ReadJsonCount(value, "chunk_tokens"));
   } else if (key == "chunk_overlap_tokens") {

@@ -33,7 +33,7 @@ from embedding_client import EmbeddingClient  # noqa: E402
 from server_runner import ServerRunner  # noqa: E402
 
 BINARY, WRITER, EMBEDCTL = sys.argv[1:4]
-NODE_CLIENTS = os.path.join(HERE, "rerank", "rerank_clients.mjs")
+NODE_CLIENTS = os.path.join(HERE, "cohere", "rerank_clients.mjs")
 NODE_CLIENT = os.path.join(HERE, "..", "..", "client", "node", "embedding_client.js")
 QUERY = "where do owls hunt"
 DOCS = ["Owls hunt voles at night.", "Markets fell on Friday.", "Owls hunt voles at night.",
