@@ -115,7 +115,7 @@ absl::Status ReadField(const std::string& key, const Json& value, const RequestL
                        CohereEmbedRequest* out) {
   EmbedRequestOptions& options = out->call.options;
   if (key == "texts" || key == "inputs") {
-    if (out->texts_sent) return Invalid(key, "send either texts or inputs, not both");
+    if (out->texts_sent) return Invalid("texts", "send either texts or inputs, not both");
     out->texts_sent = true;
     out->inputs_sent = key == "inputs";
     TextInputs& texts = out->call.inputs.emplace<TextInputs>();

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import urllib.error
 import urllib.request
 
 import numpy as np
@@ -430,6 +431,33 @@ class LateInteractionTest(unittest.TestCase):
                 self.client.embed([QUERY], **options)
             self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
             self.assertIn(field, caught.exception.details())
+
+    def test_cohere_input_type_picks_the_role(self):
+        def post(path, body):
+            request = urllib.request.Request(
+                f"http://{self.server.openai_address}{path}", data=json.dumps(body).encode(),
+                headers={"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(request) as reply:
+                    return reply.status, json.load(reply)
+            except urllib.error.HTTPError as e:
+                return e.code, json.load(e)
+
+        def vectors(**options):
+            status, answer = post("/v1/embeddings", {"model": "pylate", "input": [QUERY],
+                                                     **options})
+            self.assertEqual(status, 200, answer)
+            return answer["data"][0]["details"]["multi_vector"]
+
+        query = vectors(input_type="search_query")
+        self.assertEqual(query, vectors(input_role="query"))
+        self.assertEqual(vectors(input_type="search_document"), vectors(input_role="document"))
+        self.assertNotEqual(query, vectors(input_type="search_document"))
+        # Cohere's /v2/embed returns one vector per text, which a late-interaction model lacks.
+        status, answer = post("/v2/embed", {"model": "pylate", "texts": [QUERY],
+                                            "input_type": "search_query"})
+        self.assertEqual(status, 400, answer)
+        self.assertEqual(answer["error"]["param"], "embedding_types[0]")
 
     def test_model_info_describes_the_layout(self):
         models = {m.name: m for m in self.client.list_models().models}
