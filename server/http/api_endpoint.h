@@ -1,11 +1,13 @@
 // The API listener (--openai-listen) and its route table: the OpenAI-compatible routes
-// (wire format in openai_api.h), Hugging Face TEI's (tei_api.h, tei_scoring_api.h) and the
-// Cohere/Jina rerank shape (rerank_api.h), all served by the shared handlers of api_call.h:
+// (wire format in openai_api.h), Hugging Face TEI's (tei_api.h, tei_scoring_api.h), the
+// Cohere/Jina rerank shape (rerank_api.h) and Cohere's embed (cohere_embed_api.h), all served by
+// the shared handlers of api_call.h:
 //   POST /v1/embeddings                       ServeEmbed, ParseOpenAiEmbed
 //   POST /embed, /, /embed_sparse, /embed_all  ServeEmbed, TeiEmbedParser(route)
 //   POST /similarity                          ServeEmbed, ParseTeiSimilarity
 //   POST /rerank, /predict                    ServeScore, ParseTeiRerank, ParseTeiPredict
 //   POST /v1/rerank, /v2/rerank               ServeScore, ParseRerankRequest
+//   POST /v2/embed                            ServeEmbed, ParseCohereEmbed
 //   POST /tokenize                            ServeTokenize, ParseTeiTokenizeRequest
 //   GET  /v1/models, /info                    ServeRead
 //   GET  /openapi.json, /docs                 this table as OpenAPI 3.1, and its page (api_docs.h)

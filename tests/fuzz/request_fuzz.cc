@@ -1,8 +1,8 @@
 // libFuzzer target: raw request bytes through what the server does before the model runs.
 // The first byte picks the message (Embed, an EmbedStream item, Tokenize: the rest is its
-// protobuf wire form; or an OpenAI /v1/embeddings body: the rest is its JSON). Parse (with the
-// wire-level input count) into the core's EmbedCall, then the shared Embed path
-// (fuzz_embed_path.h). TEI's bodies have a target of their own (tei_request_fuzz.cc).
+// protobuf wire form; or an OpenAI /v1/embeddings or Cohere /v2/embed body: the rest is its
+// JSON). Parse (with the wire-level input count) into the core's EmbedCall, then the shared
+// Embed path (fuzz_embed_path.h). TEI's bodies have a target of their own (tei_request_fuzz.cc).
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/slice.h>
 
@@ -15,6 +15,7 @@
 #include "embedding/v1/embedding.pb.h"
 #include "google/protobuf/stubs/logging.h"
 #include "server/grpc/grpc_messages.h"
+#include "server/http/cohere_embed_api.h"
 #include "server/http/openai_api.h"
 #include "tests/fuzz/fuzz_embed_path.h"
 
@@ -43,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   grpc::Slice slice(data + 1, size - 1);
   const grpc::ByteBuffer buffer(&slice, 1);
   const int64_t max_inputs = Limits().max_inputs_per_request;
-  switch (data[0] % 4) {
+  switch (data[0] % 5) {
     case 0: {
       embedding::v1::EmbedRequest request;
       if (embedding::server::ParseRequest(buffer, &request, max_inputs).ok()) EmbedPath(&request);
@@ -65,6 +66,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     case 3: {
       auto body = embedding::server::ParseOpenAiEmbeddingsRequest(
+          std::string_view(reinterpret_cast<const char*>(data + 1), size - 1), Limits());
+      if (body.ok()) EmbedPath(body->call);
+      break;
+    }
+    case 4: {
+      auto body = embedding::server::ParseCohereEmbed(
           std::string_view(reinterpret_cast<const char*>(data + 1), size - 1), Limits());
       if (body.ok()) EmbedPath(body->call);
       break;
