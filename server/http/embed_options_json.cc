@@ -15,20 +15,10 @@ absl::StatusOr<TruncationSide> ReadTruncationSide(const nlohmann::json& value) {
 
 absl::Status ReadEmbedOption(const std::string& key, const nlohmann::json& value,
                              EmbedRequestOptions* options, bool* taken) {
+  RETURN_IF_ERROR(ReadLongTextOption(key, value, options, taken));
+  if (*taken) return absl::OkStatus();
   *taken = true;
-  if (key == "temperature" || key == "temperature_mode") {
-    return ReadTemperatureField(key, value, &options->temperature, &options->temperature_mode)
-        .status();
-  } else if (key == "strategy") {
-    ASSIGN_OR_RETURN(std::string name, ReadJsonString(value, "strategy"));
-    ASSIGN_OR_RETURN(options->strategy, ParseStrategyName(name, "strategy"));
-  } else if (key == "truncation_side") {
-    ASSIGN_OR_RETURN(options->truncation_side, ReadTruncationSide(value));
-  } else if (key == "chunk_tokens") {
-    ASSIGN_OR_RETURN(options->chunk_tokens, ReadJsonCount(value, "chunk_tokens"));
-  } else if (key == "chunk_overlap_tokens") {
-    ASSIGN_OR_RETURN(options->chunk_overlap_tokens, ReadJsonCount(value, "chunk_overlap_tokens"));
-  } else if (key == "normalize") {
+  if (key == "normalize") {
     ASSIGN_OR_RETURN(options->normalize, ReadJsonBool(value, "normalize"));
   } else if (key == "prompt_name") {
     ASSIGN_OR_RETURN(options->prompt_name, ReadJsonString(value, "prompt_name"));

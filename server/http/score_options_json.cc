@@ -9,20 +9,10 @@ namespace embedding::server {
 
 absl::Status ReadScoreOption(const std::string& key, const nlohmann::json& value,
                              ScoreOptions* options, bool* taken) {
+  RETURN_IF_ERROR(ReadLongTextOption(key, value, options, taken));
+  if (*taken) return absl::OkStatus();
   *taken = true;
-  if (key == "temperature" || key == "temperature_mode") {
-    return ReadTemperatureField(key, value, &options->temperature, &options->temperature_mode)
-        .status();
-  } else if (key == "strategy") {
-    ASSIGN_OR_RETURN(std::string name, ReadJsonString(value, "strategy"));
-    ASSIGN_OR_RETURN(options->strategy, ParseStrategyName(name, "strategy"));
-  } else if (key == "truncation_side") {
-    ASSIGN_OR_RETURN(options->truncation_side, ReadTruncationSide(value));
-  } else if (key == "chunk_tokens") {
-    ASSIGN_OR_RETURN(options->chunk_tokens, ReadJsonCount(value, "chunk_tokens"));
-  } else if (key == "chunk_overlap_tokens") {
-    ASSIGN_OR_RETURN(options->chunk_overlap_tokens, ReadJsonCount(value, "chunk_overlap_tokens"));
-  } else if (key == "raw_scores") {
+  if (key == "raw_scores") {
     ASSIGN_OR_RETURN(options->raw_scores, ReadJsonBool(value, "raw_scores"));
   } else if (key == "return_chunks") {
     ASSIGN_OR_RETURN(options->return_chunks, ReadJsonBool(value, "return_chunks"));

@@ -17,14 +17,12 @@ import subprocess
 import sys
 import tempfile
 import unittest
-import urllib.error
-import urllib.request
 
 import numpy as np
 
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, HERE)
-from server_runner import ServerRunner  # noqa: E402
+from server_runner import ServerRunner, post_json as post  # noqa: E402
 
 BINARY, WRITER = sys.argv[1:3]
 NODE_CLIENT = os.path.join(HERE, "cohere", "embed_client.mjs")
@@ -32,16 +30,6 @@ TEXTS = ["Owls hunt voles at night.", "Markets fell on Friday.", "",
          "Tawny owls hunt in woodland, barn owls over open fields."]
 LONG = " ".join(["herons fish in the shallows below the old mill"] * 20)  # past 62 tokens
 TYPES = ["float", "int8", "uint8", "binary", "ubinary", "base64"]
-
-
-def post(base, path, body):
-    request = urllib.request.Request(base + path, data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=60) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
 
 
 def f32(rows):

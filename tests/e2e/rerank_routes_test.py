@@ -21,7 +21,6 @@ import subprocess
 import sys
 import tempfile
 import unittest
-import urllib.error
 import urllib.request
 
 import grpc
@@ -30,7 +29,7 @@ HERE = os.path.dirname(__file__)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "client", "python"))
 sys.path.insert(0, HERE)
 from embedding_client import EmbeddingClient  # noqa: E402
-from server_runner import ServerRunner  # noqa: E402
+from server_runner import ServerRunner, post_json as post  # noqa: E402
 
 BINARY, WRITER, EMBEDCTL = sys.argv[1:4]
 NODE_CLIENTS = os.path.join(HERE, "cohere", "rerank_clients.mjs")
@@ -39,16 +38,6 @@ QUERY = "where do owls hunt"
 DOCS = ["Owls hunt voles at night.", "Markets fell on Friday.", "Owls hunt voles at night.",
         "", "Tawny owls hunt in woodland, barn owls over open fields."]
 LONG = " ".join(["herons fish in the shallows below the old mill"] * 20)  # past the window
-
-
-def post(base, path, body):
-    request = urllib.request.Request(base + path, data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=60) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
 
 
 def sigmoid(x):

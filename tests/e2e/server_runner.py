@@ -1,10 +1,13 @@
-"""Starts a real embedding_server on 127.0.0.1 (port 0) for a Python test, and stops it."""
+"""Starts a real embedding_server on 127.0.0.1 (port 0) for a Python test, and stops it; and
+posts a JSON body to one of its HTTP routes."""
 import json
 import os
 import re
 import signal
 import subprocess
 import time
+import urllib.error
+import urllib.request
 
 
 class ServerRunner:
@@ -58,3 +61,14 @@ class ServerRunner:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+def post_json(base, path, body):
+    """POSTs `body` as JSON; (HTTP status, the decoded answer), errors included."""
+    request = urllib.request.Request(base + path, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
