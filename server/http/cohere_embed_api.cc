@@ -47,14 +47,18 @@ absl::Status Invalid(absl::string_view param, absl::string_view reason) {
   return absl::InvalidArgumentError(absl::StrCat(param, ": ", reason));
 }
 
-// `texts`: strings. The count is bounded before anything is copied.
+// `texts` or `inputs` past --max-inputs-per-request, checked before anything is copied.
+absl::Status CheckCount(const Json& array, const char* field, const RequestLimits& limits) {
+  if (array.size() <= static_cast<size_t>(limits.max_inputs_per_request)) return absl::OkStatus();
+  return Invalid(field, absl::StrCat(array.size(), " ", field, "; allowed [1, ",
+                                     limits.max_inputs_per_request,
+                                     "] (--max-inputs-per-request)"));
+}
+
+// `texts`: strings.
 absl::Status ReadTexts(const Json& value, const RequestLimits& limits, TextInputs* texts) {
   if (!value.is_array()) return Invalid("texts", "must be an array of strings");
-  if (value.size() > static_cast<size_t>(limits.max_inputs_per_request)) {
-    return Invalid("texts", absl::StrCat(value.size(), " texts; allowed [1, ",
-                                         limits.max_inputs_per_request,
-                                         "] (--max-inputs-per-request)"));
-  }
+  RETURN_IF_ERROR(CheckCount(value, "texts", limits));
   texts->reserve(value.size());
   for (size_t i = 0; i < value.size(); ++i) {
     const std::string param = absl::StrCat("texts[", i, "]");
@@ -67,11 +71,7 @@ absl::Status ReadTexts(const Json& value, const RequestLimits& limits, TextInput
 // `inputs`: [{content: [{type: "text", text}]}], one text component each.
 absl::Status ReadInputs(const Json& value, const RequestLimits& limits, TextInputs* texts) {
   if (!value.is_array()) return Invalid("inputs", "must be an array of {content} objects");
-  if (value.size() > static_cast<size_t>(limits.max_inputs_per_request)) {
-    return Invalid("inputs", absl::StrCat(value.size(), " inputs; allowed [1, ",
-                                          limits.max_inputs_per_request,
-                                          "] (--max-inputs-per-request)"));
-  }
+  RETURN_IF_ERROR(CheckCount(value, "inputs", limits));
   texts->reserve(value.size());
   for (size_t i = 0; i < value.size(); ++i) {
     const std::string param = absl::StrCat("inputs[", i, "].content");

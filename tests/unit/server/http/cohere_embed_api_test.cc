@@ -83,6 +83,7 @@ TEST(CohereEmbedRequest, BadBodiesNameTheirParam) {
   ExpectInvalid(R"({"texts": ["a", "b", "c", "d"]})", "texts", "--max-inputs-per-request");
   ExpectInvalid(R"({"texts": ["a", 5]})", "texts[1]", "string");
   ExpectInvalid(R"({"texts": ["a"], "inputs": []})", "texts", "not both");
+  ExpectInvalid(R"({"inputs": [{}, {}, {}, {}]})", "inputs", "4 inputs; allowed [1, 3]");
   ExpectInvalid(R"({"inputs": [{"content": []}]})", "inputs[0].content", "exactly one");
   ExpectInvalid(R"({"inputs": [{"content": [{"type": "image_url", "image_url": {}}]}]})",
                 "inputs[0].content[0]", "not images");
