@@ -11,6 +11,8 @@
 //   embedctl eval --corpus=FILE|DIR [--fixed-temperature=0.7] [--json=F] [--chart=F.svg]
 //   embedctl rerank-eval --corpus=FILE|DIR --model=RERANKER [--rerank-temperatures=1,0.9,0.8,0.7]
 //   embedctl pull REPO[@REV]... [--hub-cache-dir=DIR] [--hub-offline] [--hub-ca-bundle=PEM]
+//   embedctl batch submit FILE [--wait] | status ID | wait ID | download ID [--out_dir=DIR]
+//                  (--api_url: the server's --openai-listen)
 //   embedctl bench --requests=N|--duration-s=S [--concurrency=C|--rate=R] [--corpus=FILE
 //                  [--corpus_in_order]] [--json=F]
 // Every flag falls back to EMBEDCTL_<FLAG> (EMBEDCTL_ADDRESS, EMBEDCTL_TIMEOUT_S,
@@ -31,6 +33,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "client/embedctl/batch_command.h"
 #include "client/embedctl/collapse_report.h"
 #include "client/embedctl/hub_pull_command.h"
 #include "client/embedctl/load_generator.h"
@@ -57,6 +60,11 @@ ABSL_FLAG(std::string, client_cert, "",
 ABSL_FLAG(std::string, client_key, "", "PEM client key for mTLS (env EMBEDCTL_CLIENT_KEY).");
 ABSL_FLAG(std::string, token, "", "Bearer token (env EMBEDCTL_TOKEN).");
 ABSL_FLAG(std::string, model, "", "Model name; empty is the server's default.");
+ABSL_FLAG(std::string, api_url, "http://127.0.0.1:8000",
+          "batch: the server's OpenAI listener (--openai-listen), http://HOST:PORT.");
+ABSL_FLAG(std::string, out_dir, ".", "batch download: the folder for the output and error files.");
+ABSL_FLAG(bool, wait, false, "batch submit: wait for the batch to end (a progress bar on a terminal).");
+ABSL_FLAG(double, poll_s, 1, "batch wait: seconds between two reads of the batch's progress.");
 ABSL_FLAG(std::string, temperature, "",
           "Attention temperature tau, or auto (the model's schedule by sequence length); empty "
           "is the model default.");
@@ -669,7 +677,8 @@ int Bench(EmbeddingClient& client) {
 int Run(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "embedctl embed|tokenize|rerank|classify|models|health|collapse-report|calibrate|eval|"
-      "rerank-eval|bench|pull [flags] [texts... | QUERY documents... | repositories...]");
+      "rerank-eval|bench|pull|batch [flags] [texts... | QUERY documents... | repositories... | "
+      "submit FILE ...]");
   if (absl::Status env = ApplyEnvironmentFallbacks("EMBEDCTL", "embedctl/embedctl_main.cc");
       !env.ok()) {
     return Fail(env);
@@ -687,6 +696,15 @@ int Run(int argc, char** argv) {
                        model_store::ResolveHubSettings(absl::GetFlag(FLAGS_hub_cache_dir),
                                                        absl::GetFlag(FLAGS_hub_offline),
                                                        absl::GetFlag(FLAGS_hub_ca_bundle)));
+  }
+  if (std::string(positional[1]) == "batch") {
+    BatchCommandOptions batch;
+    batch.api_url = absl::GetFlag(FLAGS_api_url);
+    batch.token = absl::GetFlag(FLAGS_token);
+    batch.out_dir = absl::GetFlag(FLAGS_out_dir);
+    batch.wait = absl::GetFlag(FLAGS_wait);
+    batch.poll = absl::Milliseconds(static_cast<int64_t>(absl::GetFlag(FLAGS_poll_s) * 1000));
+    return BatchCommand(std::vector<std::string>(positional.begin() + 2, positional.end()), batch);
   }
   ClientOptions connect;
   const std::string address = absl::GetFlag(FLAGS_address);

@@ -46,6 +46,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(ServerOptions options) {
   if (opts.tls.http) {
     ASSIGN_OR_RETURN(server->http_tls_, HttpTlsCertificate::Load(opts.tls));
   }
+  if (!opts.batch.store.dir.empty()) {
+    if (opts.openai_listen.empty())
+      return absl::InvalidArgumentError("--batch_dir: needs --openai-listen (its routes)");
+    ASSIGN_OR_RETURN(server->batch_store_, BatchStore::Open(opts.batch.store));
+  }
 
   server->request_log_ = std::make_unique<RequestLog>(log_format, log_level, &std::cerr);
   server->pool_ = std::make_unique<WorkerPool>(opts.tokenizer_threads);
@@ -111,6 +116,14 @@ absl::Status Server::StartListeners() {
     api_options.tls = http_tls_.get();
     api_options.docs = docs;
     api_options.tei_info = {options_.batching.max_batch_sequences, options_.tokenizer_threads};
+    if (batch_store_) {
+      // Lines that find the models still loading wait (UNAVAILABLE runs them again).
+      batch_runner_ = std::make_unique<BatchRunner>(batch_store_.get(), embedder_.get(),
+                                                    &metrics_, options_.batch.runner);
+      batch_api_ = std::make_unique<BatchApi>(batch_store_.get(), batch_runner_.get(),
+                                              api_options.context);
+      api_options.more_routes = [api = batch_api_.get()](HttpListener& l) { api->AddRoutes(l); };
+    }
     ASSIGN_OR_RETURN(api_, ApiEndpoint::Start(std::move(api_options)));
     LogListening("openai", options_.openai_listen, api_->port());
   }

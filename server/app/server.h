@@ -9,6 +9,9 @@
 
 #include "absl/status/statusor.h"
 #include "server/app/server_options.h"
+#include "server/batch/batch_api.h"
+#include "server/batch/batch_runner.h"
+#include "server/batch/batch_store.h"
 #include "server/core/embedder.h"
 #include "server/core/model_registry.h"
 #include "server/core/model_reloader.h"
@@ -70,6 +73,11 @@ class Server {
   std::unique_ptr<WorkerPool> pool_;
   std::unique_ptr<ModelRegistry> registry_;
   std::unique_ptr<ModelReloader> reloader_;
+  // The Batch API (with --batch-dir): the runner's lines call into the registry, so it stops
+  // before it; its routes' disk thread stops after the listener that feeds it.
+  std::unique_ptr<BatchStore> batch_store_;
+  std::unique_ptr<BatchRunner> batch_runner_;
+  std::unique_ptr<BatchApi> batch_api_;
   std::unique_ptr<EmbeddingService> service_;
   std::unique_ptr<GrpcListener> grpc_;
   // The HTTP doors stop first: their handlers finish before what they use goes.

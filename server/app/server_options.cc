@@ -154,6 +154,22 @@ ABSL_FLAG(double, default_temperature, 1.0, "Temperature when a request sets non
 ABSL_FLAG(std::string, default_strategy, "chunk_mean",
           "reject | truncate | chunk_mean | chunk_weighted_mean | chunk_max | chunk_all | "
           "late_chunking");
+// The Batch API (docs/apis.md, "Batch jobs"): off unless a folder is given, since it writes
+// there; on a persistent volume a batch survives its pod (docs/deploying.md).
+ABSL_FLAG(std::string, batch_dir, "",
+          "Folder of the Batch API's files and jobs (POST /v1/files, /v1/batches on "
+          "--openai-listen); empty: the Batch API is off.");
+// 64 MiB: 50,000 lines of about 1.3 KiB each, OpenAI's own line cap, fits.
+ABSL_FLAG(int64_t, batch_max_file_bytes, 64 << 20, "Largest Batch API upload, in bytes.");
+ABSL_FLAG(int64_t, batch_max_lines, 50000, "Most lines (requests) in one Batch API file.");
+ABSL_FLAG(int64_t, batch_max_stored_bytes, 4LL << 30,
+          "Most bytes the --batch-dir files may hold in all (uploads and results).");
+ABSL_FLAG(int, batch_max_active, 4, "Most Batch API jobs not yet ended (the rest get 429).");
+ABSL_FLAG(double, batch_retention_h, 720,
+          "Hours a Batch API file (input or result) and an ended job are kept.");
+// 2: one line in the batcher while the next is tokenised; more only queues (a batch line
+// starts only while no interactive call is in flight).
+ABSL_FLAG(int, batch_lines_in_flight, 2, "Batch API lines run at once, while the server is idle.");
 ABSL_FLAG(double, drain_timeout_s, 30.0, "On SIGTERM, how long in-flight work may take.");
 ABSL_FLAG(int, collapse_window, 512,
           "W: the most recent document vectors per collapse-metric series (model, length "
@@ -286,6 +302,30 @@ absl::Status ReadListenerFlags(ServerOptions* options) {
   const double drain = absl::GetFlag(FLAGS_drain_timeout_s);
   RETURN_IF_ERROR(Positive("drain_timeout_s", drain));
   options->drain_timeout = absl::Milliseconds(static_cast<int64_t>(drain * 1000));
+  return absl::OkStatus();
+}
+
+absl::Status ReadBatchFlags(BatchJobOptions* batch) {
+  BatchStoreOptions& store = batch->store;
+  store.dir = absl::GetFlag(FLAGS_batch_dir);
+  store.max_file_bytes = absl::GetFlag(FLAGS_batch_max_file_bytes);
+  store.max_lines = absl::GetFlag(FLAGS_batch_max_lines);
+  store.max_stored_bytes = absl::GetFlag(FLAGS_batch_max_stored_bytes);
+  store.max_active = absl::GetFlag(FLAGS_batch_max_active);
+  const double retention = absl::GetFlag(FLAGS_batch_retention_h);
+  batch->runner.lines_in_flight = absl::GetFlag(FLAGS_batch_lines_in_flight);
+  RETURN_IF_ERROR(Positive("batch_max_file_bytes", static_cast<double>(store.max_file_bytes)));
+  RETURN_IF_ERROR(Positive("batch_max_lines", static_cast<double>(store.max_lines)));
+  RETURN_IF_ERROR(Positive("batch_max_stored_bytes", static_cast<double>(store.max_stored_bytes)));
+  RETURN_IF_ERROR(Positive("batch_max_active", store.max_active));
+  RETURN_IF_ERROR(Positive("batch_retention_h", retention));
+  RETURN_IF_ERROR(Positive("batch_lines_in_flight", batch->runner.lines_in_flight));
+  // An upload is held in memory whole: past 1 GiB, memory, not the flag, would refuse it.
+  if (store.max_file_bytes > (1LL << 30)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--batch_max_file_bytes=", store.max_file_bytes, ": must be at most 1 GiB"));
+  }
+  store.retention = absl::Seconds(static_cast<int64_t>(retention * 3600));
   return absl::OkStatus();
 }
 
@@ -472,6 +512,7 @@ absl::StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv) {
   absl::ParseCommandLine(static_cast<int>(rest.size()), rest.data());
   RETURN_IF_ERROR(ReadModelFlags(overrides, &options.models));
   RETURN_IF_ERROR(ReadListenerFlags(&options));
+  RETURN_IF_ERROR(ReadBatchFlags(&options.batch));
   RETURN_IF_ERROR(ReadBatchingFlags(&options.batching));
   RETURN_IF_ERROR(ReadLimitFlags(&options.limits));
   options.tokenizer_threads = absl::GetFlag(FLAGS_tokenizer_threads);

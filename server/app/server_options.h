@@ -8,11 +8,19 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "server/batch/batch_runner.h"
+#include "server/batch/batch_store.h"
 #include "server/core/batcher.h"
 #include "server/core/core_options.h"
 #include "server/security/tls_options.h"
 
 namespace embedding::server {
+
+// The Batch API's folder, bounds and pace; off while store.dir is empty.
+struct BatchJobOptions {
+  BatchStoreOptions store;
+  BatchRunnerOptions runner;
+};
 
 struct ServerOptions {
   std::string grpc_listen = "0.0.0.0:50051";
@@ -20,6 +28,7 @@ struct ServerOptions {
   std::string api_docs_dir;                  // swagger-ui-dist: GET /docs; empty: no page
   std::string openai_listen;                 // POST /v1/embeddings, GET /v1/models; empty disables
   absl::Duration openai_timeout = absl::Minutes(5);  // without an X-Request-Timeout header
+  BatchJobOptions batch;
   ModelOptions models;
   BatcherOptions batching;
   RequestLimits limits;

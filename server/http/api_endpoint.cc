@@ -34,7 +34,9 @@ size_t MaxBodyBytes(const RequestLimits& limits) {
 // malformed request) in the OpenAI error shape.
 HttpResponse Refusal(size_t max_body, int status, const HttpExchange& request) {
   absl::Status error = absl::InvalidArgumentError("body: not a well-formed HTTP request");
-  if (status == 413) {
+  if (status == 413 && request.path() == "/v1/files") {
+    error = absl::InvalidArgumentError("file: larger than --batch-max-file-bytes");
+  } else if (status == 413) {
     error = absl::InvalidArgumentError(
         absl::StrCat("body: larger than ", max_body, " bytes (3 x --max-request-bytes + 64 KiB)"));
   } else if (status == 404) {
@@ -44,7 +46,8 @@ HttpResponse Refusal(size_t max_body, int status, const HttpExchange& request) {
                      "GET /v1/models, TEI's POST /embed, /, "
                      "/embed_sparse, /embed_all, /tokenize, /rerank, /predict, /similarity "
                      "and GET /info, POST /v1/rerank, /v2/rerank and /v2/embed, "
-                     "and GET /openapi.json (and /docs with --api-docs-dir)"));
+                     "GET /openapi.json (and /docs with --api-docs-dir), and with "
+                     "--batch-dir /v1/files and /v1/batches"));
   }
   return ErrorAnswer(status, "application/json", OpenAiErrorBody(error));
 }
@@ -109,6 +112,7 @@ absl::StatusOr<std::unique_ptr<ApiEndpoint>> ApiEndpoint::Start(ApiEndpointOptio
   ASSIGN_OR_RETURN(std::unique_ptr<HttpListener> listener, HttpListener::Create(listen));
   AddRoutes(*listener, std::make_shared<const ApiContext>(options.context), options.tei_info);
   options.docs.AddRoutes(*listener);
+  if (options.more_routes) options.more_routes(*listener);
   listener->SetErrorResponder(
       [max_body = listen.max_body_bytes](int status, const HttpExchange& r) {
         return Refusal(max_body, status, r);

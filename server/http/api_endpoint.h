@@ -11,10 +11,12 @@
 //   POST /tokenize                            ServeTokenize, ParseTeiTokenizeRequest
 //   GET  /v1/models, /info                    ServeRead
 //   GET  /openapi.json, /docs                 this table as OpenAPI 3.1, and its page (api_docs.h)
+//   /v1/files, /v1/batches                    with --batch-dir: more_routes (batch_api.h)
 // Each family answers errors in its own shape (ApiErrors); the listener's own refusals (404,
 // 413, 400) are OpenAI error objects.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -32,6 +34,9 @@ struct ApiEndpointOptions {
   HttpTlsCertificate* tls = nullptr;  // set (--http-tls): HTTPS
   TeiServerInfo tei_info;             // what TEI's GET /info reports of the server
   ApiDocs docs;                       // GET /openapi.json and /docs
+  // Routes served beside these (the Batch API's, server/batch/batch_api.h), added before the
+  // listener starts.
+  std::function<void(HttpListener&)> more_routes;
 };
 
 class ApiEndpoint {

@@ -29,7 +29,7 @@ class HttpExchange {
   using Sender = std::function<void(HttpResponse)>;
   // The request headers a route reads, as sent; the listener copies these and no others.
   static constexpr const char* kRouteHeaders[] = {"Authorization", "X-Request-Id",
-                                                  "X-Request-Timeout"};
+                                                  "X-Request-Timeout", "Content-Type"};
   using Headers = std::vector<std::pair<std::string, std::string>>;
 
   // `target` is the request target: the path, then optionally '?' and the query.

@@ -61,6 +61,9 @@ struct HttpListener::State {
   std::optional<ssl::context> tls;
   std::optional<tcp::acceptor> acceptor;
   std::map<std::pair<std::string, std::string>, Handler> routes;
+  std::map<std::pair<std::string, std::string>, Handler> prefix_routes;
+  std::map<std::pair<std::string, std::string>, size_t> body_limits;
+  size_t largest_route_body_bytes = 0;  // of body_limits
   ErrorResponder errors;
   size_t max_body_bytes = 0;
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
@@ -74,6 +77,22 @@ struct HttpListener::State {
 namespace {
 
 using State = HttpListener::State;
+
+// The exact route of the request, else the longest prefix route that matches; null if none.
+const HttpListener::Handler* FindRoute(const State& state, const HttpExchange& exchange) {
+  auto exact = state.routes.find({exchange.method(), exchange.path()});
+  if (exact != state.routes.end()) return &exact->second;
+  const HttpListener::Handler* best = nullptr;
+  size_t best_length = 0;
+  for (const auto& [key, handler] : state.prefix_routes) {
+    if (key.first == exchange.method() && key.second.size() > best_length &&
+        exchange.path().compare(0, key.second.size(), key.second) == 0) {
+      best = &handler;
+      best_length = key.second.size();
+    }
+  }
+  return best;
+}
 
 // One connection: reads requests (keep-alive), hands each to its route, writes the answer when
 // the route gives it, and while waiting watches the socket for the client's close. Every step
@@ -120,7 +139,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   void ReadHeader() {
     parser_.emplace();
     parser_->header_limit(kMaxHeaderBytes);
-    parser_->body_limit(state_->max_body_bytes);
+    parser_->body_limit(std::max(state_->max_body_bytes, state_->largest_route_body_bytes));
     Lowest().expires_after(kIdleTimeout);
     http::async_read_header(
         stream_, buffer_, *parser_,
@@ -140,6 +159,17 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
 
   void OnHeader(beast::error_code ec) {
     if (ec) return OnReadError(ec);
+    // The header was read under the largest limit of any route; this route's own applies now:
+    // a declared length at once, a chunked body as it arrives.
+    const beast::string_view target = parser_->get().target();
+    const std::pair<std::string, std::string> key{
+        std::string(parser_->get().method_string()),
+        std::string(target.substr(0, target.find('?')))};
+    auto route_limit = state_->body_limits.find(key);
+    const size_t limit = route_limit == state_->body_limits.end() ? state_->max_body_bytes
+                                                                   : route_limit->second;
+    if (parser_->content_length() && *parser_->content_length() > limit) return Refuse(413);
+    parser_->body_limit(limit);
     if (beast::iequals(parser_->get()[http::field::expect], "100-continue")) {
       auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_,
                                                                      parser_->get().version());
@@ -187,15 +217,15 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     auto& request = parser_->get();
     keep_alive_ = request.keep_alive() && ++served_ < kKeepAliveRequests;
     auto exchange = MakeExchange(std::move(request.body()));
-    auto route = state_->routes.find({exchange->method(), exchange->path()});
-    if (route == state_->routes.end()) {
+    const HttpListener::Handler* handler = FindRoute(*state_, *exchange);
+    if (handler == nullptr) {
       exchange->Respond(state_->errors(404, *exchange));
       return;
     }
     exchange_ = exchange;
     awaiting_ = true;
     Watch();
-    route->second(std::move(exchange));
+    (*handler)(std::move(exchange));
   }
 
   // Refuses the request being read with `status` and closes after the answer.
@@ -369,6 +399,16 @@ absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Create(
 
 void HttpListener::Route(const std::string& method, const std::string& path, Handler handler) {
   state_->routes[{method, path}] = std::move(handler);
+}
+
+void HttpListener::RoutePrefix(const std::string& method, const std::string& prefix,
+                               Handler handler) {
+  state_->prefix_routes[{method, prefix}] = std::move(handler);
+}
+
+void HttpListener::SetBodyLimit(const std::string& method, const std::string& path, size_t bytes) {
+  state_->body_limits[{method, path}] = bytes;
+  state_->largest_route_body_bytes = std::max(state_->largest_route_body_bytes, bytes);
 }
 
 void HttpListener::SetErrorResponder(ErrorResponder responder) {

@@ -43,6 +43,12 @@ class HttpListener {
   // `handler` runs on a listener thread and must not block: it answers at once or hands the
   // exchange to work that answers later.
   void Route(const std::string& method, const std::string& path, Handler handler);
+  // Serves every path that starts with `prefix` and has no route of its own, the longest
+  // prefix first (paths with an id: "/v1/files/" serves /v1/files/{id}/content).
+  void RoutePrefix(const std::string& method, const std::string& prefix, Handler handler);
+  // Bodies of `method` on `path` may be up to `bytes` (an upload route), instead of
+  // max_body_bytes.
+  void SetBodyLimit(const std::string& method, const std::string& path, size_t bytes);
   void SetErrorResponder(ErrorResponder responder);
 
   // Binds and serves. UNAVAILABLE naming the flag when the address cannot be bound (a port in

@@ -152,6 +152,13 @@ struct ServerMetrics {
       registry, "embedding_device_utilization_ratio",
       "GPU utilisation as NVML samples it (nvidia-smi's figures): compute, the share of the last "
       "sample period in which a kernel ran; memory, in which device memory was read or written");
+  MetricFamily<Counter>& batch_requests = Declare<Counter>(
+      registry, "embedding_batch_requests_total",
+      "Lines of Batch API jobs finished, by state: completed (in the output file) or failed "
+      "(in the error file)");
+  MetricFamily<Gauge>& batch_lines_pending = Declare<Gauge>(
+      registry, "embedding_batch_lines_pending",
+      "Lines of running Batch API jobs not yet finished");
 };
 
 }  // namespace embedding::server

@@ -97,6 +97,14 @@ void Metrics::ObserveReload(const std::string& model, const char* result) {
   server_.reload_failing.Add({{"model", model}}).Set(outcome == "failed" ? 1 : 0);
 }
 
+void Metrics::ObserveBatchLine(const char* state) {
+  server_.batch_requests.Add({{"state", state}}).Increment();
+}
+
+void Metrics::SetBatchLinesPending(int64_t lines) {
+  server_.batch_lines_pending.Add({}).Set(static_cast<double>(lines));
+}
+
 void Metrics::SetLimits(int64_t max_queued_tokens, int64_t max_concurrent_requests) {
   server_.queued_tokens_limit.Add({}).Set(static_cast<double>(max_queued_tokens));
   server_.concurrent_requests_limit.Add({}).Set(static_cast<double>(max_concurrent_requests));

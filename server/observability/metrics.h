@@ -40,6 +40,9 @@ class Metrics {
   // One reload attempt for `model`; a failed one sets embedding_model_reload_failing to 1
   // until a later attempt loads or finds nothing new.
   void ObserveReload(const std::string& model, const char* result);
+  // One line of a Batch API job finished: "completed" or "failed"; and the lines left.
+  void ObserveBatchLine(const char* state);
+  void SetBatchLinesPending(int64_t lines);
   // Values read at scrape time (queue, in-flight), and the admission bounds they run against.
   void SetGaugeSources(std::function<int64_t()> queued_tokens,
                        std::function<int64_t()> in_flight_requests);

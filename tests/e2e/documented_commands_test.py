@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -81,7 +82,9 @@ def main(argv):
         if p.endswith(".md"))
     problems = unmarked(pages)
     ran = 0
-    with ServerRunner(binary, [f"--model=demo={model}", "--openai-listen=127.0.0.1:0"]) as server:
+    batch_dir = tempfile.mkdtemp(prefix="documented-batches-")
+    with ServerRunner(binary, [f"--model=demo={model}", "--openai-listen=127.0.0.1:0",
+                               f"--batch-dir={batch_dir}"]) as server:
         env = dict(os.environ, EMBEDCTL_ADDRESS=server.grpc_address)
         for page in pages:
             for line, language, mark, text in blocks(page):

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 import urllib.error
 import urllib.request
@@ -118,12 +119,12 @@ CASES = [
 ]
 
 
-def call(base, method, path, body, token):
+def call(base, method, path, body, token, content_type="application/json"):
     """(status, media type, body bytes) of one HTTP call."""
     data = body if isinstance(body, bytes) else None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(base + path, data=data, method=method)
     if data is not None:
-        request.add_header("Content-Type", "application/json")
+        request.add_header("Content-Type", content_type)
     if token:
         request.add_header("Authorization", f"Bearer {TOKEN}")
     try:
@@ -156,6 +157,7 @@ class OpenApiAnswersTest(unittest.TestCase):
                                            "--openai-listen=127.0.0.1:0",
                                            f"--auth-token-file={token_file}",
                                            "--max-request-bytes=65536",
+                                           f"--batch-dir={cls.tmp}/batches",
                                            f"--api-docs-dir={SWAGGER_UI}"])
         cls.open_server = ServerRunner(BINARY, [f"--model=m3={model}"])
         cls.bases = {"api": f"http://{cls.server.openai_address}",
@@ -205,8 +207,85 @@ class OpenApiAnswersTest(unittest.TestCase):
                 answer = json.loads(raw) if media_type == "application/json" else raw.decode()
                 self.validate(content[media_type]["schema"], answer, where)
                 called.add((route, method.lower()))
+        self.call_batch_routes(called)
         documented = {(p, m) for p, ops in self.document["paths"].items() for m in ops}
         self.assertEqual(documented - called, set(), "documented operations never called")
+
+    def check_answer(self, route, method, expected, answer, called):
+        """One answer of a Batch API call (`answer` as `call` returns it) against the document's
+        operation for `route` (a path template) and its status; returns the decoded body."""
+        where = f"{method} {route} -> {expected}"
+        status, media, raw = answer
+        self.assertEqual(status, expected, f"{where}: {raw[:300]}")
+        content = self.document["paths"][route][method.lower()]["responses"][str(status)]["content"]
+        media_type = media.split(";")[0].strip()
+        self.assertIn(media_type, content, f"{where}: media type not documented")
+        decoded = json.loads(raw) if media_type == "application/json" else raw.decode()
+        self.validate(content[media_type]["schema"], decoded, where)
+        called.add((route, method.lower()))
+        return decoded
+
+    def call_batch_routes(self, called):
+        """The Batch API's operations, whose paths carry ids: upload, list, read, run, cancel,
+        delete, and an error of each kind the document lists."""
+        api = self.bases["api"]
+        line = {"custom_id": "a", "method": "POST", "url": "/v1/embeddings",
+                "body": {"input": TEXTS[0], "temperature": 0.8}}
+        form = (b'--b0\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n'
+                b'--b0\r\nContent-Disposition: form-data; name="file"; filename="in.jsonl"\r\n\r\n'
+                + json.dumps(line).encode() + b"\n\r\n--b0--\r\n")
+        upload = lambda body, token=True: call(api, "POST", "/v1/files", body, token,
+                                               "multipart/form-data; boundary=b0")
+        check = lambda route, method, expected, answer: self.check_answer(
+            route, method, expected, answer, called)
+        file = check("/v1/files", "POST", 200, upload(form))
+        check("/v1/files", "POST", 400, upload(form.replace(b"\r\nbatch", b"\r\nfine-tune")))
+        check("/v1/files", "POST", 401, upload(form, token=False))
+        check("/v1/files", "GET", 200, call(api, "GET", "/v1/files?limit=1", None, True))
+        check("/v1/files", "GET", 400, call(api, "GET", "/v1/files?limit=0", None, True))
+        check("/v1/files", "GET", 401, call(api, "GET", "/v1/files", None, False))
+        one = "/v1/files/{file_id}"
+        check(one, "GET", 200, call(api, "GET", f"/v1/files/{file['id']}", None, True))
+        check(one, "GET", 401, call(api, "GET", f"/v1/files/{file['id']}", None, False))
+        check(one, "GET", 404, call(api, "GET", "/v1/files/file-absent", None, True))
+        content = "/v1/files/{file_id}/content"
+        check(content, "GET", 200, call(api, "GET", f"/v1/files/{file['id']}/content", None, True))
+        check(content, "GET", 401, call(api, "GET", f"/v1/files/{file['id']}/content", None, False))
+        check(content, "GET", 404, call(api, "GET", "/v1/files/file-absent/content", None, True))
+        create = {"input_file_id": file["id"], "endpoint": "/v1/embeddings",
+                  "completion_window": "24h", "metadata": {"k": "v"}}
+        self.validate(self.document["paths"]["/v1/batches"]["post"]["requestBody"]["content"]
+                      ["application/json"]["schema"], create, "POST /v1/batches request")
+        batch = check("/v1/batches", "POST", 200, call(api, "POST", "/v1/batches", create, True))
+        check("/v1/batches", "POST", 400, call(api, "POST", "/v1/batches",
+                                               {**create, "endpoint": "/v1/chat"}, True))
+        check("/v1/batches", "POST", 401, call(api, "POST", "/v1/batches", create, False))
+        check("/v1/batches", "POST", 404, call(api, "POST", "/v1/batches",
+                                               {**create, "input_file_id": "file-absent"}, True))
+        check("/v1/batches", "GET", 200, call(api, "GET", "/v1/batches", None, True))
+        check("/v1/batches", "GET", 400, call(api, "GET", "/v1/batches?limit=101", None, True))
+        check("/v1/batches", "GET", 401, call(api, "GET", "/v1/batches", None, False))
+        one = "/v1/batches/{batch_id}"
+        check(one, "GET", 401, call(api, "GET", f"/v1/batches/{batch['id']}", None, False))
+        check(one, "GET", 404, call(api, "GET", "/v1/batches/batch_absent", None, True))
+        cancel = "/v1/batches/{batch_id}/cancel"
+        check(cancel, "POST", 401, call(api, "POST", f"/v1/batches/{batch['id']}/cancel", None,
+                                        False))
+        check(cancel, "POST", 404, call(api, "POST", "/v1/batches/batch_absent/cancel", None, True))
+        for _ in range(600):
+            batch = check(one, "GET", 200, call(api, "GET", f"/v1/batches/{batch['id']}", None, True))
+            if batch["status"] == "completed":
+                break
+            time.sleep(0.05)
+        self.assertEqual(batch["status"], "completed")
+        check(cancel, "POST", 200, call(api, "POST", f"/v1/batches/{batch['id']}/cancel", None, True))
+        out = check(content, "GET", 200,
+                    call(api, "GET", f"/v1/files/{batch['output_file_id']}/content", None, True))
+        self.assertEqual(json.loads(out)["custom_id"], "a")
+        deleted = "/v1/files/{file_id}"
+        check(deleted, "DELETE", 200, call(api, "DELETE", f"/v1/files/{file['id']}", None, True))
+        check(deleted, "DELETE", 401, call(api, "DELETE", f"/v1/files/{file['id']}", None, False))
+        check(deleted, "DELETE", 404, call(api, "DELETE", f"/v1/files/{file['id']}", None, True))
 
     def test_docs_page_serves_swagger_ui_as_installed(self):
         _, media, page = call(self.bases["api"], "GET", "/docs", None, False)
