@@ -45,9 +45,16 @@ class Compose(unittest.TestCase):
         count = 0
         for service in self.services:
             for source, _ in self.mounts(service):
+                if not source.startswith("/"):
+                    continue  # a named volume (below)
                 self.assertTrue(os.path.exists(source), f"{service}: {source}")
                 count += 1
         self.assertEqual(count, 4)
+
+    def test_batch_folder_is_a_named_volume(self):
+        mounts = dict((t, s) for s, t in self.mounts("server"))
+        folder = self.services["server"]["environment"]["EMBEDDING_BATCH_DIR"]
+        self.assertIn(mounts[folder], self.config["volumes"])
 
     def test_prometheus_configuration_as_mounted(self):
         with tempfile.TemporaryDirectory() as etc:

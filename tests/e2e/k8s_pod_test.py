@@ -81,7 +81,11 @@ def docker_run_args(pod, config_maps):
         volume = volumes[mount["name"]]
         assert "emptyDir" in volume, f"the dev pod only uses emptyDir volumes: {volume}"
         size = int(quantity(volume["emptyDir"].get("sizeLimit", "64Mi")))
-        args += ["--tmpfs", f"{mount['mountPath']}:rw,size={size},mode=1777"]
+        # The kubelet makes an emptyDir writable by everyone, group fsGroup. Docker 20.10 gives
+        # a tmpfs over a folder of the image that folder's mode (755), whatever mode= says, so
+        # the pod's user owns it here to have the same right.
+        owner = f"uid={security['runAsUser']},gid={security.get('fsGroup', security['runAsGroup'])}"
+        args += ["--tmpfs", f"{mount['mountPath']}:rw,size={size},mode=1777,{owner}"]
     if container.get("command"):
         args += ["--entrypoint", container["command"][0]]
     args.append(container["image"])
