@@ -167,9 +167,11 @@ ABSL_FLAG(int64_t, batch_max_stored_bytes, 4LL << 30,
 ABSL_FLAG(int, batch_max_active, 4, "Most Batch API jobs not yet ended (the rest get 429).");
 ABSL_FLAG(double, batch_retention_h, 720,
           "Hours a Batch API file (input or result) and an ended job are kept.");
-// 2: one line in the batcher while the next is tokenised; more only queues (a batch line
-// starts only while no interactive call is in flight).
-ABSL_FLAG(int, batch_lines_in_flight, 2, "Batch API lines run at once, while the server is idle.");
+// 1: a line's forward pass is what an interactive call that arrives meanwhile waits for, and
+// a second line in flight doubles that wait without adding throughput
+// (tests/bench/batch_interference_bench.py: 2 gave 183-191 lines/s and an interactive p99 of
+// 1.9-15.7x; 1 gave 212-217 lines/s and 0.8-1.7x, tiny model, 2 cores).
+ABSL_FLAG(int, batch_lines_in_flight, 1, "Batch API lines run at once, while the server is idle.");
 ABSL_FLAG(double, drain_timeout_s, 30.0, "On SIGTERM, how long in-flight work may take.");
 ABSL_FLAG(int, collapse_window, 512,
           "W: the most recent document vectors per collapse-metric series (model, length "

@@ -273,10 +273,15 @@ BatchRunner::Outcome BatchRunner::RunLines(const std::string& batch_id,
     }
     if (end != Outcome::kAllRun) {
       // Lines in flight are cancelled; what they answered is still written (a line cut short
-      // runs again at the next start, or is listed as unrun).
+      // runs again at the next start, or is listed as unrun). Cancel runs without mu_: a job
+      // may finish, and its callback take mu_, inside it.
+      std::vector<std::shared_ptr<EmbedJob>> jobs;
       for (auto& [index, job] : progress.running) {
-        if (job) job->Cancel();
+        if (job) jobs.push_back(job);
       }
+      lock.unlock();
+      for (auto& job : jobs) job->Cancel();
+      lock.lock();
       cv_.wait(lock, [&] { return progress.running.empty(); });
       lock.unlock();
       WriteFinished(batch_id, lines, progress);

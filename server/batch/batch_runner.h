@@ -35,7 +35,7 @@
 namespace embedding::server {
 
 struct BatchRunnerOptions {
-  int lines_in_flight = 2;  // --batch-lines-in-flight
+  int lines_in_flight = 1;  // --batch-lines-in-flight
   // How long one line may take once started (a line of the longest documents included).
   absl::Duration line_timeout = absl::Minutes(10);
 };
