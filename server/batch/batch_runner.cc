@@ -259,13 +259,14 @@ BatchRunner::Outcome BatchRunner::RunLines(const std::string& batch_id,
   while (true) {
     WriteFinished(batch_id, lines, progress);
     const nlohmann::json batch = store_->Batch(batch_id).value_or(nlohmann::json::object());
+    const bool yield = store_->NextActiveBatch() != batch_id;  // another was cancelled
     std::unique_lock<std::mutex> lock(mu_);
     // Every line has its result written: none waits, runs, or has an answer not yet written.
     if (progress.pending.empty() && progress.running.empty() && progress.finished.empty())
       return Outcome::kAllRun;
     Outcome end = Outcome::kAllRun;
-    if (stop_) {
-      end = Outcome::kStopped;
+    if (stop_ || yield) {
+      end = Outcome::kStopped;  // stopping, or a cancelled batch ends first; this one resumes
     } else if (batch.value("status", "") == "cancelling") {
       end = Outcome::kCancelled;
     } else if (Now() >= batch.value("expires_at", int64_t{0})) {

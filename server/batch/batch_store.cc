@@ -25,6 +25,15 @@ namespace fs = std::filesystem;
 
 int64_t Seconds(absl::Time t) { return absl::ToUnixSeconds(t); }
 
+std::string RandomHex(size_t digits);
+
+// An id's 24 hex digits: the creation time in milliseconds, then random ones, so ids sort in
+// creation order (created_at has whole seconds only).
+std::string NewIdDigits() {
+  return absl::StrCat(absl::Hex(absl::ToUnixMillis(absl::Now()), absl::kZeroPad12),
+                      RandomHex(12));
+}
+
 std::string RandomHex(size_t digits) {
   static absl::BitGen* bits = new absl::BitGen();  // absl::BitGen is not thread-safe
   static std::mutex mu;
@@ -110,10 +119,23 @@ absl::StatusOr<std::map<std::string, nlohmann::json>> ReadRecords(const std::str
 std::vector<nlohmann::json> NewestFirst(const std::map<std::string, nlohmann::json>& records) {
   std::vector<nlohmann::json> list;
   for (const auto& [id, record] : records) list.push_back(record);
-  std::stable_sort(list.begin(), list.end(), [](const auto& a, const auto& b) {
-    return a["created_at"].template get<int64_t>() > b["created_at"].template get<int64_t>();
-  });
+  std::reverse(list.begin(), list.end());  // the map's order is the ids', creation order
   return list;
+}
+
+// OpenAI's File object, written now and kept for `retention`.
+nlohmann::json FileObject(const std::string& id, int64_t bytes, const std::string& filename,
+                          const char* purpose, absl::Duration retention) {
+  const absl::Time now = absl::Now();
+  return {{"id", id},
+          {"object", "file"},
+          {"bytes", bytes},
+          {"created_at", Seconds(now)},
+          {"expires_at", Seconds(now + retention)},
+          {"filename", filename},
+          {"purpose", purpose},
+          {"status", "processed"},
+          {"status_details", nullptr}};
 }
 
 absl::Status FileNotFound(const std::string& id) {
@@ -179,6 +201,11 @@ std::string BatchStore::ResultsPath(const std::string& batch_id, ResultFile file
                       file == ResultFile::kOutput ? ".output.jsonl" : ".errors.jsonl");
 }
 
+std::string BatchStore::PublishedId(const std::string& batch_id, ResultFile file) {
+  return absl::StrCat("file-", file == ResultFile::kOutput ? "out-" : "err-",
+                      batch_id.substr(batch_id.find('_') + 1));
+}
+
 absl::Status BatchStore::WriteFileObject(const nlohmann::json& file) {
   return WriteAtomically(absl::StrCat(FilesDir(), "/", file["id"].get<std::string>(), ".json"),
                          file.dump());
@@ -209,17 +236,9 @@ absl::StatusOr<nlohmann::json> BatchStore::AddFile(const std::string& filename,
         "--batch-max-stored-bytes=", options_.max_stored_bytes,
         "; delete files (DELETE /v1/files/{id}) or wait for them to expire"));
   }
-  const absl::Time now = absl::Now();
-  nlohmann::json file = {{"id", absl::StrCat("file-", RandomHex(24))},
-                         {"object", "file"},
-                         {"bytes", bytes},
-                         {"created_at", Seconds(now)},
-                         {"expires_at", Seconds(now + options_.retention)},
-                         {"filename", filename.substr(0, 256)},
-                         {"purpose", purpose},
-                         {"status", "processed"},
-                         {"status_details", nullptr}};
-  const std::string id = file["id"];
+  const std::string id = absl::StrCat("file-", NewIdDigits());
+  const nlohmann::json file =
+      FileObject(id, bytes, filename.substr(0, 256), "batch", options_.retention);
   RETURN_IF_ERROR(WriteAtomically(absl::StrCat(FilesDir(), "/", id, ".jsonl"), content));
   RETURN_IF_ERROR(WriteFileObject(file));
   files_[id] = file;
@@ -309,7 +328,7 @@ absl::StatusOr<nlohmann::json> BatchStore::CreateBatch(const nlohmann::json& req
   }
   const absl::Time now = absl::Now();
   nlohmann::json batch = {
-      {"id", absl::StrCat("batch_", RandomHex(24))}, {"object", "batch"},
+      {"id", absl::StrCat("batch_", NewIdDigits())}, {"object", "batch"},
       {"endpoint", endpoint},        {"errors", nullptr},
       {"input_file_id", input},      {"completion_window", request["completion_window"]},
       {"status", "validating"},      {"output_file_id", nullptr},
@@ -362,13 +381,9 @@ absl::StatusOr<nlohmann::json> BatchStore::CancelBatch(const std::string& id) {
 std::optional<std::string> BatchStore::NextActiveBatch() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::optional<std::string> oldest;
-  int64_t oldest_at = 0;
-  for (const auto& [id, batch] : batches_) {
-    const int64_t at = batch["created_at"];
-    if (BatchIsActive(batch) && (!oldest || at < oldest_at)) {
-      oldest = id;
-      oldest_at = at;
-    }
+  for (const auto& [id, batch] : batches_) {  // in creation order
+    if (batch["status"] == "cancelling") return id;
+    if (!oldest && BatchIsActive(batch)) oldest = id;
   }
   return oldest;
 }
@@ -388,8 +403,11 @@ absl::Status BatchStore::AppendResult(const std::string& batch_id, ResultFile fi
 
 absl::StatusOr<std::vector<std::string>> BatchStore::ReadResults(const std::string& batch_id,
                                                                  ResultFile file) {
-  const std::string path = ResultsPath(batch_id, file);
+  std::string path = ResultsPath(batch_id, file);
   std::vector<std::string> lines;
+  // Published already (a crash came between publishing and the batch's last update): the
+  // lines are in the result File now.
+  if (!fs::exists(path)) path = absl::StrCat(FilesDir(), "/", PublishedId(batch_id, file), ".jsonl");
   if (!fs::exists(path)) return lines;
   ASSIGN_OR_RETURN(std::string text, ReadWhole(path));
   const size_t complete = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
@@ -406,9 +424,7 @@ absl::StatusOr<std::vector<std::string>> BatchStore::ReadResults(const std::stri
 
 absl::StatusOr<nlohmann::json> BatchStore::PublishResults(const std::string& batch_id,
                                                           ResultFile file) {
-  const std::string suffix = batch_id.substr(batch_id.find('_') + 1);
-  const std::string id =
-      absl::StrCat("file-", file == ResultFile::kOutput ? "out-" : "err-", suffix);
+  const std::string id = PublishedId(batch_id, file);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto it = files_.find(id); it != files_.end()) return it->second;
@@ -422,18 +438,10 @@ absl::StatusOr<nlohmann::json> BatchStore::PublishResults(const std::string& bat
   }
   if (!fs::exists(data)) return nlohmann::json();  // no line of this kind
   const auto bytes = static_cast<int64_t>(fs::file_size(data, ec));
-  const absl::Time now = absl::Now();
-  nlohmann::json record = {{"id", id},
-                           {"object", "file"},
-                           {"bytes", bytes},
-                           {"created_at", Seconds(now)},
-                           {"expires_at", Seconds(now + options_.retention)},
-                           {"filename", absl::StrCat(batch_id, file == ResultFile::kOutput
-                                                                   ? "_output.jsonl"
-                                                                   : "_error.jsonl")},
-                           {"purpose", "batch_output"},
-                           {"status", "processed"},
-                           {"status_details", nullptr}};
+  const nlohmann::json record = FileObject(
+      id, bytes,
+      absl::StrCat(batch_id, file == ResultFile::kOutput ? "_output.jsonl" : "_error.jsonl"),
+      "batch_output", options_.retention);
   RETURN_IF_ERROR(WriteFileObject(record));
   std::lock_guard<std::mutex> lock(mu_);
   files_[id] = record;

@@ -72,12 +72,14 @@ class BatchStore {
   // Applies `edit` to the stored batch and writes it; the edited object is returned.
   absl::StatusOr<nlohmann::json> UpdateBatch(const std::string& id,
                                              const std::function<void(nlohmann::json&)>& edit);
-  // The oldest active batch, if any.
+  // The active batch to run next: a cancelling one first (it only has to end), else the
+  // oldest.
   std::optional<std::string> NextActiveBatch() const;
 
   // Appends one result line (no newline in `line`) and syncs it to disk.
   absl::Status AppendResult(const std::string& batch_id, ResultFile file, absl::string_view line);
-  // The complete lines of a batch's results; a torn last line is cut from the file first.
+  // The complete lines of a batch's results (from its result File once published); a torn
+  // last line is cut from the file first.
   absl::StatusOr<std::vector<std::string>> ReadResults(const std::string& batch_id,
                                                        ResultFile file);
   // Turns a finished batch's results into a File (purpose "batch_output"), or null when
@@ -96,6 +98,8 @@ class BatchStore {
   std::string FilesDir() const;
   std::string BatchesDir() const;
   std::string ResultsPath(const std::string& batch_id, ResultFile file) const;
+  // The id of the File a batch's results become: it follows from the batch's id.
+  static std::string PublishedId(const std::string& batch_id, ResultFile file);
   absl::Status WriteFileObject(const nlohmann::json& file);
   bool IsActiveInput(const std::string& file_id) const;  // mu_ held
   void RemoveFile(const std::string& id);                // mu_ held

@@ -76,6 +76,10 @@ TEST_F(BatchStoreTest, PublishIsIdempotentAndEmptyResultsGiveNull) {
   auto again = store->PublishResults(batch_id, ResultFile::kOutput);
   EXPECT_EQ((*again)["id"], (*first)["id"]);
   EXPECT_EQ(*store->FileContent((*first)["id"]), "{\"a\":1}\n");
+  // A crash after publishing, before the batch's last update: its results read back from the
+  // published File, so no line runs twice.
+  EXPECT_THAT(*store->ReadResults(batch_id, ResultFile::kOutput),
+              ::testing::ElementsAre("{\"a\":1}"));
   EXPECT_TRUE(store->PublishResults(batch_id, ResultFile::kErrors)->is_null());
 }
 
@@ -113,14 +117,17 @@ TEST_F(BatchStoreTest, BoundsNameTheirFlag) {
 TEST_F(BatchStoreTest, CancelTurnsARunningBatchCancellingAndLeavesAnEndedOne) {
   auto store = Open();
   const std::string file_id = (*store->AddFile("in.jsonl", "batch", "{}\n"))["id"];
+  const std::string older = Create(*store, file_id)["id"];
   const std::string batch_id = Create(*store, file_id)["id"];
+  EXPECT_EQ(store->NextActiveBatch(), older);
   auto cancelled = store->CancelBatch(batch_id);
+  EXPECT_EQ(store->NextActiveBatch(), batch_id);  // a cancelled batch ends before others run
   EXPECT_EQ((*cancelled)["status"], "cancelling");
   EXPECT_TRUE((*cancelled)["cancelling_at"].is_number());
   ASSERT_TRUE(store->UpdateBatch(batch_id, [](nlohmann::json& b) { b["status"] = "cancelled"; })
                   .ok());
   EXPECT_EQ((*store->CancelBatch(batch_id))["status"], "cancelled");
-  EXPECT_EQ(store->NextActiveBatch(), std::nullopt);
+  EXPECT_EQ(store->NextActiveBatch(), older);
   EXPECT_EQ(store->CancelBatch("batch_nope").status().code(), absl::StatusCode::kNotFound);
 }
 
