@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "server/http/api_call.h"
+#include "server/http/json_body.h"
 #include "server/http/openai_api.h"
 #include "server/observability/server_log.h"
 
@@ -83,8 +84,9 @@ std::string UnrunLine(const std::string& batch_id, size_t index, const nlohmann:
                       error.dump(), "}");
 }
 
-// The input file's lines (blank ones skipped), each checked as OpenAI's batch line format.
-std::vector<BatchRunner::Line> ReadLines(absl::string_view content) {
+// The input file's lines (blank ones skipped), each checked as OpenAI's batch line format and
+// read as a request body is (nesting and string lengths bounded before anything is built).
+std::vector<BatchRunner::Line> ReadLines(absl::string_view content, const RequestLimits& limits) {
   std::vector<BatchRunner::Line> lines;
   while (!content.empty()) {
     const size_t end = std::min(content.find('\n'), content.size());
@@ -93,11 +95,13 @@ std::vector<BatchRunner::Line> ReadLines(absl::string_view content) {
     if (text.empty()) continue;
     BatchRunner::Line& line = lines.emplace_back();
     line.index = lines.size() - 1;
-    nlohmann::json json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (!json.is_object()) {
-      line.error = absl::InvalidArgumentError("body: the line is not a JSON object");
+    absl::StatusOr<nlohmann::json> parsed =
+        ParseJsonObject(std::string_view(text.data(), text.size()), limits);
+    if (!parsed.ok()) {
+      line.error = parsed.status();
       continue;
     }
+    const nlohmann::json& json = *parsed;
     if (json.contains("custom_id") && json["custom_id"].is_string())
       line.custom_id = json["custom_id"];
     const nlohmann::json url = json.value("url", nlohmann::json());
@@ -200,7 +204,7 @@ void BatchRunner::Run(const std::string& batch_id) {
                             {"message", std::string(content.status().message())},
                             {"param", "input_file_id"}}}}});
   }
-  const std::vector<Line> lines = ReadLines(*content);
+  const std::vector<Line> lines = ReadLines(*content, embedder_->limits());
   content->clear();
   if (nlohmann::json errors = DuplicateIds(lines); !errors.is_null()) return fail(errors);
 
