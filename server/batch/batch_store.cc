@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include "absl/random/random.h"
@@ -28,10 +29,17 @@ int64_t Seconds(absl::Time t) { return absl::ToUnixSeconds(t); }
 std::string RandomHex(size_t digits);
 
 // An id's 24 hex digits: the creation time in milliseconds, then random ones, so ids sort in
-// creation order (created_at has whole seconds only).
+// creation order (created_at has whole seconds only). Two ids made in one millisecond would
+// sort by their random digits, so the time part is kept strictly increasing in a process.
 std::string NewIdDigits() {
-  return absl::StrCat(absl::Hex(absl::ToUnixMillis(absl::Now()), absl::kZeroPad12),
-                      RandomHex(12));
+  static std::mutex mu;
+  static int64_t last_millis = 0;
+  int64_t millis;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    millis = last_millis = std::max(absl::ToUnixMillis(absl::Now()), last_millis + 1);
+  }
+  return absl::StrCat(absl::Hex(millis, absl::kZeroPad12), RandomHex(12));
 }
 
 std::string RandomHex(size_t digits) {

@@ -5,8 +5,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <vector>
 
 namespace embedding::server {
 namespace {
@@ -112,6 +115,16 @@ TEST_F(BatchStoreTest, BoundsNameTheirFlag) {
                               {"completion_window", "24h"}}),
           absl::StatusCode::kResourceExhausted, "batch:", "--batch-max-active=1");
   refused(store->DeleteFile(id), absl::StatusCode::kInvalidArgument, "file_id:", "running");
+}
+
+// Ids made within one millisecond still sort in the order they were made (this test's two
+// batches once did not, when the random digits decided).
+TEST_F(BatchStoreTest, IdsSortInCreationOrderWithinOneMillisecond) {
+  auto store = Open();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 8; ++i) ids.push_back((*store->AddFile("f", "batch", "{}\n"))["id"]);
+  EXPECT_TRUE(std::is_sorted(ids.begin(), ids.end()));
+  EXPECT_EQ(std::set<std::string>(ids.begin(), ids.end()).size(), ids.size());
 }
 
 TEST_F(BatchStoreTest, CancelTurnsARunningBatchCancellingAndLeavesAnEndedOne) {
