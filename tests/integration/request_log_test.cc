@@ -41,7 +41,7 @@ std::string EmbedWithRequestId(client::EmbeddingClient& client, const std::strin
   return it == metadata.end() ? "" : std::string(it->second.data(), it->second.size());
 }
 
-TEST(RequestLog, JsonLinePerCallWithTheClientsRequestId) {
+TEST(ServedRequestLog, JsonLinePerCallWithTheClientsRequestId) {
   testing::ServerProcess server({"--model=tiny=" + testing::TinyModelDir(), "--log-format=json",
                                  "--log-requests=all"});
   ASSERT_TRUE(server.ok()) << server.Log();
@@ -99,7 +99,7 @@ TEST(RequestLog, JsonLinePerCallWithTheClientsRequestId) {
   EXPECT_THAT(messages, Contains("stopped"));
 }
 
-TEST(RequestLog, BadLogFlagsAreStartUpErrors) {
+TEST(ServedRequestLog, BadLogFlagsAreStartUpErrors) {
   testing::ServerProcess bad({"--model=tiny=" + testing::TinyModelDir(), "--log-format=xml"},
                              absl::Seconds(20));
   EXPECT_EQ(bad.Wait(), 2);
