@@ -10,13 +10,16 @@
 - Refusals name their field or flag: purpose, file, endpoint, completion_window, ids, limit,
   the bearer token; and each bound (--batch-max-file-bytes, -lines, -stored-bytes, -active).
 - SIGKILL in the middle of a 2,000-line batch, then a restart on the same --batch-dir: the
-  batch completes with every custom_id exactly once.
+  batch completes with every custom_id exactly once. A SIGTERM in the middle of one drains
+  and exits 0, and the restarted server finishes it the same way.
+- After a cancel, the requests in flight, the queued tokens and the pending lines are all 0.
 - `embedctl batch submit --wait`, `status` and `download` over the same routes.
 
 usage: batch_api_test.py SERVER_BINARY EMBEDCTL_BINARY MODEL_DIR
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -69,6 +72,23 @@ def upload(base, content, purpose="batch", **kw):
     body = b"".join(parts) + f"--{boundary}--\r\n".encode()
     return call_json(base, "POST", "/v1/files", body,
                      content_type=f"multipart/form-data; boundary={boundary}", **kw)
+
+
+HELD = ("embedding_in_flight_requests", "embedding_queued_tokens", "embedding_batch_lines_pending")
+
+
+def held(http_address, timeout=10):
+    """The gauges of what the server holds for calls, once they read 0 or at the timeout: a
+    line's completion may reach the gauges a moment after the batch's last update."""
+    deadline = time.time() + timeout
+    while True:
+        text = urllib.request.urlopen(f"http://{http_address}/metrics", timeout=10).read().decode()
+        values = {name: sum(float(m) for m in re.findall(rf"^{name}(?:{{[^}}]*}})? (\S+)$",
+                                                           text, re.M))
+                  for name in HELD}
+        if not any(values.values()) or time.time() > deadline:
+            return values
+        time.sleep(0.05)
 
 
 def jsonl(lines):
@@ -233,6 +253,7 @@ class BatchApiTest(unittest.TestCase):
             self.assertIsNone(line["response"])
         self.assertEqual(batch["request_counts"]["failed"], len(unrun))
         self.assertEqual(batch["request_counts"]["completed"], 200 - len(unrun))
+        self.assertEqual(held(self.server.http_address), dict.fromkeys(HELD, 0.0))
 
     def test_embedctl_submits_waits_and_downloads(self):
         path = os.path.join(self.tmp, "embedctl.jsonl")
@@ -356,11 +377,15 @@ class BatchLimitsTest(unittest.TestCase):
 
 
 class BatchCrashTest(unittest.TestCase):
-    def test_sigkill_mid_batch_then_restart_runs_every_line_once(self):
+    def interrupt_then_finish(self, count, stop_after, stop):
+        """Runs a `count`-line batch, calls `stop(server)` once `stop_after` results are on
+        disk (the runner syncs each line as it writes it), restarts on the same --batch-dir
+        and checks the batch completes with each custom_id and result id once, equal to
+        direct calls. Returns what `stop` returned."""
         tmp = tempfile.mkdtemp(prefix="batch-crash-")
         args = [f"--model=tiny={MODEL}", "--openai-listen=127.0.0.1:0", f"--batch-dir={tmp}"]
         texts = [f"document {i}: " + " ".join(["owl", "heron", "vole"][i % 3] for _ in range(i % 40))
-                 for i in range(2000)]
+                 for i in range(count)]
         lines = [embed_line(f"line-{i}", {"model": "tiny", "input": text})
                  for i, text in enumerate(texts)]
         server = ServerRunner(SERVER, args)
@@ -372,32 +397,42 @@ class BatchCrashTest(unittest.TestCase):
                                       {"input_file_id": file["id"], "endpoint": "/v1/embeddings",
                                        "completion_window": "24h"}, token=None)
             self.assertEqual(status, 200, batch)
-            # Killed once 400 results are on disk (the runner syncs each line as it writes it).
             output = os.path.join(tmp, "batches", f"{batch['id']}.output.jsonl")
             deadline = time.time() + 120
-            while time.time() < deadline and lines_in(output) < 400:
+            while time.time() < deadline and lines_in(output) < stop_after:
                 time.sleep(0.005)
-            server.process.kill()  # SIGKILL: no drain, no flush
-            server.process.wait()
+            stopped = stop(server)
         finally:
             server.stop()
         written = lines_in(output)
-        self.assertGreaterEqual(written, 400)
-        self.assertLess(written, 2000, "the batch ended before the kill")
-        with open(output, "ab") as f:  # a line torn by the crash, as a write cut short leaves it
+        self.assertGreaterEqual(written, stop_after)
+        self.assertLess(written, count, "the batch ended before the stop")
+        with open(output, "ab") as f:  # a line torn by a crash, as a write cut short leaves it
             f.write(b'{"id":"batch_req_' + batch["id"].encode()[6:] + b'_19')
         with ServerRunner(SERVER, args) as again:
             base = f"http://{again.openai_address}"
             done = wait_for(base, batch["id"])
             self.assertEqual(done["status"], "completed", done)
-            self.assertEqual(done["request_counts"], {"total": 2000, "completed": 2000, "failed": 0})
+            self.assertEqual(done["request_counts"],
+                             {"total": count, "completed": count, "failed": 0})
             by_id = results(base, done)
-            self.assertEqual(sorted(by_id), sorted(f"line-{i}" for i in range(2000)))
-            self.assertEqual(len({line["id"] for line in by_id.values()}), 2000)
-            for i in (0, 399, 400, 1999):
+            self.assertEqual(sorted(by_id), sorted(f"line-{i}" for i in range(count)))
+            self.assertEqual(len({line["id"] for line in by_id.values()}), count)
+            for i in (0, stop_after - 1, stop_after, count - 1):
                 status, direct = call_json(base, "POST", "/v1/embeddings",
                                            lines[i]["body"], token=None)
                 self.assertEqual(by_id[f"line-{i}"]["response"]["body"]["data"], direct["data"])
+        return stopped
+
+    def test_sigkill_mid_batch_then_restart_runs_every_line_once(self):
+        def kill(server):  # SIGKILL: no drain, no flush
+            server.process.kill()
+            return server.process.wait()
+        self.interrupt_then_finish(2000, 400, kill)
+
+    def test_sigterm_mid_batch_drains_then_restart_runs_every_line_once(self):
+        # The lines cut short by the drain are not results: they run again after the restart.
+        self.assertEqual(self.interrupt_then_finish(600, 100, ServerRunner.stop), 0)
 
 
 if __name__ == "__main__":
