@@ -36,6 +36,32 @@ def free_port():
         return s.getsockname()[1]
 
 
+def run_failing_batch(openai_address):
+    """A one-line Batch API job whose line names no served model: it ends in the error file,
+    so the batch series exist without a vector joining the collapse windows checked here."""
+    base = f"http://{openai_address}"
+
+    def call(path, body, content_type="application/json"):
+        request = urllib.request.Request(base + path, data=body, method="POST",
+                                         headers={"Content-Type": content_type})
+        with urllib.request.urlopen(request, timeout=30) as r:
+            return json.loads(r.read())
+    line = json.dumps({"custom_id": "c", "method": "POST", "url": "/v1/embeddings",
+                       "body": {"model": "nope", "input": "x"}}).encode()
+    file = call("/v1/files", b'--b\r\nContent-Disposition: form-data; name="purpose"\r\n\r\n'
+                b'batch\r\n--b\r\nContent-Disposition: form-data; name="file"; filename="l"\r\n'
+                b"\r\n" + line + b"\n\r\n--b--\r\n", "multipart/form-data; boundary=b")
+    batch = call("/v1/batches", json.dumps({"input_file_id": file["id"], "completion_window": "24h",
+                                            "endpoint": "/v1/embeddings"}).encode())
+    deadline = time.time() + 30
+    while batch["status"] != "completed":
+        assert time.time() < deadline, batch
+        time.sleep(0.1)
+        with urllib.request.urlopen(f"{base}/v1/batches/{batch['id']}", timeout=30) as r:
+            batch = json.loads(r.read())
+    assert batch["request_counts"]["failed"] == 1, batch
+
+
 def words(n, rng):
     return " ".join(rng.choice(WORDS) for _ in range(n))
 
@@ -115,7 +141,8 @@ class PrometheusEndToEnd(unittest.TestCase):
                         "--hidden=64", "--heads=4", "--max_positions=130"],
                        check=True, capture_output=True)
         with ServerRunner(BINARY, [f"--model=tiny={MODEL}", f"--model=rr={work}/rr",
-                                   "--collapse-window=512"]) as server:
+                                   "--collapse-window=512", "--openai-listen=127.0.0.1:0",
+                                   f"--batch-dir={work}/batches"]) as server:
             prometheus = Prometheus(server.http_address, work)
             try:
                 self.run_checks(server, prometheus)
@@ -157,6 +184,7 @@ class PrometheusEndToEnd(unittest.TestCase):
             client.embed(["x"], temperature=-1.0)
         except Exception:
             pass
+        run_failing_batch(server.openai_address)
 
         deadline = time.time() + 90
         while time.time() < deadline:
