@@ -473,6 +473,7 @@ absl::StatusOr<EncodeResult> Encoder::Encode(const EncodeBatch& batch) const {
         }
       }
       x = TransformerLayer(std::move(x), w.layers[i], packed, config_, attention);
+      if (batch.between_layers) batch.between_layers();
     }
     x = Norm(x, w.final_norm, config_.layer_norm_eps);
     if (!layout.token_rows.empty()) {  // each sequence's tokens back in its own rows

@@ -97,6 +97,10 @@ struct EncodeBatch {
   // is read by nothing). Empty, or 0: every key. Only where attention does not depend on
   // positions within the sequence (no causal mask, ALiBi, relative bias, or a band it exceeds).
   std::vector<int32_t> attended_lengths;
+  // Called after each layer on the thread running the pass, unless empty: a yield point, where
+  // a pass that may wait (a Batch API job's) lets waiting passes run on the same thread before
+  // its next layer. They must not read this batch; its states stay as they were.
+  std::function<void()> between_layers;
 };
 
 // Runs `passes` (calls to Encoder::Encode) on the thread that serves a model's forward

@@ -324,6 +324,7 @@ bool BatchRunner::StartLine(const std::string& batch_id, const Line& line, Progr
     return true;
   }
   parsed->call.deadline = absl::Now() + options_.line_timeout;
+  parsed->call.priority = Priority::kBackground;  // only what interactive calls leave
   {
     std::lock_guard<std::mutex> lock(mu_);
     progress.running[line.index] = nullptr;

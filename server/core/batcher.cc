@@ -45,12 +45,14 @@ std::vector<size_t> ChooseByLength(const std::vector<int64_t>& lengths,
 }  // namespace
 
 Batcher::Batcher(EncodeFn encode, model_store::PoolingMode pooling, BatcherOptions options,
-                 WorkerPool* completions, BatchObserver observer)
+                 WorkerPool* completions, BatchObserver observer,
+                 std::function<void()> yield_to_others)
     : encode_(std::move(encode)),
       pooling_(pooling),
       options_(options),
       completions_(completions),
       observer_(std::move(observer)),
+      yield_to_others_(std::move(yield_to_others)),
       thread_([this] { Loop(); }) {}
 
 Batcher::~Batcher() {
@@ -65,7 +67,7 @@ Batcher::~Batcher() {
   }
 }
 
-void Batcher::Submit(std::vector<BatchTask> tasks) {
+void Batcher::Submit(std::vector<BatchTask> tasks, Priority priority) {
   if (tasks.empty()) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -74,7 +76,7 @@ void Batcher::Submit(std::vector<BatchTask> tasks) {
       for (const auto& t : tasks) queued_tokens_ += Length(t);
       queue_.push_back({std::deque<BatchTask>(std::make_move_iterator(tasks.begin()),
                                               std::make_move_iterator(tasks.end())),
-                        absl::Now()});
+                        absl::Now(), priority});
       tasks.clear();
     }
   }
@@ -87,7 +89,7 @@ int64_t Batcher::queued_tasks() const {
   return queued_;
 }
 
-void Batcher::DropDeadLocked(std::vector<std::pair<BatchTask, absl::Status>>* dropped) {
+void Batcher::DropDeadLocked(Dropped* dropped) {
   // From the front of every submission: a submission's tasks share their caller, so they die
   // together.
   for (auto it = queue_.begin(); it != queue_.end();) {
@@ -103,10 +105,14 @@ void Batcher::DropDeadLocked(std::vector<std::pair<BatchTask, absl::Status>>* dr
   }
 }
 
-std::vector<BatchTask> Batcher::CutBatchLocked(
-    std::vector<std::pair<BatchTask, absl::Status>>* dropped) {
+bool Batcher::InteractiveQueuedLocked() const {
+  return std::any_of(queue_.begin(), queue_.end(), [](const Submission& s) {
+    return s.priority == Priority::kInteractive;
+  });
+}
+
+std::vector<BatchTask> Batcher::CutBatchLocked(Priority priority, Dropped* dropped) {
   DropDeadLocked(dropped);  // dead work never reaches the model
-  if (queue_.empty()) return {};
 
   // Candidates in round-robin order: the head of every submission, then the next of each...
   // bounded so the scan stays cheap with huge documents queued.
@@ -120,13 +126,14 @@ std::vector<BatchTask> Batcher::CutBatchLocked(
   for (size_t depth = 0; candidates.size() < max_candidates; ++depth) {
     bool any = false;
     for (auto it = queue_.begin(); it != queue_.end() && candidates.size() < max_candidates; ++it) {
-      if (depth < it->tasks.size()) {
+      if (it->priority == priority && depth < it->tasks.size()) {
         candidates.push_back({it, depth, Length(it->tasks[depth])});
         any = true;
       }
     }
     if (!any) break;
   }
+  if (candidates.empty()) return {};
 
   std::vector<int64_t> lengths;
   for (const Candidate& c : candidates) lengths.push_back(c.length);
@@ -164,7 +171,8 @@ std::vector<BatchTask> Batcher::CutBatchLocked(
 void Batcher::Loop() {
   while (true) {
     std::vector<BatchTask> batch;
-    auto dropped = std::make_shared<std::vector<std::pair<BatchTask, absl::Status>>>();
+    Priority priority = Priority::kInteractive;
+    auto dropped = std::make_shared<Dropped>();
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
@@ -176,24 +184,44 @@ void Batcher::Loop() {
         cv_.wait_for(lock, absl::ToChronoNanoseconds(deadline - absl::Now()));
       }
       if (stopping_) return;
-      batch = CutBatchLocked(dropped.get());
+      if (!InteractiveQueuedLocked()) priority = Priority::kBackground;
+      batch = CutBatchLocked(priority, dropped.get());
     }
-    // Tasks leave this thread with their completions and never come back: a task can hold the
-    // last reference to the model version that owns this batcher, and ~Batcher on its own
-    // thread would join itself.
-    if (!dropped->empty()) {
-      completions_->Schedule([dropped = std::move(dropped)] {
-        for (auto& [task, reason] : *dropped) task.done(reason);
-      });
-    }
-    if (!batch.empty()) Run(std::move(batch));
+    CompleteDropped(std::move(dropped));
+    if (!batch.empty()) Run(std::move(batch), priority);
   }
 }
 
-void Batcher::Run(std::vector<BatchTask> batch) {
+void Batcher::CompleteDropped(std::shared_ptr<Dropped> dropped) {
+  // Tasks leave this thread with their completions and never come back: a task can hold the
+  // last reference to the model version that owns this batcher, and ~Batcher on its own
+  // thread would join itself.
+  if (dropped->empty()) return;
+  completions_->Schedule([dropped = std::move(dropped)] {
+    for (auto& [task, reason] : *dropped) task.done(reason);
+  });
+}
+
+void Batcher::YieldToInteractive() {
+  if (yield_to_others_) yield_to_others_();
+  while (true) {
+    std::vector<BatchTask> batch;
+    auto dropped = std::make_shared<Dropped>();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_ || !InteractiveQueuedLocked()) return;
+      batch = CutBatchLocked(Priority::kInteractive, dropped.get());
+    }
+    CompleteDropped(std::move(dropped));
+    if (!batch.empty()) Run(std::move(batch), Priority::kInteractive);
+  }
+}
+
+void Batcher::Run(std::vector<BatchTask> batch, Priority priority) {
   model_store::EncodeBatch input;
   input.pooling = pooling_;
   input.normalize = false;  // callers merge raw chunk vectors, then normalise
+  if (priority == Priority::kBackground) input.between_layers = [this] { YieldToInteractive(); };
   BatchStats stats;
   for (const auto& task : batch) {
     input.sequences.push_back(task.ids);
@@ -223,8 +251,8 @@ void Batcher::Run(std::vector<BatchTask> batch) {
     std::vector<BatchTask> second(std::make_move_iterator(middle),
                                   std::make_move_iterator(batch.end()));
     batch.erase(middle, batch.end());
-    Run(std::move(batch));
-    Run(std::move(second));
+    Run(std::move(batch), priority);
+    Run(std::move(second), priority);
     return;
   }
 

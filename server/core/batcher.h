@@ -6,13 +6,19 @@
 // token ids, a temperature, a liveness check and a completion callback, and completions run
 // on the executor the owner passes in, never on the batcher thread. A batch the model has no
 // memory for (RESOURCE_EXHAUSTED) is split and retried; nothing accepted is lost to it.
+// Background submissions (a Batch API job's lines) take only what interactive ones leave:
+// they are cut into a batch only while no interactive task is queued, and their passes yield
+// after every layer to the interactive passes queued meanwhile, which run there, on the same
+// thread, before the next layer.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <list>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -21,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "model_store/encoder/encoder.h"
+#include "server/core/priority.h"
 #include "server/core/worker_pool.h"
 
 namespace embedding::server {
@@ -95,16 +102,19 @@ class Batcher {
   using BatchObserver = std::function<void(const BatchStats&)>;
 
   // `encode` runs the model (the real encoder, or a fake in tests) with `pooling`;
-  // `completions` runs task callbacks and must outlive the batcher.
+  // `completions` runs task callbacks and must outlive the batcher. `yield_to_others`, at a
+  // background pass's yield point, runs other batchers' interactive passes waiting for the
+  // same thread (the inference pool's urgent work).
   Batcher(EncodeFn encode, model_store::PoolingMode pooling, BatcherOptions options,
-          WorkerPool* completions, BatchObserver observer = nullptr);
+          WorkerPool* completions, BatchObserver observer = nullptr,
+          std::function<void()> yield_to_others = nullptr);
   // Stops the thread after the batch in progress; every task still queued completes with
   // UNAVAILABLE on the destroying thread.
   ~Batcher();
 
   // Queues `tasks` as one submission: they are served in order, taking turns with other
-  // submissions. Thread-safe; never blocks on the model.
-  void Submit(std::vector<BatchTask> tasks);
+  // submissions of its priority. Thread-safe; never blocks on the model.
+  void Submit(std::vector<BatchTask> tasks, Priority priority = Priority::kInteractive);
 
   // Tasks queued and not yet cut into a batch.
   int64_t queued_tasks() const;
@@ -115,27 +125,37 @@ class Batcher {
   struct Submission {
     std::deque<BatchTask> tasks;
     absl::Time enqueued;
+    Priority priority = Priority::kInteractive;
   };
+  using Dropped = std::vector<std::pair<BatchTask, absl::Status>>;
 
   void Loop();
   // Moves tasks whose caller is gone into `dropped`. Requires mu_.
-  void DropDeadLocked(std::vector<std::pair<BatchTask, absl::Status>>* dropped);
-  // Picks the next batch; moves dead tasks into `dropped`. Requires mu_.
-  std::vector<BatchTask> CutBatchLocked(std::vector<std::pair<BatchTask, absl::Status>>* dropped);
-  void Run(std::vector<BatchTask> batch);
+  void DropDeadLocked(Dropped* dropped);
+  // Whether an interactive task is queued. Requires mu_.
+  bool InteractiveQueuedLocked() const;
+  // Picks the next batch from the submissions of `priority`; moves dead tasks into `dropped`.
+  // Requires mu_.
+  std::vector<BatchTask> CutBatchLocked(Priority priority, Dropped* dropped);
+  // Hands dropped tasks their reasons on the completion executor.
+  void CompleteDropped(std::shared_ptr<Dropped> dropped);
+  void Run(std::vector<BatchTask> batch, Priority priority);
+  // A background pass's yield point: runs the interactive batches queued now, here.
+  void YieldToInteractive();
 
   const EncodeFn encode_;
   const model_store::PoolingMode pooling_;
   const BatcherOptions options_;
   WorkerPool* const completions_;
   const BatchObserver observer_;
+  const std::function<void()> yield_to_others_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::list<Submission> queue_;  // round-robin order: the front anchors the next batch
   int64_t queued_ = 0;           // tasks
   int64_t queued_tokens_ = 0;    // their tokens, unpadded
-  uint64_t batches_ = 0;
+  std::atomic<uint64_t> batches_{0};  // Run also runs on the forward thread, at a yield point
   bool stopping_ = false;
   std::thread thread_;
 };

@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "server/core/embed_params.h"
 #include "server/core/embed_result.h"
+#include "server/core/priority.h"
 #include "server/core/vocabulary.h"
 
 namespace embedding::server {
@@ -70,6 +71,8 @@ struct EmbedCall {
   const char* dimensions_field = "dimensions";
   EmbedInputs inputs;
   absl::Time deadline = absl::InfiniteFuture();
+  // A Batch API line runs as background work.
+  Priority priority = Priority::kInteractive;
 };
 
 // A finished call: the model version it ran on, the options it ran with, what it produced.

@@ -274,7 +274,7 @@ void EmbedJob::Prepare() {
     }
   }
   if (!refused.ok()) return Complete(refused);
-  request_.batcher->Submit(std::move(tasks));
+  request_.batcher->Submit(std::move(tasks), request_.priority);
 }
 
 absl::Status EmbedJob::CheckResponseSize() const {

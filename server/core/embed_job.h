@@ -61,6 +61,7 @@ class EmbedJob : public std::enable_shared_from_this<EmbedJob> {
     // scored, not returned), the rest are documents.
     bool leading_query = false;
     absl::Time deadline = absl::InfiniteFuture();
+    Priority priority = Priority::kInteractive;
     uint32_t max_tokens_per_document = 0;
     int64_t max_response_bytes = std::numeric_limits<int64_t>::max();
     AdmissionPermit permit;

@@ -76,7 +76,7 @@ absl::Status RequireKind(const ServedModel& served, const char* method,
 absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartJob(
     std::shared_ptr<const ServedModel> model, const EmbedParams& params, EmbedInputs inputs,
     std::string inputs_field, PairFirsts pairs, bool leading_query, absl::Time deadline,
-    JobDone done) {
+    Priority priority, JobDone done) {
   ASSIGN_OR_RETURN(AdmissionPermit permit, admission_.Admit());
   EmbedJob::Request job;
   job.model = model->model.get();
@@ -88,6 +88,7 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartJob(
   job.pairs = std::move(pairs);
   job.leading_query = leading_query;
   job.deadline = deadline;
+  job.priority = priority;
   job.max_tokens_per_document = limits_.max_tokens_per_document;
   job.max_response_bytes = limits_.max_response_bytes;
   job.permit = std::move(permit);
@@ -103,7 +104,7 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartEmbed(EmbedCall call, E
   return StartJob(
       model, params, std::move(call.inputs), call.inputs_field, PairFirsts{},
       /*leading_query=*/false,
-      call.deadline,
+      call.deadline, call.priority,
       [this, model, params, done = std::move(done)](absl::StatusOr<EmbedResult> result) {
         if (!result.ok()) return done(result.status());
         for (const CallObserver& observer : observers_) {
@@ -144,7 +145,7 @@ absl::StatusOr<std::shared_ptr<EmbedJob>> Embedder::StartScoring(
   ASSIGN_OR_RETURN(EmbedParams params, ValidateScoreCall(call, options, *model->model, limits_));
   const model_store::ScoreFunction function = model->model->config().classifier.score;
   return StartJob(model, params, std::move(call.inputs), std::move(inputs_field), std::move(pairs),
-                  max_sim, deadline,
+                  max_sim, deadline, Priority::kInteractive,
                   [this, method, model, params, options, function, max_sim,
                    done = std::move(done)](absl::StatusOr<EmbedResult> result) {
                     if (!result.ok()) return done(result.status());

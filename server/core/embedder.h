@@ -114,7 +114,7 @@ class Embedder {
                                                      const EmbedParams& params, EmbedInputs inputs,
                                                      std::string inputs_field, PairFirsts pairs,
                                                      bool leading_query, absl::Time deadline,
-                                                     JobDone done);
+                                                     Priority priority, JobDone done);
   // Validates a score call's options and inputs on `model` and starts its job; `done` gets
   // the scored inputs in input order.
   absl::StatusOr<std::shared_ptr<EmbedJob>> StartScoring(

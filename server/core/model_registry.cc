@@ -168,11 +168,15 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::LoadVersion(
   served->batcher = std::make_unique<Batcher>(
       [encoder, inference](const model_store::EncodeBatch& batch) {
         absl::StatusOr<model_store::EncodeResult> result;
-        inference->RunAndWait([&] { result = encoder->Encode(batch); });
+        // A pass with no yield point is interactive (Batcher): it may run inside a background
+        // pass's, between two of its layers.
+        inference->RunAndWait([&] { result = encoder->Encode(batch); },
+                              /*urgent=*/!batch.between_layers);
         return result;
       },
       served->model->pooling(), batching, completions_,
-      batch_observers_ ? batch_observers_(*served) : nullptr);
+      batch_observers_ ? batch_observers_(*served) : nullptr,
+      [inference] { inference->RunUrgent(); });
   return served;
 }
 

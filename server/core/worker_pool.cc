@@ -17,12 +17,22 @@ WorkerPool::~WorkerPool() {
   for (auto& t : threads_) t.join();
 }
 
-void WorkerPool::Schedule(std::function<void()> work) {
+void WorkerPool::Schedule(std::function<void()> work) { Enqueue({std::move(work), false}); }
+
+void WorkerPool::Enqueue(Work work) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(std::move(work));
   }
   cv_.notify_one();
+}
+
+bool WorkerPool::OnPoolThread() const {
+  const std::thread::id self = std::this_thread::get_id();
+  for (const std::thread& t : threads_) {
+    if (t.get_id() == self) return true;
+  }
+  return false;
 }
 
 void WorkerPool::Loop() {
@@ -32,7 +42,7 @@ void WorkerPool::Loop() {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, and nothing left to run
-      work = std::move(queue_.front());
+      work = std::move(queue_.front().run);
       queue_.pop_front();
       ++running_;
     }
@@ -45,13 +55,34 @@ void WorkerPool::Loop() {
   }
 }
 
-void WorkerPool::RunAndWait(const std::function<void()>& work) {
-  std::promise<void> ran;
-  Schedule([&] {
+void WorkerPool::RunAndWait(const std::function<void()>& work, bool urgent) {
+  if (OnPoolThread()) {  // queued, it would wait for the closure this thread is inside
     work();
-    ran.set_value();
-  });
+    return;
+  }
+  std::promise<void> ran;
+  Enqueue({[&] {
+             work();
+             ran.set_value();
+           },
+           urgent});
   ran.get_future().wait();
+}
+
+void WorkerPool::RunUrgent() {
+  std::vector<std::function<void()>> urgent;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      if (it->urgent) {
+        urgent.push_back(std::move(it->run));
+        it = queue_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& work : urgent) work();
 }
 
 void WorkerPool::WaitIdle() {

@@ -22,20 +22,32 @@ class WorkerPool {
   // one per forward pass and per batch of dropped work.
   void Schedule(std::function<void()> work);
 
-  // Runs `work` on a pool thread and blocks until it has returned. Thread-safe; must not be
-  // called from one of this pool's threads.
-  void RunAndWait(const std::function<void()>& work);
+  // Runs `work` on a pool thread and blocks until it has returned. Thread-safe. Called from
+  // one of this pool's threads, runs `work` there at once (a pass run from a yield point).
+  // `urgent` work may also run inside RunUrgent, ahead of what is running.
+  void RunAndWait(const std::function<void()>& work, bool urgent = false);
+
+  // From inside a closure on one of this pool's threads (a yield point of a long one): runs
+  // the urgent work queued now on this thread, then returns. On the inference thread, it
+  // lets an interactive forward pass run between the layers of a Batch API job's pass.
+  void RunUrgent();
 
   // Blocks until nothing is queued or running (closures scheduled later are not waited for).
   void WaitIdle();
 
  private:
+  struct Work {
+    std::function<void()> run;
+    bool urgent = false;
+  };
+  void Enqueue(Work work);
   void Loop();
+  bool OnPoolThread() const;
 
   std::mutex mu_;
   std::condition_variable cv_;
   std::condition_variable idle_cv_;
-  std::deque<std::function<void()>> queue_;
+  std::deque<Work> queue_;
   int running_ = 0;
   bool stopping_ = false;
   std::vector<std::thread> threads_;

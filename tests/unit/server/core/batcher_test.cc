@@ -1,6 +1,6 @@
 // The batcher with a fake encoder: completions on a worker, fairness between a huge and a
 // short submission, the padding bound, dropping dead work, retrying in halves after running
-// out of memory, and shutdown with work queued.
+// out of memory, shutdown with work queued, and background work yielding to interactive.
 #include "server/core/batcher.h"
 
 #include <gmock/gmock.h>
@@ -9,7 +9,10 @@
 #include <algorithm>
 #include <atomic>
 #include <future>
+#include <set>
+#include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/core/worker_pool.h"
 #include "tests/unit/server/core/fake_encoder.h"
@@ -247,6 +250,98 @@ TEST(Batcher, ShutdownCompletesQueuedTasksWithUnavailable) {
     }
   }
   EXPECT_GE(unavailable, 4);
+}
+
+// A fake model of four layers whose passes log each layer they finish, by the smallest first
+// id of their sequences, and stop at the yield points they are given.
+struct LayeredModel {
+  static constexpr int kLayers = 4;
+  absl::StatusOr<model_store::EncodeResult> Encode(const model_store::EncodeBatch& b) {
+    int32_t who = b.sequences[0][0];
+    for (const auto& ids : b.sequences) who = std::min(who, ids[0]);
+    for (int layer = 0; layer < kLayers; ++layer) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        log.push_back(absl::StrCat(who, ".", layer));
+        if (b.between_layers) yield_threads.insert(std::this_thread::get_id());
+        else pass_threads.insert(std::this_thread::get_id());
+      }
+      if (who == kBlocker && layer == 0) {
+        blocker_started.set_value();
+        release_blocker.get_future().wait();
+      }
+      if (b.between_layers) b.between_layers();
+    }
+    for (const auto& ids : b.sequences) {
+      std::lock_guard<std::mutex> lock(mu);
+      for (const auto& other : b.sequences) same_batch.emplace_back(ids[0], other[0]);
+    }
+    return encoder.Encode(b);
+  }
+  static constexpr int32_t kBlocker = 1;
+  testing::FakeEncoder encoder{4};
+  std::mutex mu;
+  std::vector<std::string> log;
+  std::set<std::thread::id> yield_threads, pass_threads;
+  std::vector<std::pair<int32_t, int32_t>> same_batch;
+  std::promise<void> blocker_started, release_blocker;
+};
+
+// An interactive call that arrives during a background pass runs at the pass's next yield
+// point, on its thread, before the pass's next layer; the background pass then finishes.
+TEST(Batcher, ABackgroundPassYieldsToInteractiveWorkBetweenItsLayers) {
+  WorkerPool pool(2);
+  LayeredModel model;
+  Batcher batcher([&](const model_store::EncodeBatch& b) { return model.Encode(b); },
+                  model_store::PoolingMode::kCls, {}, &pool);
+  Recorder r;
+  std::vector<BatchTask> background;
+  background.push_back(r.Task(Ids(6, LayeredModel::kBlocker)));
+  batcher.Submit(std::move(background), Priority::kBackground);
+  model.blocker_started.get_future().wait();  // in its first layer
+  std::vector<BatchTask> interactive;
+  interactive.push_back(r.Task(Ids(4, 2)));
+  interactive.push_back(r.Task(Ids(4, 3)));
+  batcher.Submit(std::move(interactive));
+  model.release_blocker.set_value();
+  r.all_done.get_future().wait();
+  for (const auto& result : r.results) ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_THAT(model.log, ::testing::ElementsAre("1.0", "2.0", "2.1", "2.2", "2.3", "1.1", "1.2",
+                                                "1.3"));
+  EXPECT_EQ(model.yield_threads, model.pass_threads) << "the interactive pass ran elsewhere";
+}
+
+// Queued together, interactive tasks are all cut first, and no batch mixes the two kinds.
+TEST(Batcher, BackgroundTasksWaitForQueuedInteractiveOnesAndNeverShareTheirBatch) {
+  WorkerPool pool(2);
+  LayeredModel model;
+  Batcher batcher([&](const model_store::EncodeBatch& b) { return model.Encode(b); },
+                  model_store::PoolingMode::kCls, {}, &pool);
+  Recorder r;
+  std::vector<BatchTask> blocker;
+  blocker.push_back(r.Task(Ids(6, LayeredModel::kBlocker)));
+  batcher.Submit(std::move(blocker));  // interactive: it does not yield
+  model.blocker_started.get_future().wait();
+  for (int i = 0; i < 3; ++i) {
+    std::vector<BatchTask> background, interactive;
+    background.push_back(r.Task(Ids(5, 10 + i)));
+    interactive.push_back(r.Task(Ids(5, 20 + i)));
+    batcher.Submit(std::move(background), Priority::kBackground);
+    batcher.Submit(std::move(interactive));
+  }
+  model.release_blocker.set_value();
+  r.all_done.get_future().wait();
+  for (const auto& [a, b] : model.same_batch) EXPECT_EQ(a / 10, b / 10) << a << " with " << b;
+  std::vector<int32_t> order;  // passes by their first layer
+  for (const std::string& entry : model.log) {
+    if (absl::EndsWith(entry, ".0")) order.push_back(std::stoi(entry));
+  }
+  ASSERT_GE(order.size(), 3u);
+  EXPECT_EQ(order[0], LayeredModel::kBlocker);
+  const auto first_background =
+      std::find_if(order.begin(), order.end(), [](int32_t who) { return who / 10 == 1; });
+  EXPECT_TRUE(std::all_of(first_background, order.end(), [](int32_t who) { return who / 10 == 1; }))
+      << "an interactive pass came after a background one";
 }
 
 }  // namespace
