@@ -25,12 +25,31 @@ torch::Tensor Activate(const torch::Tensor& x, Activation act) {
   return x;
 }
 
+void ActivateInPlace(const torch::Tensor& x, Activation act) {
+  torch::Tensor out = x;  // the same elements: the out= forms write where they read
+  switch (act) {
+    case Activation::kGeluErf:
+      torch::gelu_out(out, x);
+      return;
+    case Activation::kGeluTanh:
+      torch::gelu_out(out, x, "tanh");
+      return;
+    case Activation::kRelu:
+      torch::relu_(out);
+      return;
+    case Activation::kSilu:
+      torch::silu_(out);
+      return;
+  }
+}
+
 namespace {
 
 // Rows per feed-forward block. Its [rows, intermediate] activations are a forward's largest
 // tensors (25 MB each at 2,048 x 3,072 fp32, several alive at once); in blocks they are bounded
 // by the block, not the batch. A 2,040-token document grew an idle BERT-base server by 175 MiB
-// in one forward before. A multiple of the encoder's row bucket (64), so block shapes repeat.
+// in one forward before. A multiple of every row bucket above it (BucketedRows: 64 from 513
+// rows on), so block shapes repeat.
 constexpr int64_t kFeedForwardRows = 512;
 
 // Queries per attention block: the scores of one head's block are [block, L], 16 MB at
@@ -50,21 +69,26 @@ constexpr int64_t kQueryBlock = 512;
 // only for a long sequence or a --max_batch_tokens above 4,096.
 constexpr int64_t kProjectHeadByHeadFromRows = 4096;
 
-// 64 rows: at most 63 idle rows, under 3% of a 2,048-token batch, while a mixed corpus's
-// batches fall into 32 shapes up to 2,048 tokens instead of hundreds.
-constexpr int64_t kRowBucket = 64;
-// From 4,096 rows on, 512: each shape's kernels stay built for the server's life, and int8's
-// differ per layer and per head slice: 20-25 MiB more resident per new long shape on a 12-layer
-// NomicBert-base (TCMALLOC_AGGRESSIVE_DECOMMIT=1, after windows of 8,190, 7,000, 6,000 and
-// 5,000 tokens; fp32's are shared, about 1 MiB). 8 shapes between 4,096 and 8,192 rows, not
-// 64, for at most 511 idle rows in the linear layers (attention reads only real tokens).
-constexpr int64_t kLongRows = 4096;
-constexpr int64_t kLongRowBucket = 512;
+// Rows are rounded up to a sixteenth of the next power of two, from 16 to 512: at most 15 idle
+// rows up to 256 tokens, under an eighth of the tokens above (the kernels' time grows with the
+// rows: 0.87, 0.99 and 1.05 ms at 160, 176 and 192 x 768 x 3,072 in int8, avx512_vnni EPYC),
+// while a mixed corpus's batches fall into 40 shapes up to 2,048 tokens and 8 more per
+// doubling, not hundreds. Each shape's kernels stay built for the server's life, one oneDNN
+// primitive per linear shape, shared by the layers of that shape (int8's too, since their
+// scales left the primitive). A BERT-base int8 server grew 31 MiB over 32 documents of 6-502
+// tokens (24 shapes); with a 64-row bucket (8 shapes) it had grown 58 MiB while every layer
+// built its own int8 primitives, and 188 MiB with a 16-row bucket (32 shapes).
+// 512 rows is the coarsest bucket: 8 shapes between 4,096 and 8,192 rows, at most 511 idle
+// rows in the linear layers (attention reads only real tokens).
+constexpr int64_t kFinestRowBucket = 16;
+constexpr int64_t kCoarsestRowBucket = 512;
 
 }  // namespace
 
 int64_t BucketedRows(int64_t tokens) {
-  const int64_t bucket = tokens > kLongRows ? kLongRowBucket : kRowBucket;
+  int64_t power = 1;
+  while (power < tokens) power *= 2;
+  const int64_t bucket = std::clamp(power / 16, kFinestRowBucket, kCoarsestRowBucket);
   return (tokens + bucket - 1) / bucket * bucket;
 }
 
@@ -293,23 +317,19 @@ torch::Tensor FeedForward(const torch::Tensor& x, const LayerWeights& layer,
     const torch::Tensor adapters = row_adapters.defined()
                                        ? row_adapters.slice(0, first_row, first_row + in.size(0))
                                        : torch::Tensor();
-    torch::Tensor hidden = ApplyLinear(in, layer.mlp_in, adapters);
-    switch (config.mlp) {
-      case MlpKind::kPlain:
-        hidden = Activate(hidden, config.hidden_act);
-        break;
-      // The activated half is copied out first: LibTorch's GELU on a half-width column slice
-      // took 3.7 ms at [512, 3,072] against 0.74 ms contiguous plus 0.08 ms for the copy (2
-      // threads, AMD EPYC, avx512), 6.8% of a GTE-base forward at 2,048 tokens.
-      case MlpKind::kGatedActivateFirst:
-        hidden = Activate(hidden.slice(1, 0, inner).contiguous(), config.hidden_act) *
-                 hidden.slice(1, inner);
-        break;
-      case MlpKind::kGatedActivateSecond:
-        hidden = hidden.slice(1, 0, inner) *
-                 Activate(hidden.slice(1, inner).contiguous(), config.hidden_act);
-        break;
+    const Activation act = config.hidden_act;
+    if (config.mlp == MlpKind::kPlain) {  // a gated MLP's activation halves its width
+      return ApplyLinearPair(
+          in, layer.mlp_in, [&](const torch::Tensor& rows) { ActivateInPlace(rows, act); },
+          layer.mlp_out, adapters);
     }
+    torch::Tensor hidden = ApplyLinear(in, layer.mlp_in, adapters);
+    // The activated half is copied out first: LibTorch's GELU on a half-width column slice
+    // took 3.7 ms at [512, 3,072] against 0.74 ms contiguous plus 0.08 ms for the copy (2
+    // threads, AMD EPYC, avx512), 6.8% of a GTE-base forward at 2,048 tokens.
+    hidden = config.mlp == MlpKind::kGatedActivateFirst
+                 ? Activate(hidden.slice(1, 0, inner).contiguous(), act) * hidden.slice(1, inner)
+                 : hidden.slice(1, 0, inner) * Activate(hidden.slice(1, inner).contiguous(), act);
     return ApplyLinear(hidden.contiguous(), layer.mlp_out, adapters);
   };
   const int64_t rows = x.size(0);

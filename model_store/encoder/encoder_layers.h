@@ -1,6 +1,6 @@
 // Internal to model_store: the encoder's layers, each configured by EncoderConfig data
 // (position kind, MLP kind, norm placement, biases), never by architecture name. Encoder::Encode
-// chains them. Included only by encoder*.cc.
+// chains them. Included only by encoder*.cc (and its unit tests).
 #pragma once
 
 #include <torch/types.h>
@@ -52,6 +52,8 @@ int64_t BucketedRows(int64_t tokens);
 
 // `act` of x, as the config names it (Hugging Face's gelu is exact erf).
 torch::Tensor Activate(const torch::Tensor& x, Activation act);
+// The same, in place on x's own elements (a view's too).
+void ActivateInPlace(const torch::Tensor& x, Activation act);
 
 // LayerNorm or RMSNorm in fp32 (see NormWeights), back in x's dtype; x itself where the layer has
 // no such norm (ModernBERT's first attention norm).

@@ -149,4 +149,19 @@ torch::Tensor ApplyLinear(const torch::Tensor& x, const LinearWeights& w,
   return out;
 }
 
+torch::Tensor ApplyLinearPair(const torch::Tensor& x, const LinearWeights& first,
+                              const PackedLinear::ActivateRows& activate,
+                              const LinearWeights& second, const torch::Tensor& row_adapters) {
+  const auto adapted = [&](const LinearWeights& w) {
+    return w.adapters != nullptr && row_adapters.defined();
+  };
+  if (!first.packed || !second.packed || adapted(first) || adapted(second)) {
+    const torch::Tensor hidden = ApplyLinear(x, first, row_adapters);
+    activate(hidden);
+    return ApplyLinear(hidden, second, row_adapters);
+  }
+  RECORD_FUNCTION("embedding::linear_pair", std::vector<c10::IValue>());
+  return first.packed->ApplyThrough(x, activate, *second.packed);
+}
+
 }  // namespace embedding::model_store

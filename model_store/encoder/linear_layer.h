@@ -31,6 +31,14 @@ absl::Status PrepareLinearLayers(LinearKernel kernel, int64_t kv_heads, EncoderW
 torch::Tensor ApplyLinear(const torch::Tensor& x, const LinearWeights& w,
                           const torch::Tensor& row_adapters = torch::Tensor());
 
+// second(activate(first(x))), a feed-forward block's two layers: through
+// PackedLinear::ApplyThrough (int8 fuses the passes between them) where both are packed and
+// neither has adapters for these rows, otherwise ApplyLinear, `activate` (in place), ApplyLinear.
+torch::Tensor ApplyLinearPair(const torch::Tensor& x, const LinearWeights& first,
+                              const PackedLinear::ActivateRows& activate,
+                              const LinearWeights& second,
+                              const torch::Tensor& row_adapters = torch::Tensor());
+
 // Adds to `out` ([tokens, out]) each row's adapter's low-rank term, `low` of adapter t giving
 // its rows' [rows, rank] factors (a product with the inputs, or rows of a table). Nothing where
 // `adapters` is null or `row_adapters` undefined.

@@ -12,10 +12,10 @@ using dt = dnnl::memory::data_type;
 
 struct Int8Matmul::State {
   int64_t in = 0, out = 0;
-  MatmulWeights weights;             // int8 [in, out], blocked where the kernel asks for it
-  std::vector<float> weight_scales;  // [out]
-  torch::Tensor bias;                // [out] fp32
-  torch::Tensor zero_point_bias;     // [out] fp32: -128 x each column's sum of int8 weights
+  MatmulWeights weights;          // int8 [in, out], blocked where the kernel asks for it
+  torch::Tensor weight_scales;    // [out] fp32
+  torch::Tensor bias;             // [out] fp32
+  torch::Tensor zero_point_bias;  // [out] fp32: -128 x each column's sum of int8 weights
 
   struct Built {
     dnnl::matmul::primitive_desc pd;
@@ -25,23 +25,24 @@ struct Int8Matmul::State {
 
   // Activations are quantised per row (per token), symmetric, stored as uint8 around 128: a
   // row's result then depends on that row alone, never on what else the batch holds.
-  // The kernel applies the weights' per-column scales; each row's scale and the bias follow in
-  // one pass of our own (Apply). oneDNN 2.6's brgemm has no fast way to take them: per-row
-  // output scales are refused, a [rows, 1] post-op falls back to its reference kernel, and
-  // in three dimensions ([1, rows, 1]) the per-row and per-column post-ops made the matmul
-  // 1.3-1.6x slower, against 1.02-1.14x for the separate pass (512-4,096 x 384-3,072,
-  // 2 threads, avx512_vnni EPYC; README).
-  // The weights' scales are fixed in the primitive: oneDNN 2.6 runs int8 on AMX
-  // (brg:avx512_core_amx_int8) only with scales known when the primitive is built. With
-  // runtime output scales it fell back to gemm:jit, measured at 512 x 768 x 3,072, 2 threads,
-  // Xeon with amx_int8: about 250 GOP/s against 1,100 through AMX.
+  // The kernel computes the integer products alone; each row's scale, each column's scale and
+  // the bias follow in one pass of our own (Apply). oneDNN 2.6's brgemm has no fast way to take
+  // the row scales: per-row output scales are refused, a [rows, 1] post-op falls back to its
+  // reference kernel, and in three dimensions ([1, rows, 1]) the per-row and per-column
+  // post-ops made the matmul 1.3-1.6x slower, against 1.02-1.14x for the separate pass
+  // (512-4,096 x 384-3,072, 2 threads, avx512_vnni EPYC; README).
+  // The column scales stay out of the primitive too, so that every layer of one shape builds
+  // the same primitive and oneDNN's primitive cache hands the later layers the first one's
+  // kernels. With its scales fixed in each primitive (oneDNN 2.6 runs int8 on AMX or VNNI
+  // brgemm only with scales known when the primitive is built; runtime scales fall back to
+  // gemm:jit, 2x slower at 160 x 768 x 3,072 on an avx512_vnni EPYC) each of a BERT-base's 48
+  // layers compiled its own, about 100 KB resident per layer and row count.
   // The zero point 128 is not the primitive's either: (x - 128) w is x w less 128 times w's
-  // column sums, a constant per column that rides in the bias (oneDNN 2.x adds the bias before
-  // the output scales: a zero input gave the bias times the scale). With a zero point oneDNN
-  // appends those sums to its packed weights, so no head's columns could be read as a slice.
+  // column sums, a constant per column that rides in the kernel's bias (added to the integer
+  // sums before our scales). With a zero point oneDNN appends those sums to its packed
+  // weights, so no head's columns could be read as a slice.
   dnnl::matmul::primitive_desc Describe(int64_t rows, const dnnl::memory::desc& weights) const {
     dnnl::primitive_attr attr;
-    attr.set_output_scales(1 << 1, weight_scales);  // per output column
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     return dnnl::matmul::primitive_desc(
         dnnl::matmul::desc(dnnl::memory::desc({rows, in}, dt::u8, tag::ab), weights,
@@ -62,10 +63,9 @@ Int8Matmul::Int8Matmul(const torch::Tensor& weight, const torch::Tensor& bias)
   const torch::Tensor w = weight.to(torch::kFloat32).contiguous();
   s.out = w.size(0);
   s.in = w.size(1);
-  const torch::Tensor weight_scales = (w.abs().amax(1) / 127.0).clamp_min(1e-12).contiguous();
-  s.weight_scales.assign(weight_scales.data_ptr<float>(), weight_scales.data_ptr<float>() + s.out);
+  s.weight_scales = (w.abs().amax(1) / 127.0).clamp_min(1e-12).contiguous();
   const torch::Tensor plain =
-      (w / weight_scales.unsqueeze(1)).round().clamp(-127, 127).to(torch::kInt8).t().contiguous();
+      (w / s.weight_scales.unsqueeze(1)).round().clamp(-127, 127).to(torch::kInt8).t().contiguous();
   s.weights = PackWeights([&](int64_t rows, const auto& desc) { return s.Describe(rows, desc); },
                           dnnl::memory::desc({s.in, s.out}, dt::s8, tag::ab), plain);
   s.bias = bias.defined() ? bias.to(torch::kFloat32).contiguous()
@@ -84,8 +84,7 @@ std::shared_ptr<const PackedLinear> Int8Matmul::Columns(int64_t begin, int64_t c
   auto slice = std::make_unique<State>();
   slice->in = s.in;
   slice->out = count;
-  slice->weight_scales.assign(s.weight_scales.begin() + begin,
-                              s.weight_scales.begin() + begin + count);
+  slice->weight_scales = s.weight_scales.narrow(0, begin, count).contiguous();
   slice->bias = s.bias.narrow(0, begin, count).contiguous();
   slice->zero_point_bias = s.zero_point_bias.narrow(0, begin, count).contiguous();
   std::optional<MatmulWeights> weights =
@@ -98,14 +97,19 @@ std::shared_ptr<const PackedLinear> Int8Matmul::Columns(int64_t begin, int64_t c
 
 size_t Int8Matmul::primitives() const { return state_->by_rows.size(); }
 
-torch::Tensor Int8Matmul::Apply(const torch::Tensor& x_in) const {
-  const State& s = *state_;
+std::pair<torch::Tensor, torch::Tensor> Int8Matmul::Quantize(const torch::Tensor& x_in) const {
   const torch::Tensor x = x_in.to(torch::kFloat32).contiguous();
   const int64_t rows = x.size(0);
-  const torch::Tensor row_scales = torch::empty({rows}, torch::kFloat32);
-  const torch::Tensor q = torch::empty({rows, s.in}, torch::kUInt8);
-  QuantizeRows(x.data_ptr<float>(), rows, s.in, q.data_ptr<uint8_t>(),
+  torch::Tensor q = torch::empty({rows, state_->in}, torch::kUInt8);
+  torch::Tensor row_scales = torch::empty({rows}, torch::kFloat32);
+  QuantizeRows(x.data_ptr<float>(), rows, state_->in, q.data_ptr<uint8_t>(),
                row_scales.data_ptr<float>());
+  return {q, row_scales};
+}
+
+torch::Tensor Int8Matmul::Product(const torch::Tensor& q) const {
+  const State& s = *state_;
+  const int64_t rows = q.size(0);
   torch::Tensor result = torch::empty({rows, s.out}, torch::kFloat32);
   const auto& [pd, primitive] = s.by_rows.Get(rows, [&](int64_t n) { return s.Build(n); });
   const torch::Tensor scratch = Scratchpad(pd);
@@ -116,9 +120,40 @@ torch::Tensor Int8Matmul::Apply(const torch::Tensor& x_in) const {
                              {DNNL_ARG_DST, AsMemory(pd.dst_desc(), result)},
                              {DNNL_ARG_SCRATCHPAD, AsMemory(pd.scratchpad_desc(), scratch)}});
   stream.wait();
-  ScaleRowsAddBias(result.data_ptr<float>(), rows, s.out, row_scales.data_ptr<float>(),
-                   s.bias.data_ptr<float>());
   return result;
+}
+
+torch::Tensor Int8Matmul::ApplyQuantized(const torch::Tensor& q,
+                                         const torch::Tensor& row_scales) const {
+  const State& s = *state_;
+  torch::Tensor result = Product(q);
+  ScaleRowsAddBias(result.data_ptr<float>(), q.size(0), s.out, row_scales.data_ptr<float>(),
+                   s.weight_scales.data_ptr<float>(), s.bias.data_ptr<float>());
+  return result;
+}
+
+torch::Tensor Int8Matmul::Apply(const torch::Tensor& x) const {
+  const auto [q, row_scales] = Quantize(x);
+  return ApplyQuantized(q, row_scales);
+}
+
+torch::Tensor Int8Matmul::ApplyThrough(const torch::Tensor& x, const ActivateRows& activate,
+                                       const PackedLinear& next) const {
+  const auto* int8_next = dynamic_cast<const Int8Matmul*>(&next);
+  if (int8_next == nullptr) return PackedLinear::ApplyThrough(x, activate, next);
+  const State& s = *state_;
+  const auto [q, row_scales] = Quantize(x);
+  const int64_t rows = q.size(0);
+  torch::Tensor hidden = Product(q);
+  torch::Tensor hidden_q = torch::empty({rows, s.out}, torch::kUInt8);
+  torch::Tensor hidden_scales = torch::empty({rows}, torch::kFloat32);
+  ScaleActivateQuantizeRows(
+      hidden.data_ptr<float>(), rows, s.out, row_scales.data_ptr<float>(),
+      s.weight_scales.data_ptr<float>(), s.bias.data_ptr<float>(),
+      [&](int64_t first, int64_t last) { activate(hidden.slice(0, first, last)); },
+      hidden_q.data_ptr<uint8_t>(), hidden_scales.data_ptr<float>());
+  hidden.reset();
+  return int8_next->ApplyQuantized(hidden_q, hidden_scales);
 }
 
 }  // namespace embedding::model_store

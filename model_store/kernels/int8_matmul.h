@@ -13,6 +13,7 @@
 #include <torch/types.h>
 
 #include <memory>
+#include <utility>
 
 #include "model_store/kernels/packed_linear.h"
 
@@ -29,12 +30,23 @@ class Int8Matmul final : public PackedLinear {
   // quantised on its own (symmetric, 127 levels each side of 0), so a row's result does not
   // depend on the other rows: the same text gives the same vector in any batch.
   torch::Tensor Apply(const torch::Tensor& x) const override;
+  // Into another Int8Matmul, the activated rows are quantized for it as they leave this
+  // layer's output pass, never stored in fp32 for a pass of their own.
+  torch::Tensor ApplyThrough(const torch::Tensor& x, const ActivateRows& activate,
+                             const PackedLinear& next) const override;
   std::shared_ptr<const PackedLinear> Columns(int64_t begin, int64_t count) const override;
   size_t primitives() const override;
 
  private:
   struct State;
   explicit Int8Matmul(std::unique_ptr<State> state);
+  // The kernel's product of quantized rows `q` [rows, in] (uint8), before any scale: fp32
+  // [rows, out].
+  torch::Tensor Product(const torch::Tensor& q) const;
+  // x quantized row by row: uint8 [rows, in] and each row's scale.
+  std::pair<torch::Tensor, torch::Tensor> Quantize(const torch::Tensor& x) const;
+  // Apply on rows already quantized, `q` with its `row_scales`.
+  torch::Tensor ApplyQuantized(const torch::Tensor& q, const torch::Tensor& row_scales) const;
   std::unique_ptr<State> state_;
 };
 

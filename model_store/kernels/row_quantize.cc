@@ -42,27 +42,50 @@ EMB_ROW_KERNEL void QuantizeRow(const float* __restrict x, int64_t n, float inve
 }
 
 EMB_ROW_KERNEL void ScaleRow(float* __restrict row, int64_t n, float scale,
-                             const float* __restrict bias) {
-  for (int64_t i = 0; i < n; ++i) row[i] = row[i] * scale + bias[i];
+                             const float* __restrict column_scales, const float* __restrict bias) {
+  for (int64_t i = 0; i < n; ++i) row[i] = row[i] * scale * column_scales[i] + bias[i];
+}
+
+void QuantizeRowsInline(const float* x, int64_t first, int64_t last, int64_t cols, uint8_t* q,
+                        float* scales) {
+  for (int64_t r = first; r < last; ++r) {
+    const float largest = LargestMagnitude(x + r * cols, cols);
+    scales[r] = largest > 0 || largest != largest ? largest / 127.0f : 1.0f;
+    const float inverse = std::isfinite(scales[r]) ? 1.0f / scales[r] : 0.0f;
+    QuantizeRow(x + r * cols, cols, inverse, q + r * cols);
+  }
 }
 
 }  // namespace
 
 void QuantizeRows(const float* x, int64_t rows, int64_t cols, uint8_t* q, float* scales) {
   at::parallel_for(0, rows, kRowsPerTask, [&](int64_t first, int64_t last) {
+    QuantizeRowsInline(x, first, last, cols, q, scales);
+  });
+}
+
+void ScaleRowsAddBias(float* out, int64_t rows, int64_t cols, const float* row_scales,
+                      const float* column_scales, const float* bias) {
+  at::parallel_for(0, rows, kRowsPerTask, [&](int64_t first, int64_t last) {
     for (int64_t r = first; r < last; ++r) {
-      const float largest = LargestMagnitude(x + r * cols, cols);
-      scales[r] = largest > 0 || largest != largest ? largest / 127.0f : 1.0f;
-      const float inverse = std::isfinite(scales[r]) ? 1.0f / scales[r] : 0.0f;
-      QuantizeRow(x + r * cols, cols, inverse, q + r * cols);
+      ScaleRow(out + r * cols, cols, row_scales[r], column_scales, bias);
     }
   });
 }
 
-void ScaleRowsAddBias(float* out, int64_t rows, int64_t cols, const float* scales,
-                      const float* bias) {
+void ScaleActivateQuantizeRows(float* out, int64_t rows, int64_t cols, const float* row_scales,
+                               const float* column_scales, const float* bias,
+                               const std::function<void(int64_t first, int64_t last)>& activate,
+                               uint8_t* q, float* q_scales) {
   at::parallel_for(0, rows, kRowsPerTask, [&](int64_t first, int64_t last) {
-    for (int64_t r = first; r < last; ++r) ScaleRow(out + r * cols, cols, scales[r], bias);
+    for (int64_t begin = first; begin < last; begin += kRowsPerTask) {
+      const int64_t end = std::min(last, begin + kRowsPerTask);
+      for (int64_t r = begin; r < end; ++r) {
+        ScaleRow(out + r * cols, cols, row_scales[r], column_scales, bias);
+      }
+      activate(begin, end);
+      QuantizeRowsInline(out, begin, end, cols, q, q_scales);
+    }
   });
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 namespace embedding::model_store {
 
@@ -18,8 +19,18 @@ inline constexpr int32_t kActivationZeroPoint = 128;
 // are NaN, which the forward reports) and its levels 0, or -127 for the non-finite elements.
 void QuantizeRows(const float* x, int64_t rows, int64_t cols, uint8_t* q, float* scales);
 
-// out[r][c] = out[r][c] * scales[r] + bias[c] in place, for `rows` rows of `cols`.
-void ScaleRowsAddBias(float* out, int64_t rows, int64_t cols, const float* scales,
-                      const float* bias);
+// out[r][c] = out[r][c] * row_scales[r] * column_scales[c] + bias[c] in place, for `rows`
+// rows of `cols`.
+void ScaleRowsAddBias(float* out, int64_t rows, int64_t cols, const float* row_scales,
+                      const float* column_scales, const float* bias);
+
+// ScaleRowsAddBias, then `activate` (rows [first, last) of `out`, in place), then QuantizeRows
+// of the result into `q` and `q_scales`, in blocks of a few rows, each block's three steps
+// while it is in cache: the int8 layer's output handed to the next int8 layer without an fp32
+// pass between. `activate` runs on the pool's threads, inside a parallel region.
+void ScaleActivateQuantizeRows(float* out, int64_t rows, int64_t cols, const float* row_scales,
+                               const float* column_scales, const float* bias,
+                               const std::function<void(int64_t first, int64_t last)>& activate,
+                               uint8_t* q, float* q_scales);
 
 }  // namespace embedding::model_store

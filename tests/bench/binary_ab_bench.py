@@ -4,12 +4,13 @@ B, A, A, B, ... so that the host's drift (up to 1.5x within minutes on these sha
 falls on both alike. For a kernel change, A is a build from before it and B from after.
 
 Each round serves one binary at --dtype and runs, through embedctl's load generator, the
-harness's mixed corpus (log-uniform 16-4,096 tokens, CHUNK_MEAN) and its long documents.
+harness's mixed corpus (log-uniform 16-4,096 tokens, CHUNK_MEAN, concurrency 4), its long
+documents, and int8_peer_bench.py's short ones (8-330 tokens, one request at a time).
 Prints per round tokens/s of each binary, and the median of B/A over the rounds with the
 CPU's ISA.
 
 usage: binary_ab_bench.py BUILD_DIR BINARY_A BINARY_B MODEL_DIR [--dtype int8] [--rounds 6]
-       [--mixed 40] [--long 8192]
+       [--mixed 40] [--long 8192] [--short 0]
 """
 import argparse
 import json
@@ -50,6 +51,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--mixed", type=int, default=40)
     parser.add_argument("--long", default="8192")
+    parser.add_argument("--short", type=int, default=0)
     args = parser.parse_args()
     config = json.load(open(f"{args.model_dir}/config.json"))
     window = config["max_position_embeddings"] - 2
@@ -61,6 +63,10 @@ def main():
     with ServerRunner(args.binary_a, [f"--model=m={args.model_dir}", "--dtype=fp32"]) as server:
         client = EmbeddingClient(server.grpc_address, timeout=3600)
         corpora = {"mixed": (make_documents(client, mixed_lengths, random.Random(0)), 4)}
+        if args.short:
+            short_rng = random.Random(8)
+            corpora["short"] = (make_documents(
+                client, [short_rng.randint(8, 330) for _ in range(args.short)], short_rng), 1)
         for n in [int(x) for x in args.long.split(",") if x]:
             corpora[f"long_{n}"] = (make_documents(client, [n], random.Random(n)), 1)
 

@@ -107,6 +107,34 @@ TEST(Int8Matmul, ARowsResultDoesNotDependOnTheOtherRows) {
   }
 }
 
+// Two int8 layers with an activation between them, fused (the activated rows quantized as they
+// leave the first layer's output pass): the same as the two applied one after the other, and a
+// row's result its own in any batch.
+TEST(Int8Matmul, ApplyThroughIsTheTwoLayersWithTheActivationBetween) {
+  torch::manual_seed(6);
+  const Int8Matmul first(torch::randn({256, 96}), torch::randn({256}));
+  const Int8Matmul second(torch::randn({96, 256}), torch::randn({96}));
+  int calls = 0;
+  const PackedLinear::ActivateRows gelu = [&](const torch::Tensor& rows) {
+    ++calls;
+    torch::Tensor out = rows;
+    torch::gelu_out(out, rows);
+  };
+  const torch::Tensor x = torch::randn({40, 96}) * 3;
+  const torch::Tensor fused = first.ApplyThrough(x, gelu, second);
+  EXPECT_GT(calls, 1);  // block by block
+  const torch::Tensor apart = second.Apply(torch::gelu(first.Apply(x)));
+  ASSERT_EQ(fused.sizes(), apart.sizes());
+  // The same integers; the activation's float rounding (block by block, or all at once) may
+  // move an activation across a rounding boundary by one level of 127.
+  EXPECT_LT((fused - apart).abs().max().item<float>(), 0.02 * apart.abs().max().item<float>());
+  for (int64_t at : {0, 17, 39}) {
+    EXPECT_TRUE(
+        torch::equal(first.ApplyThrough(x.narrow(0, at, 1), gelu, second), fused.narrow(0, at, 1)))
+        << "row " << at;
+  }
+}
+
 TEST(Int8Matmul, ZeroInputGivesTheBias) {
   const torch::Tensor b = torch::arange(16, torch::kFloat32);
   const Int8Matmul layer(torch::randn({16, 24}), b);

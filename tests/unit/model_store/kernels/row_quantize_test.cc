@@ -62,18 +62,19 @@ TEST(RowQuantize, ZeroRowsTakeScaleOneAndNonFiniteRowsKeepTheirs) {
   }
 }
 
-TEST(RowQuantize, ScaleRowsAddBiasIsEachRowTimesItsScalePlusTheBias) {
+TEST(RowQuantize, ScaleRowsAddBiasIsEachElementTimesItsRowAndColumnScalesPlusTheBias) {
   const int64_t rows = 5, cols = 19;
-  std::vector<float> out(rows * cols), scales(rows), bias(cols);
+  std::vector<float> out(rows * cols), scales(rows), column_scales(cols), bias(cols);
   for (int64_t i = 0; i < rows * cols; ++i) out[i] = static_cast<float>(i % 23) - 11.0f;
   for (int64_t r = 0; r < rows; ++r) scales[r] = 0.25f * static_cast<float>(r + 1);
   for (int64_t c = 0; c < cols; ++c) bias[c] = static_cast<float>(c) * 0.5f;
+  for (int64_t c = 0; c < cols; ++c) column_scales[c] = c % 3 == 0 ? 2.0f : 0.5f;
   const std::vector<float> before = out;
-  ScaleRowsAddBias(out.data(), rows, cols, scales.data(), bias.data());
+  ScaleRowsAddBias(out.data(), rows, cols, scales.data(), column_scales.data(), bias.data());
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < cols; ++c) {
-      // Exact in fp32 (quarters of small integers), fused multiply-add or not.
-      EXPECT_EQ(out[r * cols + c], before[r * cols + c] * scales[r] + bias[c]);
+      // Exact in fp32 (eighths of small integers), fused multiply-add or not.
+      EXPECT_EQ(out[r * cols + c], before[r * cols + c] * scales[r] * column_scales[c] + bias[c]);
     }
   }
 }
