@@ -5,12 +5,13 @@ falls on both alike. For a kernel change, A is a build from before it and B from
 
 Each round serves one binary at --dtype and runs, through embedctl's load generator, the
 harness's mixed corpus (log-uniform 16-4,096 tokens, CHUNK_MEAN, concurrency 4), its long
-documents, and int8_peer_bench.py's short ones (8-330 tokens, one request at a time).
+documents, int8_peer_bench.py's short ones (8-330 tokens, one request at a time), and one
+document of each of --lengths tokens sent 20 times, one request at a time.
 Prints per round tokens/s of each binary, and the median of B/A over the rounds with the
 CPU's ISA.
 
 usage: binary_ab_bench.py BUILD_DIR BINARY_A BINARY_B MODEL_DIR [--dtype int8] [--rounds 6]
-       [--mixed 40] [--long 8192] [--short 0]
+       [--mixed 40] [--long 8192] [--short 0] [--lengths 14,100,262]
 """
 import argparse
 import json
@@ -52,6 +53,7 @@ def main():
     parser.add_argument("--mixed", type=int, default=40)
     parser.add_argument("--long", default="8192")
     parser.add_argument("--short", type=int, default=0)
+    parser.add_argument("--lengths", default="")
     args = parser.parse_args()
     config = json.load(open(f"{args.model_dir}/config.json"))
     window = config["max_position_embeddings"] - 2
@@ -62,11 +64,15 @@ def main():
     # The documents once, tokenised by binary A's server (both share the tokenizer).
     with ServerRunner(args.binary_a, [f"--model=m={args.model_dir}", "--dtype=fp32"]) as server:
         client = EmbeddingClient(server.grpc_address, timeout=3600)
-        corpora = {"mixed": (make_documents(client, mixed_lengths, random.Random(0)), 4)}
+        corpora = {}
+        if mixed_lengths:
+            corpora["mixed"] = (make_documents(client, mixed_lengths, random.Random(0)), 4)
         if args.short:
             short_rng = random.Random(8)
             corpora["short"] = (make_documents(
                 client, [short_rng.randint(8, 330) for _ in range(args.short)], short_rng), 1)
+        for n in [int(x) for x in args.lengths.split(",") if x]:
+            corpora[f"length_{n}"] = (make_documents(client, [n], random.Random(n)) * 20, 1)
         for n in [int(x) for x in args.long.split(",") if x]:
             corpora[f"long_{n}"] = (make_documents(client, [n], random.Random(n)), 1)
 

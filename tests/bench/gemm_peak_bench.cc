@@ -1,10 +1,11 @@
 // This CPU's matrix-kernel rates on a BERT-base forward's own linear shapes, the ceiling an
 // encoder's linear layers can reach here (issue 64's "share of peak"):
 // - `kernel`: oneDNN's matmul alone, weights packed once in the layout it asks for, the
-//   activations already in its input type (u8 for int8, bf16, fp32), fp32 out; int8 with the
-//   per-column output scales fixed in the primitive, as Int8Matmul builds it;
+//   activations already in its input type (u8 for int8, bf16, fp32), fp32 out; int8 the
+//   integer products alone, no scales in the primitive, as Int8Matmul builds it;
 // - `layer`: the int8 linear layer the encoder runs (Int8Matmul::Apply: each row's scale,
-//   quantization, the kernel, the scale-and-bias pass), from fp32 in to fp32 out.
+//   quantization, the kernel, the pass applying the row and column scales and the bias), from
+//   fp32 in to fp32 out.
 // Args {rows, in, out}; the rate is the "ops" counter (2 x rows x in x out per call). The
 // kernel's implementation name (brg:avx512_core_amx_int8, brg:avx512_core_vnni, ...) is the
 // benchmark's label.
@@ -38,7 +39,7 @@ void BM_Kernel(benchmark::State& state, dt type) {
   const int64_t rows = state.range(0), in = state.range(1), out = state.range(2);
   const dt src_type = type == dt::s8 ? dt::u8 : type;
   dnnl::primitive_attr attr;
-  if (type == dt::s8) attr.set_output_scales(1 << 1, std::vector<float>(out, 0.01f));
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const dnnl::matmul::primitive_desc pd(
       dnnl::matmul::desc(dnnl::memory::desc({rows, in}, src_type, tag::ab),
                          dnnl::memory::desc({in, out}, type, tag::any),
