@@ -336,11 +336,11 @@ bool BatchRunner::StartLine(const std::string& batch_id, const Line& line, Progr
           absl::StatusOr<EmbedAnswer> answer) {
         absl::StatusOr<std::string> result =
             answer.ok() ? absl::StatusOr<std::string>(body(*answer)) : answer.status();
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          progress.running.erase(index);
-          progress.finished.emplace_back(index, std::move(result));
-        }
+        // Notified under the lock: once `running` is empty the runner may return and this
+        // object go (a drain at SIGTERM), so nothing here may touch it after the lock is let go.
+        std::lock_guard<std::mutex> lock(mu_);
+        progress.running.erase(index);
+        progress.finished.emplace_back(index, std::move(result));
         cv_.notify_all();
       });
   std::lock_guard<std::mutex> lock(mu_);
